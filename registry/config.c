@@ -1,0 +1,198 @@
+#include "registry/config.h"
+
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <yaml.h>
+
+typedef enum { T_STR, T_INT } type_t;
+
+/* Every directive in one table: YAML path, environment override, type, target (redis static_configs[]). */
+#define FIELD(f) offsetof(berth_config_t, f)
+static const struct {
+    const char *key, *env;
+    type_t type;
+    size_t off;
+} directives[] = {
+    {"http.addr", "BERTH_HTTP_ADDR", T_STR, FIELD(http_addr)},
+    {"http.tls_addr", "BERTH_TLS_ADDR", T_STR, FIELD(tls_addr)},
+    {"http.tls_cert", "BERTH_TLS_CERT", T_STR, FIELD(tls_cert)},
+    {"http.tls_key", "BERTH_TLS_KEY", T_STR, FIELD(tls_key)},
+    {"external_url", "BERTH_EXTERNAL_URL", T_STR, FIELD(external_url)},
+    {"database.url", "BERTH_DATABASE_URL", T_STR, FIELD(database_url)},
+    {"database.pool", "BERTH_DATABASE_POOL", T_INT, FIELD(database_pool)},
+    {"storage.root", "BERTH_STORAGE_ROOT", T_STR, FIELD(storage_root)},
+    {"run_dir", "BERTH_RUN_DIR", T_STR, FIELD(run_dir)},
+    {"admin_password", "BERTH_ADMIN_PASSWORD", T_STR, FIELD(admin_password)},
+    {"log.level", "BERTH_LOG_LEVEL", T_STR, FIELD(log_level)},
+    {"log.access", "BERTH_ACCESS_LOG", T_STR, FIELD(access_log)},
+    {"edge.nginx", "BERTH_NGINX", T_STR, FIELD(nginx)},
+    {"edge.workers", NULL, T_INT, FIELD(edge_workers)},
+    {"server.loops", NULL, T_INT, FIELD(loops)},
+    {"server.workers", NULL, T_INT, FIELD(workers)},
+    {"uploads.max_connections", NULL, T_INT, FIELD(upload_connections)},
+};
+#define NDIR (sizeof(directives) / sizeof(directives[0]))
+
+static int set_value(berth_config_t *cfg, size_t i, const char *v, char *errbuf, size_t errlen)
+{
+    void *target = (char *)cfg + directives[i].off;
+    if (directives[i].type == T_STR) {
+        free(*(char **)target);
+        *(char **)target = strdup(v);
+        return 0;
+    }
+    char *end;
+    long n = strtol(v, &end, 10);
+    if (*v == '\0' || *end != '\0' || n < 1 || n > 100000) {
+        snprintf(errbuf, errlen, "%s: expected a positive integer, got \"%s\"", directives[i].key, v);
+        return -1;
+    }
+    *(int *)target = (int)n;
+    return 0;
+}
+
+static int set_key(berth_config_t *cfg, const char *key, const char *v, char *errbuf, size_t errlen)
+{
+    for (size_t i = 0; i < NDIR; i++)
+        if (strcmp(directives[i].key, key) == 0)
+            return set_value(cfg, i, v, errbuf, errlen);
+    snprintf(errbuf, errlen, "unknown configuration key \"%s\"", key);
+    return -1;
+}
+
+/* Walk a YAML mapping of scalars and nested mappings, joining keys with '.'. */
+static int load_yaml(berth_config_t *cfg, const char *path, char *errbuf, size_t errlen)
+{
+    FILE *f = fopen(path, "r");
+    if (f == NULL) {
+        snprintf(errbuf, errlen, "cannot read config %s", path);
+        return -1;
+    }
+    yaml_parser_t p;
+    yaml_parser_initialize(&p);
+    yaml_parser_set_input_file(&p, f);
+    char prefix[256] = "", key[128] = "";
+    int depth = 0, have_key = 0, rc = 0, done = 0;
+    while (!done && rc == 0) {
+        yaml_event_t ev;
+        if (!yaml_parser_parse(&p, &ev)) {
+            snprintf(errbuf, errlen, "%s:%zu: %s", path, p.problem_mark.line + 1, p.problem ? p.problem : "YAML error");
+            rc = -1;
+            break;
+        }
+        switch (ev.type) {
+        case YAML_MAPPING_START_EVENT:
+            if (depth > 0) {
+                if (!have_key) {
+                    snprintf(errbuf, errlen, "%s:%zu: a mapping needs a key", path, ev.start_mark.line + 1);
+                    rc = -1;
+                    break;
+                }
+                size_t n = strlen(prefix);
+                snprintf(prefix + n, sizeof(prefix) - n, "%s%s", n ? "." : "", key);
+                have_key = 0;
+            }
+            depth++;
+            break;
+        case YAML_MAPPING_END_EVENT: {
+            depth--;
+            char *dot = strrchr(prefix, '.');
+            if (dot != NULL)
+                *dot = '\0';
+            else
+                prefix[0] = '\0';
+            break;
+        }
+        case YAML_SCALAR_EVENT:
+            if (depth == 0)
+                break;
+            if (!have_key) {
+                snprintf(key, sizeof(key), "%s", (const char *)ev.data.scalar.value);
+                have_key = 1;
+            } else {
+                char full[400];
+                snprintf(full, sizeof(full), "%s%s%s", prefix, prefix[0] ? "." : "", key);
+                if (set_key(cfg, full, (const char *)ev.data.scalar.value, errbuf, errlen) != 0) {
+                    size_t n = strlen(errbuf);
+                    snprintf(errbuf + n, errlen - n, " (%s:%zu)", path, ev.start_mark.line + 1);
+                    rc = -1;
+                }
+                have_key = 0;
+            }
+            break;
+        case YAML_SEQUENCE_START_EVENT:
+            snprintf(errbuf, errlen, "%s:%zu: lists are not supported here", path, ev.start_mark.line + 1);
+            rc = -1;
+            break;
+        case YAML_STREAM_END_EVENT:
+            done = 1;
+            break;
+        default:
+            break;
+        }
+        yaml_event_delete(&ev);
+    }
+    yaml_parser_delete(&p);
+    fclose(f);
+    return rc;
+}
+
+int berth_config_load(berth_config_t *cfg, const char *path, char *errbuf, size_t errlen)
+{
+    memset(cfg, 0, sizeof(*cfg));
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    if (ncpu < 1)
+        ncpu = 1;
+    cfg->http_addr = strdup("127.0.0.1:5000");
+    cfg->storage_root = strdup("/var/lib/berth");
+    cfg->log_level = strdup("info");
+    cfg->access_log = strdup("");
+    cfg->nginx = strdup("/usr/sbin/nginx");
+    cfg->loops = (int)ncpu;
+    cfg->workers = (int)ncpu * 4;
+    cfg->edge_workers = (int)ncpu;
+    cfg->upload_connections = 512;
+    if (path != NULL && load_yaml(cfg, path, errbuf, errlen) != 0)
+        return -1;
+    for (size_t i = 0; i < NDIR; i++) {
+        const char *v = directives[i].env != NULL ? getenv(directives[i].env) : NULL;
+        if (v != NULL && set_value(cfg, i, v, errbuf, errlen) != 0)
+            return -1;
+    }
+    if (cfg->database_url == NULL || cfg->database_url[0] == '\0') {
+        snprintf(errbuf, errlen, "database.url (BERTH_DATABASE_URL) is required");
+        return -1;
+    }
+    if (strchr(cfg->http_addr, ':') == NULL) {
+        snprintf(errbuf, errlen, "http.addr must be host:port, got \"%s\"", cfg->http_addr);
+        return -1;
+    }
+    if (cfg->tls_addr != NULL && (cfg->tls_cert == NULL || cfg->tls_key == NULL)) {
+        snprintf(errbuf, errlen, "http.tls_addr needs http.tls_cert and http.tls_key");
+        return -1;
+    }
+    if (cfg->run_dir == NULL) {
+        size_t n = strlen(cfg->storage_root) + 8;
+        cfg->run_dir = malloc(n);
+        snprintf(cfg->run_dir, n, "%s/run", cfg->storage_root);
+    }
+    if (cfg->external_url == NULL) {
+        size_t n = strlen(cfg->http_addr) + 8;
+        cfg->external_url = malloc(n);
+        snprintf(cfg->external_url, n, "http://%s", cfg->http_addr);
+    }
+    if (cfg->database_pool == 0)
+        cfg->database_pool = cfg->workers + 8;
+    return 0;
+}
+
+void berth_config_dispose(berth_config_t *cfg)
+{
+    for (size_t i = 0; i < NDIR; i++)
+        if (directives[i].type == T_STR)
+            free(*(char **)((char *)cfg + directives[i].off));
+    memset(cfg, 0, sizeof(*cfg));
+}

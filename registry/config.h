@@ -1,0 +1,34 @@
+/* berthd configuration: YAML file, then BERTH_* environment overrides, then validation. */
+#ifndef BERTH_CONFIG_H
+#define BERTH_CONFIG_H
+
+#include <stddef.h>
+
+typedef struct st_berth_config_t {
+    char *http_addr;      /* http.addr            BERTH_HTTP_ADDR */
+    char *tls_addr;       /* http.tls_addr        BERTH_TLS_ADDR */
+    char *tls_cert;       /* http.tls_cert */
+    char *tls_key;        /* http.tls_key */
+    char *external_url;   /* external_url         BERTH_EXTERNAL_URL */
+    char *database_url;   /* database.url         BERTH_DATABASE_URL */
+    int database_pool;    /* database.pool */
+    char *storage_root;   /* storage.root         BERTH_STORAGE_ROOT */
+    char *run_dir;        /* run_dir (default <storage.root>/run) */
+    char *admin_password; /* admin_password       BERTH_ADMIN_PASSWORD (initial admin; used by auth) */
+    char *log_level;      /* log.level */
+    char *access_log;     /* log.access: "-" stdout, a path, or "" off */
+    char *nginx;          /* edge.nginx */
+    int loops;            /* server.loops */
+    int workers;          /* server.workers */
+    int edge_workers;     /* edge.workers */
+    int upload_connections; /* uploads.max_connections */
+} berth_config_t;
+
+/**
+ * Load `path` (may be NULL: defaults only), apply the environment, validate.
+ * On error returns -1 and writes one line into errbuf.
+ */
+int berth_config_load(berth_config_t *cfg, const char *path, char *errbuf, size_t errlen);
+void berth_config_dispose(berth_config_t *cfg);
+
+#endif

@@ -1,0 +1,38 @@
+/* Content digests: "algorithm:encoded" parsing and streaming hashing (sha256, sha512). */
+#ifndef BERTH_CORE_DIGEST_H
+#define BERTH_CORE_DIGEST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "registry/core/err.h"
+
+typedef enum { BERTH_DIGEST_SHA256 = 0, BERTH_DIGEST_SHA512 = 1 } berth_digest_alg_t;
+
+#define BERTH_DIGEST_MAX 136 /* "sha512:" + 128 hex + NUL */
+
+typedef struct st_berth_digest_t {
+    berth_digest_alg_t alg;
+    char str[BERTH_DIGEST_MAX]; /* canonical "sha256:<hex>" */
+    const char *hex;            /* points into str */
+} berth_digest_t;
+
+/**
+ * Parse and validate a digest (lowercase hex of the exact length for its algorithm).
+ * Returns 0, or BERTH_EDIGEST with err set to DIGEST_INVALID (unknown algorithm or bad encoding).
+ */
+int berth_digest_parse(berth_digest_t *out, const char *s, size_t len, berth_err_t *err);
+
+/** Streaming hash; opaque wrapper over an OpenSSL EVP_MD_CTX. */
+typedef struct st_berth_hash_t berth_hash_t;
+berth_hash_t *berth_hash_new(berth_digest_alg_t alg);
+void berth_hash_update(berth_hash_t *h, const void *data, size_t len);
+/** Produce the digest of everything fed so far without ending the stream. */
+void berth_hash_peek(berth_hash_t *h, berth_digest_t *out);
+void berth_hash_free(berth_hash_t *h);
+/** One-shot digest of a buffer. */
+void berth_digest_of(berth_digest_t *out, berth_digest_alg_t alg, const void *data, size_t len);
+/** Constant-time comparison of two digests. */
+int berth_digest_equal(const berth_digest_t *a, const berth_digest_t *b);
+
+#endif

@@ -1,0 +1,48 @@
+#include "registry/core/query.h"
+
+#include <string.h>
+
+static int hexval(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+long berth_query_get(const char *query, size_t len, const char *key, char *out, size_t outsz)
+{
+    size_t klen = strlen(key);
+    const char *p = query, *end = query + len;
+    while (p < end) {
+        const char *amp = memchr(p, '&', (size_t)(end - p));
+        const char *item_end = amp != NULL ? amp : end;
+        const char *eq = memchr(p, '=', (size_t)(item_end - p));
+        const char *kend = eq != NULL ? eq : item_end;
+        if ((size_t)(kend - p) == klen && memcmp(p, key, klen) == 0) {
+            size_t n = 0;
+            for (const char *v = eq != NULL ? eq + 1 : item_end; v < item_end; v++) {
+                char c = *v;
+                if (c == '%') {
+                    int hi, lo;
+                    if (item_end - v < 3 || (hi = hexval(v[1])) < 0 || (lo = hexval(v[2])) < 0)
+                        return -2;
+                    c = (char)(hi * 16 + lo);
+                    v += 2;
+                } else if (c == '+') {
+                    c = ' ';
+                }
+                if (c == '\0' || n + 1 >= outsz)
+                    return -2;
+                out[n++] = c;
+            }
+            out[n] = '\0';
+            return (long)n;
+        }
+        p = item_end + 1;
+    }
+    return -1;
+}

@@ -1,0 +1,13 @@
+/* Query-string lookup with percent-decoding (for ?digest=, ?mount=, ?from=, ?n=, ?last=, ?artifactType=). */
+#ifndef BERTH_CORE_QUERY_H
+#define BERTH_CORE_QUERY_H
+
+#include <stddef.h>
+
+/**
+ * Find `key` in `query` (without the leading '?') and decode its value into out (NUL-terminated).
+ * Returns the decoded length, -1 when absent, -2 when malformed or longer than outsz-1.
+ */
+long berth_query_get(const char *query, size_t len, const char *key, char *out, size_t outsz);
+
+#endif

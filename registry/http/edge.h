@@ -1,0 +1,27 @@
+/*
+ * The edge: a private nginx that berthd configures, starts and stops. It owns the client-facing socket (TLS,
+ * HTTP/2 via ALPN), streams upload bodies unbuffered to the libmicrohttpd server, proxies the rest to h2o, and
+ * sends blob files with sendfile once h2o has authorised them (X-Accel-Redirect).
+ */
+#ifndef BERTH_HTTP_EDGE_H
+#define BERTH_HTTP_EDGE_H
+
+#include <sys/types.h>
+
+typedef struct st_berth_edge_conf_t {
+    const char *nginx;      /* binary */
+    const char *run_dir;    /* conf, pid, temp dirs */
+    const char *listen;     /* host:port, plain HTTP/1.1 */
+    const char *tls_listen; /* host:port or NULL */
+    const char *tls_cert, *tls_key;
+    const char *blob_root;  /* <storage>/blobs */
+    const char *blob_prefix;
+    int api_port, upload_port, workers;
+} berth_edge_conf_t;
+
+/** Write nginx.conf into run_dir and start nginx in the foreground as a child. Returns its pid or -1. */
+pid_t berth_edge_start(const berth_edge_conf_t *conf);
+/** Ask nginx to finish in-flight requests and exit (SIGQUIT), waiting up to `timeout_s`; then SIGKILL. */
+void berth_edge_stop(pid_t pid, int timeout_s);
+
+#endif

@@ -1,0 +1,85 @@
+#include "registry/http/metrics.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "registry/service/upload.h"
+
+enum { M_GET, M_HEAD, M_PUT, M_POST, M_PATCH, M_DELETE, M_OTHER, M__COUNT };
+static const char *method_names[M__COUNT] = {"GET", "HEAD", "PUT", "POST", "PATCH", "DELETE", "OTHER"};
+static const int statuses[] = {200, 201, 202, 204, 206, 304, 400, 401, 403, 404, 405, 413, 416, 429, 500, 503};
+#define NSTATUS (sizeof(statuses) / sizeof(statuses[0]) + 1) /* last slot: any other */
+
+static uint64_t requests[BERTH_ROUTE__COUNT][M__COUNT][NSTATUS];
+static uint64_t bytes_in_total, bytes_out_total;
+
+static int method_index(const char *m)
+{
+    for (int i = 0; i < M_OTHER; i++)
+        if (strcmp(m, method_names[i]) == 0)
+            return i;
+    return M_OTHER;
+}
+
+static size_t status_index(int status)
+{
+    for (size_t i = 0; i + 1 < NSTATUS; i++)
+        if (statuses[i] == status)
+            return i;
+    return NSTATUS - 1;
+}
+
+void berth_metrics_request(berth_route_kind_t route, const char *method, int status, uint64_t bytes_in, uint64_t bytes_out)
+{
+    if (route >= BERTH_ROUTE__COUNT)
+        route = BERTH_ROUTE_NONE;
+    __atomic_add_fetch(&requests[route][method_index(method)][status_index(status)], 1, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&bytes_in_total, bytes_in, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&bytes_out_total, bytes_out, __ATOMIC_RELAXED);
+}
+
+char *berth_metrics_render(berth_db_t *db, long worker_queue, size_t *len_out)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    fprintf(f, "# HELP berth_http_requests_total Requests answered by berthd, by route, method and status.\n"
+               "# TYPE berth_http_requests_total counter\n");
+    for (int r = 0; r < BERTH_ROUTE__COUNT; r++)
+        for (int m = 0; m < M__COUNT; m++)
+            for (size_t s = 0; s < NSTATUS; s++) {
+                uint64_t v = __atomic_load_n(&requests[r][m][s], __ATOMIC_RELAXED);
+                if (v == 0)
+                    continue;
+                char st[8];
+                if (s + 1 < NSTATUS)
+                    snprintf(st, sizeof(st), "%d", statuses[s]);
+                else
+                    snprintf(st, sizeof(st), "other");
+                fprintf(f, "berth_http_requests_total{route=\"%s\",method=\"%s\",status=\"%s\"} %llu\n",
+                        berth_route_label((berth_route_kind_t)r), method_names[m], st, (unsigned long long)v);
+            }
+    fprintf(f, "# TYPE berth_http_received_bytes_total counter\nberth_http_received_bytes_total %llu\n",
+            (unsigned long long)__atomic_load_n(&bytes_in_total, __ATOMIC_RELAXED));
+    fprintf(f, "# TYPE berth_http_sent_bytes_total counter\nberth_http_sent_bytes_total %llu\n",
+            (unsigned long long)__atomic_load_n(&bytes_out_total, __ATOMIC_RELAXED));
+    fprintf(f, "# HELP berth_upload_streams Upload requests currently streaming a body.\n"
+               "# TYPE berth_upload_streams gauge\nberth_upload_streams %ld\n",
+            berth_upload_active());
+    fprintf(f, "# TYPE berth_worker_queue gauge\nberth_worker_queue %ld\n", worker_queue);
+    if (db != NULL) {
+        int size, in_use;
+        unsigned long waits, errors;
+        berth_db_stats(db, &size, &in_use, &waits, &errors);
+        fprintf(f,
+                "# TYPE berth_db_pool_size gauge\nberth_db_pool_size %d\n"
+                "# TYPE berth_db_pool_in_use gauge\nberth_db_pool_in_use %d\n"
+                "# TYPE berth_db_pool_waits_total counter\nberth_db_pool_waits_total %lu\n"
+                "# TYPE berth_db_connect_errors_total counter\nberth_db_connect_errors_total %lu\n",
+                size, in_use, waits, errors);
+    }
+    fclose(f);
+    *len_out = len;
+    return buf;
+}

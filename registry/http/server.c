@@ -1,0 +1,322 @@
+#include "registry/http/server.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <h2o.h>
+
+#include "registry/core/log.h"
+#include "registry/http/access_log.h"
+#include "registry/http/metrics.h"
+
+#define MAX_BODY (8u << 20) /* manifests (4 MiB) and API payloads; blob bodies never come here */
+
+typedef struct loop_thread {
+    h2o_context_t ctx;
+    h2o_accept_ctx_t accept_ctx;
+    h2o_multithread_receiver_t done;
+    h2o_socket_t *listener;
+    pthread_t tid;
+    struct st_berth_server_t *server;
+} loop_thread_t;
+
+struct st_berth_server_t {
+    h2o_globalconf_t config;
+    berth_registry_t *reg;
+    berth_workers_t *workers;
+    int fd, nloops;
+    volatile int stopping;
+    loop_thread_t *loops;
+};
+
+typedef struct job job_t;
+typedef struct guard {
+    job_t *job;
+} guard_t;
+
+/* Everything a worker needs, copied off the request: the worker never touches h2o memory. */
+struct job {
+    berth_work_t work;
+    h2o_multithread_message_t msg;
+    loop_thread_t *loop;
+    h2o_req_t *req; /* loop thread only; NULL once the request is gone */
+    guard_t *guard;
+    berth_registry_t *reg;
+    berth_v2_req_t v2;
+    char method[16];
+    char *query, *accept, *ctype, *body;
+    berth_resp_t resp;
+    struct timespec start;
+};
+
+static double ms_since(const struct timespec *t0)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (double)(now.tv_sec - t0->tv_sec) * 1e3 + (double)(now.tv_nsec - t0->tv_nsec) / 1e6;
+}
+
+static const char *reason(int status)
+{
+    switch (status) {
+    case 200: return "OK";
+    case 201: return "Created";
+    case 202: return "Accepted";
+    case 204: return "No Content";
+    case 400: return "Bad Request";
+    case 401: return "Unauthorized";
+    case 403: return "Forbidden";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 413: return "Payload Too Large";
+    case 416: return "Range Not Satisfiable";
+    case 429: return "Too Many Requests";
+    case 503: return "Service Unavailable";
+    default: return status >= 500 ? "Internal Server Error" : "OK";
+    }
+}
+
+static void send_resp(h2o_req_t *req, berth_resp_t *resp, berth_route_kind_t route, const struct timespec *t0)
+{
+    req->res.status = resp->status;
+    req->res.reason = reason(resp->status);
+    for (size_t i = 0; i < resp->nhdrs; i++) {
+        h2o_iovec_t v = h2o_strdup(&req->pool, resp->hdrs[i].value, SIZE_MAX);
+        h2o_add_header_by_str(&req->pool, &req->res.headers, resp->hdrs[i].name, strlen(resp->hdrs[i].name), 1, NULL, v.base,
+                              v.len);
+    }
+    if (resp->content_type != NULL) {
+        h2o_iovec_t v = h2o_strdup(&req->pool, resp->content_type, SIZE_MAX);
+        h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_CONTENT_TYPE, NULL, v.base, v.len);
+    }
+    h2o_add_header_by_str(&req->pool, &req->res.headers, H2O_STRLIT("docker-distribution-api-version"), 0, NULL,
+                          H2O_STRLIT("registry/2.0"));
+    req->res.content_length = resp->len;
+    char method[16];
+    snprintf(method, sizeof(method), "%.*s", (int)req->method.len, req->method.base);
+    size_t plen = req->query_at != SIZE_MAX ? req->query_at : req->path.len;
+    char *path = h2o_mem_alloc_pool(&req->pool, plen + 1);
+    memcpy(path, req->path.base, plen);
+    path[plen] = '\0';
+    ssize_t xri = h2o_find_header_by_str(&req->headers, H2O_STRLIT("x-real-ip"), -1);
+    char remote[64] = "-";
+    if (xri >= 0)
+        snprintf(remote, sizeof(remote), "%.*s", (int)req->headers.entries[xri].value.len, req->headers.entries[xri].value.base);
+    int is_head = strcmp(method, "HEAD") == 0;
+    berth_metrics_request(route, method, resp->status, req->entity.len, is_head ? 0 : resp->len);
+    berth_access_log(remote, method, path, resp->status, req->entity.len, is_head ? 0 : resp->len, ms_since(t0),
+                     berth_route_label(route));
+    h2o_send_inline(req, resp->body != NULL ? resp->body : "", resp->len);
+}
+
+static void on_guard_dispose(void *p)
+{
+    guard_t *g = p;
+    if (g->job != NULL)
+        g->job->req = NULL;
+}
+
+static void job_free(job_t *j)
+{
+    berth_resp_dispose(&j->resp);
+    free(j->query);
+    free(j->accept);
+    free(j->ctype);
+    free(j->body);
+    free(j);
+}
+
+static void run_job(berth_work_t *w)
+{
+    job_t *j = H2O_STRUCT_FROM_MEMBER(job_t, work, w);
+    berth_v2_handle(j->reg, &j->v2, &j->resp);
+    h2o_multithread_send_message(&j->loop->done, &j->msg);
+}
+
+static void on_jobs_done(h2o_multithread_receiver_t *receiver, h2o_linklist_t *messages)
+{
+    while (!h2o_linklist_is_empty(messages)) {
+        h2o_multithread_message_t *m = H2O_STRUCT_FROM_MEMBER(h2o_multithread_message_t, link, messages->next);
+        h2o_linklist_unlink(&m->link);
+        job_t *j = H2O_STRUCT_FROM_MEMBER(job_t, msg, m);
+        if (j->req != NULL) {
+            j->guard->job = NULL;
+            send_resp(j->req, &j->resp, j->v2.route.kind, &j->start);
+        }
+        job_free(j);
+    }
+}
+
+static char *header_dup(h2o_req_t *req, const h2o_token_t *token, size_t *len_out)
+{
+    ssize_t i = h2o_find_header(&req->headers, token, -1);
+    if (i < 0)
+        return NULL;
+    h2o_iovec_t v = req->headers.entries[i].value;
+    if (len_out != NULL)
+        *len_out = v.len;
+    return strndup(v.base, v.len);
+}
+
+static void send_now(h2o_req_t *req, berth_resp_t *resp, berth_route_kind_t route)
+{
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    send_resp(req, resp, route, &t0);
+    berth_resp_dispose(resp);
+}
+
+static void send_err(h2o_req_t *req, const berth_err_t *err, berth_route_kind_t route)
+{
+    berth_resp_t resp;
+    berth_resp_init(&resp);
+    berth_resp_error(&resp, err);
+    send_now(req, &resp, route);
+}
+
+static int on_req(h2o_handler_t *self, h2o_req_t *req)
+{
+    loop_thread_t *lt = H2O_STRUCT_FROM_MEMBER(loop_thread_t, ctx, req->conn->ctx);
+    struct st_berth_server_t *s = lt->server;
+    size_t plen = req->query_at != SIZE_MAX ? req->query_at : req->path.len;
+    const char *path = req->path.base;
+    berth_err_t err;
+    berth_err_clear(&err);
+
+    if (plen == 8 && memcmp(path, "/metrics", 8) == 0) {
+        berth_resp_t resp;
+        berth_resp_init(&resp);
+        size_t len;
+        char *text = berth_metrics_render(s->reg->db, berth_workers_queued(s->workers), &len);
+        berth_resp_body(&resp, 200, text, len, "text/plain; version=0.0.4");
+        send_now(req, &resp, BERTH_ROUTE_NONE);
+        return 0;
+    }
+    if (plen == 15 && memcmp(path, "/api/v2.0/ping", 14) == 0) {
+        berth_resp_t resp;
+        berth_resp_init(&resp);
+        berth_resp_body(&resp, 200, strdup("Pong"), 4, "text/plain");
+        send_now(req, &resp, BERTH_ROUTE_NONE);
+        return 0;
+    }
+    job_t *j = calloc(1, sizeof(*j));
+    int rc = berth_route_parse(&j->v2.route, path, plen, &err);
+    if (rc != 0 || j->v2.route.kind == BERTH_ROUTE_UPLOAD) {
+        if (rc == BERTH_ENOTFOUND || j->v2.route.kind == BERTH_ROUTE_UPLOAD)
+            berth_err_set(&err, BERTH_OCI_NOT_FOUND, NULL);
+        send_err(req, &err, j->v2.route.kind);
+        free(j);
+        return 0;
+    }
+    if (req->entity.len > MAX_BODY) {
+        berth_err_set(&err, BERTH_OCI_MANIFEST_TOO_BIG, NULL);
+        send_err(req, &err, j->v2.route.kind);
+        free(j);
+        return 0;
+    }
+    clock_gettime(CLOCK_MONOTONIC, &j->start);
+    j->loop = lt;
+    j->req = req;
+    j->reg = s->reg;
+    snprintf(j->method, sizeof(j->method), "%.*s", (int)req->method.len, req->method.base);
+    j->v2.method = j->method;
+    if (req->query_at != SIZE_MAX) {
+        j->v2.query_len = req->path.len - req->query_at - 1;
+        j->query = strndup(req->path.base + req->query_at + 1, j->v2.query_len);
+        j->v2.query = j->query;
+    }
+    j->accept = header_dup(req, H2O_TOKEN_ACCEPT, &j->v2.accept_len);
+    j->v2.accept = j->accept;
+    j->ctype = header_dup(req, H2O_TOKEN_CONTENT_TYPE, NULL);
+    j->v2.content_type = j->ctype;
+    if (req->entity.base != NULL && req->entity.len > 0) {
+        j->body = malloc(req->entity.len);
+        memcpy(j->body, req->entity.base, req->entity.len);
+        j->v2.body = j->body;
+        j->v2.body_len = req->entity.len;
+    }
+    j->guard = h2o_mem_alloc_shared(&req->pool, sizeof(guard_t), on_guard_dispose);
+    j->guard->job = j;
+    j->work.run = run_job;
+    berth_workers_submit(s->workers, &j->work);
+    return 0;
+}
+
+static void on_accept(h2o_socket_t *listener, const char *err)
+{
+    if (err != NULL)
+        return;
+    loop_thread_t *lt = listener->data;
+    h2o_socket_t *sock;
+    /* drain the backlog: nginx opens keep-alive upstream connections in bursts */
+    for (int i = 0; i < 64 && (sock = h2o_evloop_socket_accept(listener)) != NULL; i++)
+        h2o_accept(&lt->accept_ctx, sock);
+}
+
+static void *loop_main(void *arg)
+{
+    loop_thread_t *lt = arg;
+    while (!lt->server->stopping)
+        h2o_evloop_run(lt->ctx.loop, 100); /* returns on EINTR too (findings P2): loop on a flag */
+    return NULL;
+}
+
+int berth_server_start(berth_server_t **out, berth_registry_t *reg, berth_workers_t *workers, int nloops, int *port_out)
+{
+    berth_server_t *s = calloc(1, sizeof(*s));
+    s->reg = reg;
+    s->workers = workers;
+    s->nloops = nloops;
+    h2o_config_init(&s->config);
+    s->config.server_name = h2o_iovec_init(H2O_STRLIT("berth"));
+    s->config.max_request_entity_size = MAX_BODY + 1;
+    h2o_hostconf_t *host = h2o_config_register_host(&s->config, h2o_iovec_init(H2O_STRLIT("default")), 65535);
+    h2o_pathconf_t *pathconf = h2o_config_register_path(host, "/", 0);
+    h2o_handler_t *handler = h2o_create_handler(pathconf, sizeof(*handler));
+    handler->on_req = on_req;
+
+    struct sockaddr_in addr = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK), .sin_port = 0};
+    int one = 1;
+    s->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    setsockopt(s->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    socklen_t alen = sizeof(addr);
+    if (bind(s->fd, (struct sockaddr *)&addr, sizeof(addr)) != 0 || listen(s->fd, 4096) != 0 ||
+        getsockname(s->fd, (struct sockaddr *)&addr, &alen) != 0) {
+        berth_log_err("internal listener: %s", strerror(errno));
+        close(s->fd);
+        free(s);
+        return BERTH_ERROR;
+    }
+    *port_out = ntohs(addr.sin_port);
+    s->loops = calloc((size_t)nloops, sizeof(loop_thread_t));
+    for (int i = 0; i < nloops; i++) {
+        loop_thread_t *lt = &s->loops[i];
+        lt->server = s;
+        h2o_context_init(&lt->ctx, h2o_evloop_create(), &s->config);
+        h2o_multithread_register_receiver(lt->ctx.queue, &lt->done, on_jobs_done);
+        lt->accept_ctx.ctx = &lt->ctx;
+        lt->accept_ctx.hosts = s->config.hosts;
+        lt->listener = h2o_evloop_socket_create(lt->ctx.loop, dup(s->fd), H2O_SOCKET_FLAG_DONT_READ);
+        lt->listener->data = lt;
+        h2o_socket_read_start(lt->listener, on_accept);
+        pthread_create(&lt->tid, NULL, loop_main, lt);
+    }
+    *out = s;
+    return 0;
+}
+
+void berth_server_stop(berth_server_t *s)
+{
+    s->stopping = 1;
+    for (int i = 0; i < s->nloops; i++)
+        pthread_join(s->loops[i].tid, NULL);
+    close(s->fd);
+    /* contexts and sockets die with the process; tearing h2o down piecemeal buys nothing at exit */
+}

@@ -1,0 +1,18 @@
+/* h2o event loops serving everything except upload bodies (JSON, manifests, blob-send decisions, /metrics). */
+#ifndef BERTH_HTTP_SERVER_H
+#define BERTH_HTTP_SERVER_H
+
+#include "registry/http/worker.h"
+#include "registry/service/registry.h"
+
+typedef struct st_berth_server_t berth_server_t;
+
+/**
+ * Bind 127.0.0.1:0 and start `nloops` event-loop threads on it. *port_out receives the port.
+ * Blocking work goes to `workers`; results come back through each loop's h2o_multithread queue.
+ */
+int berth_server_start(berth_server_t **out, berth_registry_t *reg, berth_workers_t *workers, int nloops, int *port_out);
+/** Stop accepting, let the loops finish, join them. */
+void berth_server_stop(berth_server_t *s);
+
+#endif

@@ -1,0 +1,81 @@
+#include "registry/http/worker.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+
+struct st_berth_workers_t {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    berth_work_t *head, *tail;
+    long queued;
+    int stopping, n;
+    pthread_t *threads;
+};
+
+static void *main_loop(void *arg)
+{
+    berth_workers_t *w = arg;
+    for (;;) {
+        pthread_mutex_lock(&w->mu);
+        while (w->head == NULL && !w->stopping)
+            pthread_cond_wait(&w->cv, &w->mu);
+        berth_work_t *work = w->head;
+        if (work == NULL) {
+            pthread_mutex_unlock(&w->mu);
+            return NULL;
+        }
+        w->head = work->next;
+        if (w->head == NULL)
+            w->tail = NULL;
+        w->queued--;
+        pthread_mutex_unlock(&w->mu);
+        work->run(work);
+    }
+}
+
+berth_workers_t *berth_workers_start(int nthreads)
+{
+    berth_workers_t *w = calloc(1, sizeof(*w));
+    pthread_mutex_init(&w->mu, NULL);
+    pthread_cond_init(&w->cv, NULL);
+    w->n = nthreads;
+    w->threads = calloc((size_t)nthreads, sizeof(pthread_t));
+    for (int i = 0; i < nthreads; i++)
+        if (pthread_create(&w->threads[i], NULL, main_loop, w) != 0)
+            abort();
+    return w;
+}
+
+void berth_workers_submit(berth_workers_t *w, berth_work_t *work)
+{
+    work->next = NULL;
+    pthread_mutex_lock(&w->mu);
+    if (w->tail != NULL)
+        w->tail->next = work;
+    else
+        w->head = work;
+    w->tail = work;
+    w->queued++;
+    pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+}
+
+long berth_workers_queued(berth_workers_t *w)
+{
+    pthread_mutex_lock(&w->mu);
+    long q = w->queued;
+    pthread_mutex_unlock(&w->mu);
+    return q;
+}
+
+void berth_workers_stop(berth_workers_t *w)
+{
+    pthread_mutex_lock(&w->mu);
+    w->stopping = 1;
+    pthread_cond_broadcast(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+    for (int i = 0; i < w->n; i++)
+        pthread_join(w->threads[i], NULL);
+    free(w->threads);
+    free(w);
+}

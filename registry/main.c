@@ -1,0 +1,146 @@
+/* berthd: config -> database + migrations -> storage -> servers -> edge; SIGTERM drains and exits. */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "registry/config.h"
+#include "registry/core/log.h"
+#include "registry/http/access_log.h"
+#include "registry/http/edge.h"
+#include "registry/http/server.h"
+#include "registry/http/upload_server.h"
+#include "registry/http/worker.h"
+#include "registry/storage/store.h"
+#include "sql/migrate.h"
+
+#define BLOB_PREFIX "/_berth/blobs/"
+
+static void usage(void)
+{
+    fprintf(stderr, "usage: berthd [--config FILE] [--check]\n"
+                    "  --config FILE  YAML configuration (see deploy/berth.example.yaml)\n"
+                    "  --check        validate configuration and database access, then exit\n");
+}
+
+int main(int argc, char **argv)
+{
+    const char *config_path = NULL;
+    int check_only = 0;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--config") == 0 && i + 1 < argc)
+            config_path = argv[++i];
+        else if (strcmp(argv[i], "--check") == 0)
+            check_only = 1;
+        else {
+            usage();
+            return 2;
+        }
+    }
+    berth_config_t cfg;
+    char errbuf[512];
+    if (berth_config_load(&cfg, config_path, errbuf, sizeof(errbuf)) != 0) {
+        fprintf(stderr, "berthd: bad configuration: %s\n", errbuf);
+        return 2;
+    }
+    if (berth_log_set_level(cfg.log_level) != 0) {
+        fprintf(stderr, "berthd: bad configuration: log.level must be error, warn, info or debug\n");
+        return 2;
+    }
+    if (berth_access_log_open(cfg.access_log) != 0) {
+        fprintf(stderr, "berthd: cannot open access log %s: %s\n", cfg.access_log, strerror(errno));
+        return 2;
+    }
+    /* signals are taken synchronously by the main thread; every thread created below inherits the mask */
+    sigset_t sigs;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGTERM);
+    sigaddset(&sigs, SIGINT);
+    sigaddset(&sigs, SIGCHLD);
+    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    berth_err_t err;
+    berth_err_clear(&err);
+    berth_db_t *db = NULL;
+    if (berth_db_open(&db, cfg.database_url, cfg.database_pool, &err) != 0) {
+        fprintf(stderr, "berthd: %s\n", err.msg);
+        return 1;
+    }
+    if (berth_db_migrate(db, &err) != 0) {
+        fprintf(stderr, "berthd: schema migration failed: %s\n", err.msg);
+        return 1;
+    }
+    berth_store_t *store = NULL;
+    if (berth_store_open(&store, cfg.storage_root, &err) != 0) {
+        fprintf(stderr, "berthd: storage: %s\n", err.msg);
+        return 1;
+    }
+    if (check_only) {
+        printf("berthd: configuration and database OK\n");
+        return 0;
+    }
+    berth_registry_t reg = {.db = db, .store = store, .blob_redirect_prefix = BLOB_PREFIX};
+    berth_workers_t *workers = berth_workers_start(cfg.workers);
+    berth_server_t *server = NULL;
+    berth_upload_server_t *uploads = NULL;
+    int api_port = 0, upload_port = 0;
+    if (berth_server_start(&server, &reg, workers, cfg.loops, &api_port) != 0 ||
+        berth_upload_server_start(&uploads, &reg, (unsigned)cfg.upload_connections, &upload_port) != 0) {
+        fprintf(stderr, "berthd: cannot start internal listeners\n");
+        return 1;
+    }
+    char blob_root[4096];
+    snprintf(blob_root, sizeof(blob_root), "%s/blobs", berth_store_root(store));
+    berth_edge_conf_t edge = {
+        .nginx = cfg.nginx,
+        .run_dir = cfg.run_dir,
+        .listen = cfg.http_addr,
+        .tls_listen = cfg.tls_addr,
+        .tls_cert = cfg.tls_cert,
+        .tls_key = cfg.tls_key,
+        .blob_root = blob_root,
+        .blob_prefix = BLOB_PREFIX,
+        .api_port = api_port,
+        .upload_port = upload_port,
+        .workers = cfg.edge_workers,
+    };
+    pid_t edge_pid = berth_edge_start(&edge);
+    if (edge_pid < 0) {
+        fprintf(stderr, "berthd: cannot start the edge (nginx)\n");
+        return 1;
+    }
+    berth_log_info("berthd listening on %s%s%s (api :%d, uploads :%d, edge pid %d)", cfg.http_addr,
+                   cfg.tls_addr ? ", TLS " : "", cfg.tls_addr ? cfg.tls_addr : "", api_port, upload_port, (int)edge_pid);
+
+    int status = 0;
+    for (;;) {
+        int sig;
+        sigwait(&sigs, &sig);
+        if (sig == SIGCHLD) {
+            int st;
+            if (waitpid(edge_pid, &st, WNOHANG) == edge_pid) {
+                berth_log_err("edge (nginx) exited unexpectedly (status %d); stopping", st);
+                edge_pid = -1;
+                status = 1;
+                break;
+            }
+            continue;
+        }
+        berth_log_info("signal %d: draining", sig);
+        break;
+    }
+    /* nginx stops accepting and finishes what it holds; the backends stay up until it is gone */
+    berth_edge_stop(edge_pid, 60);
+    berth_upload_server_stop(uploads);
+    berth_server_stop(server);
+    berth_workers_stop(workers);
+    berth_db_close(db);
+    berth_store_close(store);
+    berth_config_dispose(&cfg);
+    berth_log_info("stopped");
+    return status;
+}

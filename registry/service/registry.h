@@ -1,0 +1,35 @@
+/* The registry's use cases over the metadata database and the blob store. Blocking: call from worker threads. */
+#ifndef BERTH_SERVICE_REGISTRY_H
+#define BERTH_SERVICE_REGISTRY_H
+
+#include <stddef.h>
+
+#include "registry/core/ref.h"
+#include "registry/core/resp.h"
+#include "registry/storage/store.h"
+#include "sql/db.h"
+
+typedef struct st_berth_registry_t {
+    berth_db_t *db;
+    berth_store_t *store;
+    /* internal location the edge serves blob files from: "/_berth/blobs/" + "<alg>/<ab>/<hex>" */
+    const char *blob_redirect_prefix;
+} berth_registry_t;
+
+/** A parsed /v2 request, already routed. Pointers are borrowed for the duration of the call. */
+typedef struct st_berth_v2_req_t {
+    const char *method;
+    berth_route_t route;
+    const char *query; /* without '?', may be NULL */
+    size_t query_len;
+    const char *accept;
+    size_t accept_len;
+    const char *content_type;
+    const char *body;
+    size_t body_len;
+} berth_v2_req_t;
+
+/** Answer every /v2 route except uploads (see upload.h). Fills `resp`; never fails without a response. */
+void berth_v2_handle(berth_registry_t *reg, const berth_v2_req_t *req, berth_resp_t *resp);
+
+#endif

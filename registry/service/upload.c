@@ -1,0 +1,411 @@
+#include "registry/service/upload.h"
+
+#include <openssl/rand.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "registry/core/digest.h"
+#include "registry/core/log.h"
+#include "registry/core/query.h"
+#include "registry/core/range.h"
+#include "sql/registry.h"
+
+typedef enum { OP_MONOLITHIC, OP_PATCH, OP_PUT } op_t;
+
+struct st_berth_upload_t {
+    berth_registry_t *reg;
+    op_t op;
+    char repo[BERTH_NAME_MAX + 1];
+    char id[40];
+    berth_digest_t want; /* PUT / monolithic POST */
+    int fd;
+    int64_t offset;      /* file length when the request started */
+    int64_t written;
+    int64_t expect;      /* bytes announced by Content-Length / Content-Range, -1 unknown */
+    berth_hash_t *hash;  /* sha256 of the file's first offset+written bytes */
+    berth_err_t err;     /* first failure */
+};
+
+/*
+ * Running hash states by session, so a chunked upload is hashed once as it streams. A state is valid only for
+ * the exact file length it was saved at; after a restart (or on another berthd) the file is re-hashed instead.
+ */
+typedef struct hash_entry {
+    char id[40];
+    int64_t offset;
+    berth_hash_t *hash;
+    struct hash_entry *next;
+} hash_entry_t;
+static pthread_mutex_t hash_mu = PTHREAD_MUTEX_INITIALIZER;
+static hash_entry_t *hash_cache;
+static long active;
+
+long berth_upload_active(void)
+{
+    return __atomic_load_n(&active, __ATOMIC_RELAXED);
+}
+
+static berth_hash_t *hash_take(const char *id, int64_t offset)
+{
+    berth_hash_t *h = NULL;
+    pthread_mutex_lock(&hash_mu);
+    for (hash_entry_t **pp = &hash_cache; *pp != NULL; pp = &(*pp)->next) {
+        if (strcmp((*pp)->id, id) == 0) {
+            hash_entry_t *e = *pp;
+            *pp = e->next;
+            if (e->offset == offset)
+                h = e->hash;
+            else
+                berth_hash_free(e->hash);
+            free(e);
+            break;
+        }
+    }
+    pthread_mutex_unlock(&hash_mu);
+    return h;
+}
+
+static void hash_put(const char *id, int64_t offset, berth_hash_t *h)
+{
+    hash_entry_t *e = calloc(1, sizeof(*e));
+    snprintf(e->id, sizeof(e->id), "%s", id);
+    e->offset = offset;
+    e->hash = h;
+    pthread_mutex_lock(&hash_mu);
+    e->next = hash_cache;
+    hash_cache = e;
+    pthread_mutex_unlock(&hash_mu);
+}
+
+/* Hash the first `len` bytes of an upload file. */
+static berth_hash_t *rehash(berth_store_t *store, const char *id, berth_digest_alg_t alg, int64_t len, berth_err_t *err)
+{
+    int fd;
+    if (berth_store_upload_open_read(store, id, &fd) != 0) {
+        berth_err_set(err, BERTH_OCI_BLOB_UPLOAD_UNKNOWN, NULL);
+        return NULL;
+    }
+    berth_hash_t *h = berth_hash_new(alg);
+    size_t bufsz = 1 << 20;
+    char *buf = malloc(bufsz);
+    int64_t left = len;
+    while (left > 0) {
+        ssize_t n = read(fd, buf, left < (int64_t)bufsz ? (size_t)left : bufsz);
+        if (n <= 0) {
+            berth_hash_free(h);
+            h = NULL;
+            berth_err_set(err, BERTH_OCI_INTERNAL, "cannot re-read upload %s", id);
+            break;
+        }
+        berth_hash_update(h, buf, (size_t)n);
+        left -= n;
+    }
+    free(buf);
+    close(fd);
+    return h;
+}
+
+static void new_id(char out[40])
+{
+    unsigned char r[16];
+    if (RAND_bytes(r, sizeof(r)) != 1)
+        abort();
+    r[6] = (r[6] & 0x0f) | 0x40; /* UUID v4 */
+    r[8] = (r[8] & 0x3f) | 0x80;
+    snprintf(out, 40, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", r[0], r[1], r[2], r[3], r[4],
+             r[5], r[6], r[7], r[8], r[9], r[10], r[11], r[12], r[13], r[14], r[15]);
+}
+
+static void session_headers(berth_resp_t *resp, const char *repo, const char *id, int64_t size)
+{
+    berth_resp_header(resp, "location", "/v2/%s/blobs/uploads/%s", repo, id);
+    berth_resp_header(resp, "range", "0-%lld", (long long)(size > 0 ? size - 1 : 0));
+    berth_resp_header(resp, "docker-upload-uuid", "%s", id);
+}
+
+static void fail(berth_resp_t *resp, berth_err_t *err)
+{
+    if (berth_err_status(err->oci) >= 500)
+        berth_log_err("upload: %s", err->msg);
+    berth_resp_error(resp, err);
+}
+
+/* digest= from the query, required for PUT and monolithic POST */
+static int query_digest(const berth_upload_req_t *rq, berth_digest_t *out, int *present, berth_err_t *err)
+{
+    char v[BERTH_DIGEST_MAX + 8];
+    *present = 0;
+    long n = rq->query != NULL ? berth_query_get(rq->query, rq->query_len, "digest", v, sizeof(v)) : -1;
+    if (n == -1)
+        return 0;
+    *present = 1;
+    if (n < 0)
+        return berth_err_set(err, BERTH_OCI_DIGEST_INVALID, "digest parameter is malformed");
+    return berth_digest_parse(out, v, (size_t)n, err);
+}
+
+/* POST ?mount=&from=: link the blob and answer 201, or return 1 to fall back to a new session */
+static int try_mount(berth_registry_t *reg, berth_dbconn_t *c, const berth_upload_req_t *rq, berth_resp_t *resp, berth_err_t *err)
+{
+    char mount[BERTH_DIGEST_MAX + 8], from[BERTH_NAME_MAX + 1];
+    if (rq->query == NULL || berth_query_get(rq->query, rq->query_len, "mount", mount, sizeof(mount)) < 0)
+        return 1;
+    berth_digest_t d;
+    if (berth_digest_parse(&d, mount, strlen(mount), err) != 0)
+        return err->code;
+    long fl = berth_query_get(rq->query, rq->query_len, "from", from, sizeof(from));
+    if (fl < 0 || !berth_ref_name_valid(from, (size_t)fl))
+        return 1; /* the spec allows a mount without from; we then start a normal upload */
+    int64_t size;
+    int rc = berth_db_blob_mount(c, rq->route->name, from, d.str, &size, err);
+    if (rc == BERTH_ENOTFOUND) {
+        berth_err_clear(err);
+        return 1;
+    }
+    if (rc != 0)
+        return rc;
+    berth_resp_header(resp, "location", "/v2/%s/blobs/%s", rq->route->name, d.str);
+    berth_resp_header(resp, "docker-content-digest", "%s", d.str);
+    berth_resp_body(resp, 201, NULL, 0, NULL);
+    return 0;
+}
+
+static berth_upload_t *new_state(berth_registry_t *reg, op_t op, const berth_upload_req_t *rq, const char *id)
+{
+    berth_upload_t *u = calloc(1, sizeof(*u));
+    u->reg = reg;
+    u->op = op;
+    u->fd = -1;
+    u->expect = rq->content_length;
+    snprintf(u->repo, sizeof(u->repo), "%s", rq->route->name);
+    snprintf(u->id, sizeof(u->id), "%s", id);
+    __atomic_add_fetch(&active, 1, __ATOMIC_RELAXED);
+    return u;
+}
+
+berth_upload_t *berth_upload_begin(berth_registry_t *reg, const berth_upload_req_t *rq, berth_resp_t *resp)
+{
+    berth_err_t err;
+    berth_err_clear(&err);
+    berth_resp_init(resp);
+    const char *m = rq->method;
+    const char *id = rq->route->ref;
+    berth_upload_t *u = NULL;
+    int rc = 0;
+
+    int is_post = strcmp(m, "POST") == 0, is_patch = strcmp(m, "PATCH") == 0, is_put = strcmp(m, "PUT") == 0;
+    int is_get = strcmp(m, "GET") == 0 || strcmp(m, "HEAD") == 0, is_delete = strcmp(m, "DELETE") == 0;
+    if ((is_post && id[0] != '\0') || (!is_post && id[0] == '\0') || !(is_post || is_patch || is_put || is_get || is_delete)) {
+        berth_err_set(&err, BERTH_OCI_METHOD, NULL);
+        fail(resp, &err);
+        return NULL;
+    }
+    berth_dbconn_t *c = berth_db_acquire(reg->db, &err);
+    if (c == NULL) {
+        fail(resp, &err);
+        return NULL;
+    }
+    if (is_post) {
+        berth_digest_t want;
+        int has_digest;
+        if ((rc = query_digest(rq, &want, &has_digest, &err)) != 0)
+            goto Fail;
+        if (!has_digest && (rc = try_mount(reg, c, rq, resp, &err)) <= 0) {
+            if (rc < 0)
+                goto Fail;
+            goto Done; /* mounted */
+        }
+        char nid[40];
+        new_id(nid);
+        if (has_digest) {
+            u = new_state(reg, OP_MONOLITHIC, rq, nid);
+            u->want = want;
+        }
+        int64_t size;
+        int fd;
+        if ((rc = berth_store_upload_open(reg->store, nid, 1, &fd, &size, &err)) != 0)
+            goto Fail;
+        if (u != NULL) {
+            u->fd = fd;
+            u->hash = berth_hash_new(want.alg);
+            goto Done;
+        }
+        close(fd);
+        if ((rc = berth_db_upload_create(c, nid, rq->route->name, &err)) != 0) {
+            berth_store_upload_remove(reg->store, nid);
+            goto Fail;
+        }
+        session_headers(resp, rq->route->name, nid, 0);
+        berth_resp_body(resp, 202, NULL, 0, NULL);
+        goto Done;
+    }
+
+    if ((rc = berth_db_upload_check(c, id, rq->route->name, &err)) != 0)
+        goto Fail;
+    if (is_delete) {
+        if ((rc = berth_db_upload_delete(c, id, &err)) != 0)
+            goto Fail;
+        berth_store_upload_remove(reg->store, id);
+        berth_hash_free(hash_take(id, -1));
+        berth_resp_body(resp, 204, NULL, 0, NULL);
+        goto Done;
+    }
+    if (is_get) {
+        int64_t size;
+        if (berth_store_upload_size(reg->store, id, &size) != 0) {
+            rc = berth_err_set(&err, BERTH_OCI_BLOB_UPLOAD_UNKNOWN, NULL);
+            goto Fail;
+        }
+        session_headers(resp, rq->route->name, id, size);
+        berth_resp_body(resp, 204, NULL, 0, NULL);
+        goto Done;
+    }
+
+    /* PATCH or PUT: append to the session */
+    u = new_state(reg, is_patch ? OP_PATCH : OP_PUT, rq, id);
+    if (is_put) {
+        int has_digest;
+        if ((rc = query_digest(rq, &u->want, &has_digest, &err)) != 0)
+            goto Fail;
+        if (!has_digest) {
+            rc = berth_err_set(&err, BERTH_OCI_DIGEST_INVALID, "digest parameter is required");
+            goto Fail;
+        }
+    }
+    if ((rc = berth_store_upload_open(reg->store, id, 0, &u->fd, &u->offset, &err)) != 0) {
+        if (rc == BERTH_ECONFLICT)
+            session_headers(resp, rq->route->name, id, 0);
+        goto Fail;
+    }
+    if (rq->content_range != NULL && (is_patch || rq->content_length != 0)) {
+        uint64_t start, end;
+        if (berth_range_parse(rq->content_range, strlen(rq->content_range), &start, &end) != 0 || start != (uint64_t)u->offset ||
+            (rq->content_length >= 0 && (uint64_t)rq->content_length != end - start + 1)) {
+            rc = berth_err_set(&err, BERTH_OCI_RANGE_INVALID, "Content-Range must continue at offset %lld", (long long)u->offset);
+            session_headers(resp, rq->route->name, id, u->offset);
+            goto Fail;
+        }
+    }
+    if ((rc = berth_db_upload_touch(c, id, &err)) != 0)
+        goto Fail;
+    u->hash = hash_take(id, u->offset);
+    if (u->hash == NULL && (u->hash = rehash(reg->store, id, BERTH_DIGEST_SHA256, u->offset, &err)) == NULL) {
+        rc = err.code;
+        goto Fail;
+    }
+Done:
+    berth_db_release(reg->db, c);
+    return u;
+Fail:
+    berth_db_release(reg->db, c);
+    if (u != NULL) {
+        berth_upload_free(u);
+        u = NULL;
+    }
+    {
+        /* keep headers set for this failure (416 carries Range) */
+        berth_resp_t keep = *resp;
+        berth_resp_error(&keep, &err);
+        *resp = keep;
+    }
+    if (berth_err_status(err.oci) >= 500)
+        berth_log_err("upload %s %s: %s", m, rq->route->name, err.msg);
+    return NULL;
+}
+
+void berth_upload_write(berth_upload_t *u, const char *data, size_t len)
+{
+    if (u->err.code != 0)
+        return;
+    if (berth_store_write_all(u->fd, data, len) != 0) {
+        berth_err_set(&u->err, BERTH_OCI_INTERNAL, "write to upload %s failed", u->id);
+        return;
+    }
+    berth_hash_update(u->hash, data, len);
+    u->written += (int64_t)len;
+}
+
+static void finish_blob(berth_upload_t *u, berth_resp_t *resp)
+{
+    berth_err_t *err = &u->err;
+    berth_digest_t got;
+    int64_t size = u->offset + u->written;
+    berth_hash_t *h = u->hash;
+    berth_hash_t *other = NULL;
+    if (u->want.alg != BERTH_DIGEST_SHA256) /* streamed as sha256; sha512 uploads are re-read once */
+        h = other = rehash(u->reg->store, u->id, u->want.alg, size, err);
+    if (h == NULL)
+        goto Fail;
+    berth_hash_peek(h, &got);
+    berth_hash_free(other);
+    if (!berth_digest_equal(&got, &u->want)) {
+        berth_err_set(err, BERTH_OCI_DIGEST_INVALID, "content digest %s does not match %s", got.str, u->want.str);
+        goto Drop;
+    }
+    if (berth_store_upload_commit(u->reg->store, u->id, u->fd, &u->want, err) != 0)
+        goto Fail;
+    berth_dbconn_t *c = berth_db_acquire(u->reg->db, err);
+    if (c == NULL)
+        goto Fail;
+    int rc = berth_db_blob_commit(c, u->repo, u->want.str, size, u->op == OP_PUT ? u->id : NULL, err);
+    berth_db_release(u->reg->db, c);
+    if (rc != 0)
+        goto Fail; /* the blob file is durable but unlinked; GC removes it if no retry claims it */
+    berth_resp_header(resp, "location", "/v2/%s/blobs/%s", u->repo, u->want.str);
+    berth_resp_header(resp, "docker-content-digest", "%s", u->want.str);
+    berth_resp_body(resp, 201, NULL, 0, NULL);
+    berth_log_debug("blob %s@%s committed (%lld bytes)", u->repo, u->want.str, (long long)size);
+    return;
+Drop:
+    /* a wrong digest ends the session: nothing of it is kept */
+    berth_store_upload_remove(u->reg->store, u->id);
+    if (u->op == OP_PUT) {
+        berth_dbconn_t *dc = berth_db_acquire(u->reg->db, NULL);
+        if (dc != NULL) {
+            berth_db_upload_delete(dc, u->id, NULL);
+            berth_db_release(u->reg->db, dc);
+        }
+    }
+Fail:
+    if (u->op == OP_MONOLITHIC)
+        berth_store_upload_remove(u->reg->store, u->id);
+    fail(resp, err);
+}
+
+void berth_upload_finish(berth_upload_t *u, berth_resp_t *resp)
+{
+    berth_resp_init(resp);
+    if (u->err.code == 0 && u->expect >= 0 && u->written != u->expect)
+        berth_err_set(&u->err, BERTH_OCI_SIZE_INVALID, "received %lld of %lld bytes", (long long)u->written, (long long)u->expect);
+    if (u->err.code != 0) {
+        if (u->op == OP_MONOLITHIC)
+            berth_store_upload_remove(u->reg->store, u->id);
+        fail(resp, &u->err);
+        return;
+    }
+    if (u->op == OP_PATCH) {
+        session_headers(resp, u->repo, u->id, u->offset + u->written);
+        berth_resp_body(resp, 202, NULL, 0, NULL);
+        return;
+    }
+    finish_blob(u, resp);
+    berth_hash_free(u->hash); /* the session is over either way */
+    u->hash = NULL;
+}
+
+void berth_upload_free(berth_upload_t *u)
+{
+    if (u == NULL)
+        return;
+    if (u->hash != NULL && u->op != OP_MONOLITHIC)
+        hash_put(u->id, u->offset + u->written, u->hash); /* also after an abort: these bytes are in the file */
+    else
+        berth_hash_free(u->hash);
+    if (u->fd >= 0)
+        close(u->fd);
+    __atomic_sub_fetch(&active, 1, __ATOMIC_RELAXED);
+    free(u);
+}

@@ -1,0 +1,38 @@
+/*
+ * Blob uploads as a stream: begin (headers only, before any body byte is read), write (each piece as it
+ * arrives: appended and hashed), finish (the answer). Blocking; runs on the upload server's threads.
+ */
+#ifndef BERTH_SERVICE_UPLOAD_H
+#define BERTH_SERVICE_UPLOAD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "registry/service/registry.h"
+
+typedef struct st_berth_upload_t berth_upload_t;
+
+typedef struct st_berth_upload_req_t {
+    const char *method;
+    const berth_route_t *route; /* kind BERTH_ROUTE_UPLOAD */
+    const char *query;
+    size_t query_len;
+    const char *content_range;  /* may be NULL */
+    int64_t content_length;     /* -1 when unknown (chunked) */
+} berth_upload_req_t;
+
+/**
+ * Start handling a request. Returns an upload state that wants the body, or NULL when `resp` already holds the
+ * complete answer (errors, mounts, status queries, session creation) and the body must not be read.
+ */
+berth_upload_t *berth_upload_begin(berth_registry_t *reg, const berth_upload_req_t *req, berth_resp_t *resp);
+/** Feed body bytes. Errors are remembered and reported by finish; the rest of the body is then discarded. */
+void berth_upload_write(berth_upload_t *u, const char *data, size_t len);
+/** The whole body arrived: verify, commit and fill the answer. */
+void berth_upload_finish(berth_upload_t *u, berth_resp_t *resp);
+/** Release the state; after an abort (no finish) the bytes already written stay in the session. */
+void berth_upload_free(berth_upload_t *u);
+/** Number of requests currently streaming a body (for /metrics). */
+long berth_upload_active(void);
+
+#endif

@@ -1,0 +1,277 @@
+#include "registry/service/registry.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "registry/core/digest.h"
+#include "registry/core/log.h"
+#include "registry/core/manifest.h"
+#include "registry/core/query.h"
+#include "sql/registry.h"
+
+#define LIST_MAX 10000 /* page size cap for tags/list and _catalog; a Link header leads on */
+
+static void json_resp(berth_resp_t *resp, int status, json_t *root, const char *ctype)
+{
+    char *s = json_dumps(root, JSON_COMPACT);
+    json_decref(root);
+    berth_resp_body(resp, status, s, strlen(s), ctype);
+}
+
+static int is(const char *method, const char *m)
+{
+    return strcmp(method, m) == 0;
+}
+
+/* n and last for tags/list and _catalog; returns 0 or fills err */
+static int page_params(const berth_v2_req_t *rq, long *n, char *last, size_t lastsz, berth_err_t *err)
+{
+    char nbuf[24];
+    *n = LIST_MAX;
+    last[0] = '\0';
+    if (rq->query == NULL)
+        return 0;
+    long r = berth_query_get(rq->query, rq->query_len, "n", nbuf, sizeof(nbuf));
+    if (r == -2)
+        return berth_err_set(err, BERTH_OCI_UNSUPPORTED, "invalid n");
+    if (r >= 0) {
+        char *end;
+        long v = strtol(nbuf, &end, 10);
+        if (*end != '\0' || v < 0 || end == nbuf)
+            return berth_err_set(err, BERTH_OCI_UNSUPPORTED, "invalid n");
+        *n = v < LIST_MAX ? v : LIST_MAX;
+    }
+    if (berth_query_get(rq->query, rq->query_len, "last", last, lastsz) == -2)
+        return berth_err_set(err, BERTH_OCI_UNSUPPORTED, "invalid last");
+    return 0;
+}
+
+static void list_resp(berth_resp_t *resp, const char *path, const char *key, const char *name, berth_strlist_t *l, long n)
+{
+    json_t *arr = json_array();
+    for (size_t i = 0; i < l->n; i++)
+        json_array_append_new(arr, json_string(l->items[i]));
+    json_t *root = name != NULL ? json_pack("{s:s,s:o}", "name", name, key, arr) : json_pack("{s:o}", key, arr);
+    if (n > 0 && l->n == (size_t)n)
+        berth_resp_header(resp, "link", "<%s?n=%ld&last=%s>; rel=\"next\"", path, n, l->items[l->n - 1]);
+    json_resp(resp, 200, root, "application/json");
+}
+
+static int do_catalog(berth_registry_t *reg, berth_dbconn_t *c, const berth_v2_req_t *rq, berth_resp_t *resp, berth_err_t *err)
+{
+    long n;
+    char last[BERTH_NAME_MAX + 1];
+    int rc;
+    if ((rc = page_params(rq, &n, last, sizeof(last), err)) != 0)
+        return rc;
+    berth_strlist_t l = {0};
+    if (n > 0 && (rc = berth_db_catalog(c, last, n, &l, err)) != 0)
+        return rc;
+    list_resp(resp, "/v2/_catalog", "repositories", NULL, &l, n);
+    berth_strlist_dispose(&l);
+    return 0;
+}
+
+static int do_tags(berth_registry_t *reg, berth_dbconn_t *c, const berth_v2_req_t *rq, berth_resp_t *resp, berth_err_t *err)
+{
+    long n;
+    char last[BERTH_TAG_MAX + 1], path[BERTH_NAME_MAX + 32];
+    int rc;
+    if ((rc = page_params(rq, &n, last, sizeof(last), err)) != 0)
+        return rc;
+    berth_strlist_t l = {0};
+    /* n=0 still proves the repository exists */
+    if ((rc = berth_db_tags_list(c, rq->route.name, last, n, &l, err)) != 0)
+        return rc;
+    snprintf(path, sizeof(path), "/v2/%s/tags/list", rq->route.name);
+    list_resp(resp, path, "tags", rq->route.name, &l, n);
+    berth_strlist_dispose(&l);
+    return 0;
+}
+
+static int do_manifest_get(berth_registry_t *reg, berth_dbconn_t *c, const berth_v2_req_t *rq, berth_resp_t *resp,
+                           berth_err_t *err)
+{
+    berth_db_manifest_t m = {0};
+    int rc = berth_db_manifest_get(c, rq->route.name, rq->route.ref, rq->route.ref_is_digest, &m, err);
+    if (rc != 0)
+        return rc;
+    /* An index only goes to clients that say they understand it; single manifests are always served. */
+    int is_index = strcmp(m.media_type, BERTH_MT_OCI_INDEX) == 0 || strcmp(m.media_type, BERTH_MT_DOCKER_LIST) == 0;
+    if (is_index && !berth_manifest_accepts(rq->accept, rq->accept_len, m.media_type)) {
+        berth_db_manifest_dispose(&m);
+        return berth_err_set(err, BERTH_OCI_MANIFEST_UNKNOWN, "manifest media type not in Accept");
+    }
+    berth_resp_header(resp, "docker-content-digest", "%s", m.digest);
+    berth_resp_header(resp, "etag", "\"%s\"", m.digest);
+    berth_resp_body(resp, 200, m.content, m.len, m.media_type);
+    m.content = NULL;
+    berth_db_manifest_dispose(&m);
+    return 0;
+}
+
+static int do_manifest_put(berth_registry_t *reg, berth_dbconn_t *c, const berth_v2_req_t *rq, berth_resp_t *resp,
+                           berth_err_t *err)
+{
+    if (rq->body_len > BERTH_MANIFEST_MAX)
+        return berth_err_set(err, BERTH_OCI_MANIFEST_TOO_BIG, "manifest exceeds %u bytes", BERTH_MANIFEST_MAX);
+    berth_manifest_info_t info;
+    int rc = berth_manifest_parse(&info, rq->body, rq->body_len, rq->content_type, err);
+    if (rc != 0)
+        return rc;
+    berth_digest_t d;
+    if (rq->route.ref_is_digest) {
+        berth_digest_t want;
+        berth_digest_parse(&want, rq->route.ref, strlen(rq->route.ref), NULL);
+        berth_digest_of(&d, want.alg, rq->body, rq->body_len);
+        if (!berth_digest_equal(&d, &want)) {
+            rc = berth_err_set(err, BERTH_OCI_DIGEST_INVALID, "manifest digest does not match the reference");
+            goto Exit;
+        }
+    } else {
+        berth_digest_of(&d, BERTH_DIGEST_SHA256, rq->body, rq->body_len);
+    }
+    rc = berth_db_manifest_put(c, rq->route.name, rq->route.ref_is_digest ? NULL : rq->route.ref, &d, &info, rq->body,
+                               rq->body_len, err);
+    if (rc != 0)
+        goto Exit;
+    berth_resp_header(resp, "location", "/v2/%s/manifests/%s", rq->route.name, d.str);
+    berth_resp_header(resp, "docker-content-digest", "%s", d.str);
+    if (info.subject != NULL)
+        berth_resp_header(resp, "oci-subject", "%s", info.subject);
+    berth_resp_body(resp, 201, NULL, 0, NULL);
+    berth_log_info("manifest %s@%s stored%s%s", rq->route.name, d.str, rq->route.ref_is_digest ? "" : " as ",
+                   rq->route.ref_is_digest ? "" : rq->route.ref);
+Exit:
+    berth_manifest_info_dispose(&info);
+    return rc;
+}
+
+static int do_manifest(berth_registry_t *reg, berth_dbconn_t *c, const berth_v2_req_t *rq, berth_resp_t *resp, berth_err_t *err)
+{
+    if (is(rq->method, "GET") || is(rq->method, "HEAD"))
+        return do_manifest_get(reg, c, rq, resp, err);
+    if (is(rq->method, "PUT"))
+        return do_manifest_put(reg, c, rq, resp, err);
+    if (is(rq->method, "DELETE")) {
+        int rc = rq->route.ref_is_digest ? berth_db_manifest_delete(c, rq->route.name, rq->route.ref, err)
+                                         : berth_db_tag_delete(c, rq->route.name, rq->route.ref, err);
+        if (rc == 0)
+            berth_resp_body(resp, 202, NULL, 0, NULL);
+        return rc;
+    }
+    return berth_err_set(err, BERTH_OCI_METHOD, NULL);
+}
+
+static int do_blob(berth_registry_t *reg, berth_dbconn_t *c, const berth_v2_req_t *rq, berth_resp_t *resp, berth_err_t *err)
+{
+    berth_digest_t d;
+    int rc = berth_digest_parse(&d, rq->route.ref, strlen(rq->route.ref), err);
+    if (rc != 0)
+        return rc;
+    if (is(rq->method, "GET") || is(rq->method, "HEAD")) {
+        int64_t size;
+        if ((rc = berth_db_blob_stat(c, rq->route.name, d.str, &size, err)) != 0)
+            return rc;
+        char rel[BERTH_DIGEST_MAX + 16];
+        berth_store_blob_relpath(&d, rel, sizeof(rel));
+        /* the edge sends the file (sendfile, Range, HEAD) once this answer says the repository holds it */
+        berth_resp_header(resp, "x-accel-redirect", "%s%s", reg->blob_redirect_prefix, rel);
+        berth_resp_header(resp, "docker-content-digest", "%s", d.str);
+        berth_resp_body(resp, 200, NULL, 0, "application/octet-stream");
+        return 0;
+    }
+    if (is(rq->method, "DELETE")) {
+        if ((rc = berth_db_blob_unlink(c, rq->route.name, d.str, err)) == 0)
+            berth_resp_body(resp, 202, NULL, 0, NULL);
+        return rc;
+    }
+    return berth_err_set(err, BERTH_OCI_METHOD, NULL);
+}
+
+static int do_referrers(berth_registry_t *reg, berth_dbconn_t *c, const berth_v2_req_t *rq, berth_resp_t *resp,
+                        berth_err_t *err)
+{
+    char at[256];
+    const char *filter = NULL;
+    if (rq->query != NULL) {
+        long r = berth_query_get(rq->query, rq->query_len, "artifactType", at, sizeof(at));
+        if (r == -2)
+            return berth_err_set(err, BERTH_OCI_UNSUPPORTED, "invalid artifactType");
+        if (r >= 0)
+            filter = at;
+    }
+    berth_db_referrer_t *refs = NULL;
+    size_t n = 0;
+    int rc = berth_db_referrers(c, rq->route.name, rq->route.ref, filter, &refs, &n, err);
+    if (rc != 0)
+        return rc;
+    json_t *arr = json_array();
+    for (size_t i = 0; i < n; i++) {
+        json_t *d = json_pack("{s:s,s:s,s:I}", "mediaType", refs[i].media_type, "digest", refs[i].digest, "size",
+                              (json_int_t)refs[i].size);
+        if (refs[i].artifact_type != NULL)
+            json_object_set_new(d, "artifactType", json_string(refs[i].artifact_type));
+        if (refs[i].annotations != NULL)
+            json_object_set_new(d, "annotations", json_loads(refs[i].annotations, 0, NULL));
+        json_array_append_new(arr, d);
+    }
+    berth_db_referrers_free(refs, n);
+    if (filter != NULL)
+        berth_resp_header(resp, "oci-filters-applied", "artifactType");
+    json_resp(resp, 200, json_pack("{s:i,s:s,s:o}", "schemaVersion", 2, "mediaType", BERTH_MT_OCI_INDEX, "manifests", arr),
+              BERTH_MT_OCI_INDEX);
+    return 0;
+}
+
+void berth_v2_handle(berth_registry_t *reg, const berth_v2_req_t *rq, berth_resp_t *resp)
+{
+    berth_err_t err;
+    berth_err_clear(&err);
+    int rc = 0;
+    berth_resp_init(resp);
+    if (rq->route.kind == BERTH_ROUTE_BASE) {
+        berth_resp_body(resp, 200, strdup("{}"), 2, "application/json");
+        return;
+    }
+    int read_only = is(rq->method, "GET") || is(rq->method, "HEAD");
+    if (!read_only && rq->route.kind != BERTH_ROUTE_MANIFEST && rq->route.kind != BERTH_ROUTE_BLOB) {
+        berth_err_set(&err, BERTH_OCI_METHOD, NULL);
+        berth_resp_error(resp, &err);
+        return;
+    }
+    berth_dbconn_t *c = berth_db_acquire(reg->db, &err);
+    if (c == NULL) {
+        berth_resp_error(resp, &err);
+        return;
+    }
+    switch (rq->route.kind) {
+    case BERTH_ROUTE_CATALOG:
+        rc = do_catalog(reg, c, rq, resp, &err);
+        break;
+    case BERTH_ROUTE_TAGS:
+        rc = do_tags(reg, c, rq, resp, &err);
+        break;
+    case BERTH_ROUTE_MANIFEST:
+        rc = do_manifest(reg, c, rq, resp, &err);
+        break;
+    case BERTH_ROUTE_BLOB:
+        rc = do_blob(reg, c, rq, resp, &err);
+        break;
+    case BERTH_ROUTE_REFERRERS:
+        rc = do_referrers(reg, c, rq, resp, &err);
+        break;
+    default:
+        rc = berth_err_set(&err, BERTH_OCI_NOT_FOUND, NULL);
+    }
+    berth_db_release(reg->db, c);
+    if (rc != 0) {
+        if (berth_err_status(err.oci) >= 500)
+            berth_log_err("%s /v2/%s (%s): %s", rq->method, rq->route.name, berth_route_label(rq->route.kind), err.msg);
+        berth_resp_dispose(resp);
+        berth_resp_init(resp);
+        berth_resp_error(resp, &err);
+    }
+}

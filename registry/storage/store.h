@@ -1,0 +1,54 @@
+/*
+ * Filesystem blob store. Bytes only, no metadata. On-disk tree under the storage root:
+ *
+ *   blobs/<alg>/<hex[0:2]>/<hex>   content-addressed, immutable, shared by all repositories
+ *   uploads/<id>                   an upload session's bytes; its length is the session offset
+ *
+ * Uploads and blobs share one filesystem so a finished upload becomes a blob by rename(2): a blob path
+ * only ever holds complete, verified content.
+ */
+#ifndef BERTH_STORAGE_STORE_H
+#define BERTH_STORAGE_STORE_H
+
+#include <limits.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "registry/core/digest.h"
+#include "registry/core/err.h"
+
+typedef struct st_berth_store_t berth_store_t;
+
+/** Create the tree if needed. */
+int berth_store_open(berth_store_t **out, const char *root, berth_err_t *err);
+void berth_store_close(berth_store_t *s);
+const char *berth_store_root(const berth_store_t *s);
+
+/** "<alg>/<ab>/<hex>" relative to blobs/ (for the edge's internal blob location). */
+void berth_store_blob_relpath(const berth_digest_t *d, char *buf, size_t bufsz);
+void berth_store_blob_path(const berth_store_t *s, const berth_digest_t *d, char *buf, size_t bufsz);
+/** Size of a stored blob, or BERTH_ENOTFOUND. */
+int berth_store_blob_stat(const berth_store_t *s, const berth_digest_t *d, int64_t *size_out);
+
+/**
+ * Open an upload file for writing (creating it when `create`), locked exclusively for this writer.
+ * *size_out receives its current length. BERTH_ECONFLICT when another request holds it,
+ * BERTH_ENOTFOUND when it does not exist.
+ */
+int berth_store_upload_open(const berth_store_t *s, const char *id, int create, int *fd_out, int64_t *size_out, berth_err_t *err);
+/** Open an upload file read-only (for re-hashing). */
+int berth_store_upload_open_read(const berth_store_t *s, const char *id, int *fd_out);
+/** Length of an upload file, or BERTH_ENOTFOUND. */
+int berth_store_upload_size(const berth_store_t *s, const char *id, int64_t *size_out);
+/**
+ * Make a verified upload the blob `d`: fsync the file, rename it into place (or drop it when the blob is
+ * already stored), fsync the directory. `fd` stays open and owned by the caller.
+ */
+int berth_store_upload_commit(const berth_store_t *s, const char *id, int fd, const berth_digest_t *d, berth_err_t *err);
+/** Delete an upload file; missing is fine. */
+void berth_store_upload_remove(const berth_store_t *s, const char *id);
+
+/** Write all of buf at the file's current position, retrying short writes. */
+int berth_store_write_all(int fd, const void *buf, size_t len);
+
+#endif

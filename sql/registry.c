@@ -1,0 +1,497 @@
+#include "sql/registry.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "registry/core/ref.h"
+#include "sql/db_internal.h"
+
+enum {
+    S_REPO_ID,
+    S_PROJECT_ENSURE,
+    S_REPO_ENSURE,
+    S_BLOB_IN_REPO,
+    S_BLOB_INSERT,
+    S_BLOB_LINK,
+    S_BLOB_UNLINK,
+    S_MANIFEST_INSERT,
+    S_MANIFEST_ID,
+    S_REF_INSERT,
+    S_TAG_UPSERT,
+    S_MISSING_BLOB,
+    S_MISSING_MANIFEST,
+    S_MANIFEST_BY_TAG,
+    S_MANIFEST_BY_DIGEST,
+    S_MANIFEST_DELETE,
+    S_TAG_DELETE,
+    S_TAGS_LIST,
+    S_CATALOG,
+    S_REFERRERS,
+    S_UPLOAD_CREATE,
+    S_UPLOAD_GET,
+    S_UPLOAD_DELETE,
+    S_UPLOAD_TOUCH,
+    S_BLOB_SIZE,
+    S_REPO_TOUCH,
+};
+
+/* All SQL of this file, parameters always out of line. */
+static const berth_db__stmt_t stmts[] = {
+    {S_REPO_ID, "SELECT id FROM repositories WHERE name = $1", 1},
+    /* insert-or-select in one round trip; the SELECT arm covers rows committed before this statement */
+    {S_PROJECT_ENSURE,
+     "WITH ins AS (INSERT INTO projects (name) VALUES ($1) ON CONFLICT (name) DO NOTHING RETURNING id) "
+     "SELECT id FROM ins UNION ALL SELECT id FROM projects WHERE name = $1 LIMIT 1",
+     1},
+    {S_REPO_ENSURE,
+     "WITH ins AS (INSERT INTO repositories (project_id, name) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING RETURNING id) "
+     "SELECT id FROM ins UNION ALL SELECT id FROM repositories WHERE name = $2 LIMIT 1",
+     2},
+    {S_BLOB_IN_REPO,
+     "SELECT b.size FROM repositories r JOIN repository_blobs rb ON rb.repository_id = r.id "
+     "JOIN blobs b ON b.digest = rb.digest WHERE r.name = $1 AND rb.digest = $2",
+     2},
+    {S_BLOB_INSERT, "INSERT INTO blobs (digest, size) VALUES ($1, $2) ON CONFLICT (digest) DO NOTHING", 2},
+    {S_BLOB_LINK, "INSERT INTO repository_blobs (repository_id, digest) VALUES ($1, $2) ON CONFLICT DO NOTHING", 2},
+    {S_BLOB_UNLINK,
+     "DELETE FROM repository_blobs rb USING repositories r WHERE r.id = rb.repository_id AND r.name = $1 AND rb.digest = $2",
+     2},
+    {S_MANIFEST_INSERT,
+     "INSERT INTO manifests (repository_id, digest, media_type, artifact_type, subject_digest, annotations, size, content) "
+     "VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7, $8) ON CONFLICT (repository_id, digest) DO NOTHING RETURNING id",
+     8},
+    {S_MANIFEST_ID, "SELECT id FROM manifests WHERE repository_id = $1 AND digest = $2", 2},
+    {S_REF_INSERT, "INSERT INTO manifest_refs (manifest_id, digest, kind, size) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
+     4},
+    {S_TAG_UPSERT,
+     "INSERT INTO tags (repository_id, name, manifest_id) VALUES ($1, $2, $3) ON CONFLICT (repository_id, name) "
+     "DO UPDATE SET manifest_id = EXCLUDED.manifest_id, updated_at = now()",
+     3},
+    {S_MISSING_BLOB,
+     "SELECT d FROM unnest($2::text[]) AS d WHERE NOT EXISTS "
+     "(SELECT 1 FROM repository_blobs WHERE repository_id = $1 AND digest = d) LIMIT 1",
+     2},
+    {S_MISSING_MANIFEST,
+     "SELECT d FROM unnest($2::text[]) AS d WHERE NOT EXISTS "
+     "(SELECT 1 FROM manifests WHERE repository_id = $1 AND digest = d) LIMIT 1",
+     2},
+    {S_MANIFEST_BY_TAG,
+     "SELECT m.digest, m.media_type, m.content FROM repositories r JOIN tags t ON t.repository_id = r.id "
+     "JOIN manifests m ON m.id = t.manifest_id WHERE r.name = $1 AND t.name = $2",
+     2},
+    {S_MANIFEST_BY_DIGEST,
+     "SELECT m.digest, m.media_type, m.content FROM repositories r JOIN manifests m ON m.repository_id = r.id "
+     "WHERE r.name = $1 AND m.digest = $2",
+     2},
+    {S_MANIFEST_DELETE,
+     "DELETE FROM manifests m USING repositories r WHERE r.id = m.repository_id AND r.name = $1 AND m.digest = $2", 2},
+    {S_TAG_DELETE, "DELETE FROM tags t USING repositories r WHERE r.id = t.repository_id AND r.name = $1 AND t.name = $2", 2},
+    {S_TAGS_LIST, "SELECT name FROM tags WHERE repository_id = $1 AND name > $2 ORDER BY name LIMIT $3", 3},
+    {S_CATALOG, "SELECT name FROM repositories WHERE name > $1 ORDER BY name LIMIT $2", 2},
+    {S_REFERRERS,
+     "SELECT m.digest, m.media_type, m.artifact_type, m.size, m.annotations::text FROM repositories r "
+     "JOIN manifests m ON m.repository_id = r.id WHERE r.name = $1 AND m.subject_digest = $2 "
+     "AND ($3::text IS NULL OR m.artifact_type = $3) ORDER BY m.digest",
+     3},
+    {S_UPLOAD_CREATE, "INSERT INTO upload_sessions (id, repository) VALUES ($1, $2)", 2},
+    {S_UPLOAD_GET, "SELECT repository FROM upload_sessions WHERE id = $1", 1},
+    {S_UPLOAD_DELETE, "DELETE FROM upload_sessions WHERE id = $1", 1},
+    {S_UPLOAD_TOUCH, "UPDATE upload_sessions SET updated_at = now() WHERE id = $1", 1},
+    {S_BLOB_SIZE, "SELECT size FROM blobs WHERE digest = $1", 1},
+    {S_REPO_TOUCH, "UPDATE repositories SET updated_at = now() WHERE id = $1", 1},
+};
+
+static PGresult *run(berth_dbconn_t *c, int id, const char *const *values, berth_err_t *err)
+{
+    return berth_db__run(c, &stmts[id], values, NULL, NULL, 0, err);
+}
+
+/* Run a statement that affects rows; returns the count or a negative code. */
+static int run_count(berth_dbconn_t *c, int id, const char *const *values, berth_err_t *err)
+{
+    PGresult *res = run(c, id, values, err);
+    if (res == NULL)
+        return err != NULL ? err->code : BERTH_ERROR;
+    int n = (int)strtol(PQcmdTuples(res), NULL, 10);
+    PQclear(res);
+    return n;
+}
+
+/* First column of the first row as int64; BERTH_ENOTFOUND for no row. */
+static int run_int64(berth_dbconn_t *c, int id, const char *const *values, int64_t *out, berth_err_t *err)
+{
+    PGresult *res = run(c, id, values, err);
+    if (res == NULL)
+        return err != NULL ? err->code : BERTH_ERROR;
+    int rc = BERTH_ENOTFOUND;
+    if (PQntuples(res) > 0) {
+        *out = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+        rc = 0;
+    }
+    PQclear(res);
+    return rc;
+}
+
+void berth_db_manifest_dispose(berth_db_manifest_t *m)
+{
+    free(m->media_type);
+    free(m->content);
+    memset(m, 0, sizeof(*m));
+}
+
+void berth_strlist_dispose(berth_strlist_t *l)
+{
+    for (size_t i = 0; i < l->n; i++)
+        free(l->items[i]);
+    free(l->items);
+    memset(l, 0, sizeof(*l));
+}
+
+void berth_db_referrers_free(berth_db_referrer_t *r, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        free(r[i].media_type);
+        free(r[i].artifact_type);
+        free(r[i].annotations);
+    }
+    free(r);
+}
+
+int berth_db_repo_exists(berth_dbconn_t *c, const char *repo, berth_err_t *err)
+{
+    int64_t id;
+    const char *p[] = {repo};
+    int rc = run_int64(c, S_REPO_ID, p, &id, err);
+    return rc == 0 ? 1 : rc == BERTH_ENOTFOUND ? 0 : rc;
+}
+
+int berth_db_blob_stat(berth_dbconn_t *c, const char *repo, const char *digest, int64_t *size_out, berth_err_t *err)
+{
+    const char *p[] = {repo, digest};
+    int rc = run_int64(c, S_BLOB_IN_REPO, p, size_out, err);
+    if (rc == BERTH_ENOTFOUND)
+        return berth_err_set(err, BERTH_OCI_BLOB_UNKNOWN, NULL);
+    return rc;
+}
+
+int berth_db_blob_global_size(berth_dbconn_t *c, const char *digest, int64_t *size_out, berth_err_t *err)
+{
+    const char *p[] = {digest};
+    int rc = run_int64(c, S_BLOB_SIZE, p, size_out, err);
+    if (rc == BERTH_ENOTFOUND)
+        return berth_err_set(err, BERTH_OCI_BLOB_UNKNOWN, NULL);
+    return rc;
+}
+
+/* Inside a transaction: the repository id, creating project and repository on first use. */
+static int ensure_repo(berth_dbconn_t *c, const char *repo, int64_t *id_out, char idbuf[24], berth_err_t *err)
+{
+    char project[BERTH_NAME_MAX + 1];
+    size_t plen = berth_ref_project_len(repo, strlen(repo));
+    memcpy(project, repo, plen);
+    project[plen] = '\0';
+    int64_t pid;
+    const char *pp[] = {project};
+    int rc = run_int64(c, S_PROJECT_ENSURE, pp, &pid, err);
+    if (rc != 0)
+        return rc == BERTH_ENOTFOUND ? berth_err_set(err, BERTH_OCI_UNAVAILABLE, "concurrent project creation") : rc;
+    char pidbuf[24];
+    snprintf(pidbuf, sizeof(pidbuf), "%lld", (long long)pid);
+    const char *rp[] = {pidbuf, repo};
+    rc = run_int64(c, S_REPO_ENSURE, rp, id_out, err);
+    if (rc != 0)
+        return rc == BERTH_ENOTFOUND ? berth_err_set(err, BERTH_OCI_UNAVAILABLE, "concurrent repository creation") : rc;
+    snprintf(idbuf, 24, "%lld", (long long)*id_out);
+    return 0;
+}
+
+int berth_db_blob_commit(berth_dbconn_t *c, const char *repo, const char *digest, int64_t size, const char *upload_id,
+                         berth_err_t *err)
+{
+    int64_t rid;
+    char ridbuf[24], sizebuf[24];
+    snprintf(sizebuf, sizeof(sizebuf), "%lld", (long long)size);
+    int rc;
+    if ((rc = berth_db_begin(c, err)) != 0)
+        return rc;
+    const char *bp[] = {digest, sizebuf};
+    if ((rc = ensure_repo(c, repo, &rid, ridbuf, err)) != 0 || (rc = run_count(c, S_BLOB_INSERT, bp, err)) < 0)
+        goto Fail;
+    const char *lp[] = {ridbuf, digest};
+    if ((rc = run_count(c, S_BLOB_LINK, lp, err)) < 0)
+        goto Fail;
+    if (upload_id != NULL) {
+        const char *up[] = {upload_id};
+        if ((rc = run_count(c, S_UPLOAD_DELETE, up, err)) < 0)
+            goto Fail;
+    }
+    return berth_db_commit(c, err);
+Fail:
+    berth_db_rollback(c);
+    return rc;
+}
+
+int berth_db_blob_mount(berth_dbconn_t *c, const char *repo, const char *from, const char *digest, int64_t *size_out,
+                        berth_err_t *err)
+{
+    int rc;
+    if ((rc = berth_db_begin(c, err)) != 0)
+        return rc;
+    const char *fp[] = {from, digest};
+    if ((rc = run_int64(c, S_BLOB_IN_REPO, fp, size_out, err)) != 0) {
+        if (rc == BERTH_ENOTFOUND)
+            berth_err_set(err, BERTH_OCI_BLOB_UNKNOWN, NULL);
+        goto Fail;
+    }
+    int64_t rid;
+    char ridbuf[24];
+    const char *lp[] = {ridbuf, digest};
+    if ((rc = ensure_repo(c, repo, &rid, ridbuf, err)) != 0 || (rc = run_count(c, S_BLOB_LINK, lp, err)) < 0)
+        goto Fail;
+    return berth_db_commit(c, err);
+Fail:
+    berth_db_rollback(c);
+    return rc;
+}
+
+int berth_db_blob_unlink(berth_dbconn_t *c, const char *repo, const char *digest, berth_err_t *err)
+{
+    const char *p[] = {repo, digest};
+    int n = run_count(c, S_BLOB_UNLINK, p, err);
+    if (n < 0)
+        return n;
+    return n == 0 ? berth_err_set(err, BERTH_OCI_BLOB_UNKNOWN, NULL) : 0;
+}
+
+/* '{d1,d2}' array literal: digests are [a-z0-9:] only, so no quoting is needed. */
+static char *digest_array(const berth_manifest_info_t *info, berth_ref_kind_t kind, size_t *count)
+{
+    size_t cap = 3 + info->nrefs * (BERTH_DIGEST_MAX + 1), n = 0;
+    char *s = malloc(cap);
+    s[n++] = '{';
+    *count = 0;
+    for (size_t i = 0; i < info->nrefs; i++) {
+        if (info->refs[i].kind != kind)
+            continue;
+        if (*count > 0)
+            s[n++] = ',';
+        n += (size_t)snprintf(s + n, cap - n, "%s", info->refs[i].digest);
+        (*count)++;
+    }
+    s[n++] = '}';
+    s[n] = '\0';
+    return s;
+}
+
+static int check_missing(berth_dbconn_t *c, const char *ridbuf, const berth_manifest_info_t *info, berth_ref_kind_t kind,
+                         berth_err_t *err)
+{
+    size_t count;
+    char *arr = digest_array(info, kind, &count);
+    int rc = 0;
+    if (count > 0) {
+        const char *p[] = {ridbuf, arr};
+        PGresult *res = run(c, kind == BERTH_REF_BLOB ? S_MISSING_BLOB : S_MISSING_MANIFEST, p, err);
+        if (res == NULL)
+            rc = err != NULL ? err->code : BERTH_ERROR;
+        else if (PQntuples(res) > 0)
+            rc = berth_err_set(err, BERTH_OCI_MANIFEST_BLOB_UNKNOWN, "%s %s is unknown to this repository",
+                               kind == BERTH_REF_BLOB ? "blob" : "manifest", PQgetvalue(res, 0, 0));
+        if (res != NULL)
+            PQclear(res);
+    }
+    free(arr);
+    return rc;
+}
+
+int berth_db_manifest_put(berth_dbconn_t *c, const char *repo, const char *tag, const berth_digest_t *digest,
+                          const berth_manifest_info_t *info, const char *body, size_t len, berth_err_t *err)
+{
+    int64_t rid, mid;
+    char ridbuf[24], midbuf[24], sizebuf[24];
+    int rc;
+    if ((rc = berth_db_begin(c, err)) != 0)
+        return rc;
+    if ((rc = ensure_repo(c, repo, &rid, ridbuf, err)) != 0 || (rc = check_missing(c, ridbuf, info, BERTH_REF_BLOB, err)) != 0 ||
+        (rc = check_missing(c, ridbuf, info, BERTH_REF_MANIFEST, err)) != 0)
+        goto Fail;
+    snprintf(sizebuf, sizeof(sizebuf), "%zu", len);
+    const char *mp[] = {ridbuf, digest->str, info->media_type, info->artifact_type, info->subject, info->annotations, sizebuf, body};
+    int lengths[8] = {0, 0, 0, 0, 0, 0, 0, (int)len}, formats[8] = {0, 0, 0, 0, 0, 0, 0, 1};
+    PGresult *res = berth_db__run(c, &stmts[S_MANIFEST_INSERT], mp, lengths, formats, 0, err);
+    if (res == NULL) {
+        rc = err != NULL ? err->code : BERTH_ERROR;
+        goto Fail;
+    }
+    int inserted = PQntuples(res) > 0;
+    if (inserted)
+        mid = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+    PQclear(res);
+    if (!inserted) {
+        const char *ip[] = {ridbuf, digest->str};
+        if ((rc = run_int64(c, S_MANIFEST_ID, ip, &mid, err)) != 0)
+            goto Fail;
+    }
+    snprintf(midbuf, sizeof(midbuf), "%lld", (long long)mid);
+    for (size_t i = 0; inserted && i < info->nrefs; i++) {
+        char kind[4], rsize[24];
+        snprintf(kind, sizeof(kind), "%d", (int)info->refs[i].kind);
+        snprintf(rsize, sizeof(rsize), "%lld", (long long)info->refs[i].size);
+        const char *rp[] = {midbuf, info->refs[i].digest, kind, rsize};
+        if ((rc = run_count(c, S_REF_INSERT, rp, err)) < 0)
+            goto Fail;
+    }
+    if (tag != NULL) {
+        const char *tp[] = {ridbuf, tag, midbuf};
+        if ((rc = run_count(c, S_TAG_UPSERT, tp, err)) < 0)
+            goto Fail;
+    }
+    const char *tp[] = {ridbuf};
+    if ((rc = run_count(c, S_REPO_TOUCH, tp, err)) < 0)
+        goto Fail;
+    return berth_db_commit(c, err);
+Fail:
+    berth_db_rollback(c);
+    return rc;
+}
+
+int berth_db_manifest_get(berth_dbconn_t *c, const char *repo, const char *ref, int ref_is_digest, berth_db_manifest_t *out,
+                          berth_err_t *err)
+{
+    const char *p[] = {repo, ref};
+    /* binary results: the content arrives as raw bytes, not hex */
+    const berth_db__stmt_t *st = &stmts[ref_is_digest ? S_MANIFEST_BY_DIGEST : S_MANIFEST_BY_TAG];
+    PGresult *res = berth_db__run(c, st, p, NULL, NULL, 1, err);
+    if (res == NULL)
+        return err != NULL ? err->code : BERTH_ERROR;
+    int rc = 0;
+    if (PQntuples(res) == 0) {
+        PQclear(res);
+        int exists = berth_db_repo_exists(c, repo, err);
+        if (exists < 0)
+            return exists;
+        return berth_err_set(err, exists ? BERTH_OCI_MANIFEST_UNKNOWN : BERTH_OCI_NAME_UNKNOWN, NULL);
+    }
+    snprintf(out->digest, sizeof(out->digest), "%.*s", PQgetlength(res, 0, 0), PQgetvalue(res, 0, 0));
+    out->media_type = strndup(PQgetvalue(res, 0, 1), (size_t)PQgetlength(res, 0, 1));
+    out->len = (size_t)PQgetlength(res, 0, 2);
+    out->content = malloc(out->len + 1);
+    memcpy(out->content, PQgetvalue(res, 0, 2), out->len);
+    out->content[out->len] = '\0';
+    PQclear(res);
+    return rc;
+}
+
+int berth_db_manifest_delete(berth_dbconn_t *c, const char *repo, const char *digest, berth_err_t *err)
+{
+    const char *p[] = {repo, digest};
+    int n = run_count(c, S_MANIFEST_DELETE, p, err);
+    if (n < 0)
+        return n;
+    return n == 0 ? berth_err_set(err, BERTH_OCI_MANIFEST_UNKNOWN, NULL) : 0;
+}
+
+int berth_db_tag_delete(berth_dbconn_t *c, const char *repo, const char *tag, berth_err_t *err)
+{
+    const char *p[] = {repo, tag};
+    int n = run_count(c, S_TAG_DELETE, p, err);
+    if (n < 0)
+        return n;
+    return n == 0 ? berth_err_set(err, BERTH_OCI_MANIFEST_UNKNOWN, "tag unknown") : 0;
+}
+
+static int collect(PGresult *res, berth_strlist_t *out)
+{
+    int rows = PQntuples(res);
+    out->items = calloc((size_t)rows + 1, sizeof(char *));
+    out->n = 0;
+    for (int i = 0; i < rows; i++)
+        out->items[out->n++] = strdup(PQgetvalue(res, i, 0));
+    PQclear(res);
+    return 0;
+}
+
+int berth_db_tags_list(berth_dbconn_t *c, const char *repo, const char *last, long n, berth_strlist_t *out, berth_err_t *err)
+{
+    int64_t rid;
+    const char *rp[] = {repo};
+    int rc = run_int64(c, S_REPO_ID, rp, &rid, err);
+    if (rc == BERTH_ENOTFOUND)
+        return berth_err_set(err, BERTH_OCI_NAME_UNKNOWN, NULL);
+    if (rc != 0)
+        return rc;
+    char ridbuf[24], nbuf[24];
+    snprintf(ridbuf, sizeof(ridbuf), "%lld", (long long)rid);
+    snprintf(nbuf, sizeof(nbuf), "%ld", n);
+    const char *p[] = {ridbuf, last != NULL ? last : "", nbuf};
+    PGresult *res = run(c, S_TAGS_LIST, p, err);
+    if (res == NULL)
+        return err != NULL ? err->code : BERTH_ERROR;
+    return collect(res, out);
+}
+
+int berth_db_catalog(berth_dbconn_t *c, const char *last, long n, berth_strlist_t *out, berth_err_t *err)
+{
+    char nbuf[24];
+    snprintf(nbuf, sizeof(nbuf), "%ld", n);
+    const char *p[] = {last != NULL ? last : "", nbuf};
+    PGresult *res = run(c, S_CATALOG, p, err);
+    if (res == NULL)
+        return err != NULL ? err->code : BERTH_ERROR;
+    return collect(res, out);
+}
+
+int berth_db_referrers(berth_dbconn_t *c, const char *repo, const char *digest, const char *artifact_type,
+                       berth_db_referrer_t **out, size_t *n_out, berth_err_t *err)
+{
+    const char *p[] = {repo, digest, artifact_type};
+    PGresult *res = run(c, S_REFERRERS, p, err);
+    if (res == NULL)
+        return err != NULL ? err->code : BERTH_ERROR;
+    int rows = PQntuples(res);
+    berth_db_referrer_t *r = calloc((size_t)rows + 1, sizeof(*r));
+    for (int i = 0; i < rows; i++) {
+        snprintf(r[i].digest, sizeof(r[i].digest), "%s", PQgetvalue(res, i, 0));
+        r[i].media_type = strdup(PQgetvalue(res, i, 1));
+        r[i].artifact_type = PQgetisnull(res, i, 2) ? NULL : strdup(PQgetvalue(res, i, 2));
+        r[i].size = strtoll(PQgetvalue(res, i, 3), NULL, 10);
+        r[i].annotations = PQgetisnull(res, i, 4) ? NULL : strdup(PQgetvalue(res, i, 4));
+    }
+    PQclear(res);
+    *out = r;
+    *n_out = (size_t)rows;
+    return 0;
+}
+
+int berth_db_upload_create(berth_dbconn_t *c, const char *id, const char *repo, berth_err_t *err)
+{
+    const char *p[] = {id, repo};
+    int n = run_count(c, S_UPLOAD_CREATE, p, err);
+    return n < 0 ? n : 0;
+}
+
+int berth_db_upload_check(berth_dbconn_t *c, const char *id, const char *repo, berth_err_t *err)
+{
+    const char *p[] = {id};
+    PGresult *res = run(c, S_UPLOAD_GET, p, err);
+    if (res == NULL)
+        return err != NULL ? err->code : BERTH_ERROR;
+    int ok = PQntuples(res) == 1 && strcmp(PQgetvalue(res, 0, 0), repo) == 0;
+    PQclear(res);
+    return ok ? 0 : berth_err_set(err, BERTH_OCI_BLOB_UPLOAD_UNKNOWN, NULL);
+}
+
+int berth_db_upload_touch(berth_dbconn_t *c, const char *id, berth_err_t *err)
+{
+    const char *p[] = {id};
+    int n = run_count(c, S_UPLOAD_TOUCH, p, err);
+    return n < 0 ? n : 0;
+}
+
+int berth_db_upload_delete(berth_dbconn_t *c, const char *id, berth_err_t *err)
+{
+    const char *p[] = {id};
+    int n = run_count(c, S_UPLOAD_DELETE, p, err);
+    return n < 0 ? n : 0;
+}

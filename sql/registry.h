@@ -1,0 +1,78 @@
+/* Registry metadata: one function per state change, each its own transaction. */
+#ifndef BERTH_SQL_REGISTRY_H
+#define BERTH_SQL_REGISTRY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "registry/core/digest.h"
+#include "registry/core/manifest.h"
+#include "sql/db.h"
+
+typedef struct st_berth_db_manifest_t {
+    char digest[BERTH_DIGEST_MAX];
+    char *media_type;
+    char *content;
+    size_t len;
+} berth_db_manifest_t;
+void berth_db_manifest_dispose(berth_db_manifest_t *m);
+
+typedef struct st_berth_strlist_t {
+    char **items;
+    size_t n;
+} berth_strlist_t;
+void berth_strlist_dispose(berth_strlist_t *l);
+
+typedef struct st_berth_db_referrer_t {
+    char digest[BERTH_DIGEST_MAX];
+    char *media_type, *artifact_type, *annotations; /* annotations: JSON text or NULL */
+    int64_t size;
+} berth_db_referrer_t;
+void berth_db_referrers_free(berth_db_referrer_t *r, size_t n);
+
+/** 1 if the repository exists, 0 if not, <0 on error. */
+int berth_db_repo_exists(berth_dbconn_t *c, const char *repo, berth_err_t *err);
+/** Size of a blob linked into `repo`; BERTH_ENOTFOUND (BLOB_UNKNOWN) otherwise. */
+int berth_db_blob_stat(berth_dbconn_t *c, const char *repo, const char *digest, int64_t *size_out, berth_err_t *err);
+/** Size of a blob anywhere in the registry (content is shared); BERTH_ENOTFOUND otherwise. */
+int berth_db_blob_global_size(berth_dbconn_t *c, const char *digest, int64_t *size_out, berth_err_t *err);
+/**
+ * Record a blob whose bytes are already durable in storage, link it into `repo` (created with its project if
+ * needed) and end `upload_id` (may be NULL) in one transaction.
+ */
+int berth_db_blob_commit(berth_dbconn_t *c, const char *repo, const char *digest, int64_t size, const char *upload_id,
+                         berth_err_t *err);
+/** Cross-repository mount: link a blob that `from` holds into `repo`. BERTH_ENOTFOUND if `from` lacks it. */
+int berth_db_blob_mount(berth_dbconn_t *c, const char *repo, const char *from, const char *digest, int64_t *size_out,
+                        berth_err_t *err);
+/** Remove a blob's link from `repo`; BERTH_ENOTFOUND (BLOB_UNKNOWN) if it was not linked. */
+int berth_db_blob_unlink(berth_dbconn_t *c, const char *repo, const char *digest, berth_err_t *err);
+
+/**
+ * Store a validated manifest and (if `tag` is not NULL) point the tag at it. Every referenced blob must be
+ * linked into `repo` and every child manifest stored there, else MANIFEST_BLOB_UNKNOWN.
+ */
+int berth_db_manifest_put(berth_dbconn_t *c, const char *repo, const char *tag, const berth_digest_t *digest,
+                          const berth_manifest_info_t *info, const char *body, size_t len, berth_err_t *err);
+/** Fetch by tag or digest; MANIFEST_UNKNOWN / NAME_UNKNOWN when absent. Caller disposes `out`. */
+int berth_db_manifest_get(berth_dbconn_t *c, const char *repo, const char *ref, int ref_is_digest, berth_db_manifest_t *out,
+                          berth_err_t *err);
+/** Delete a manifest by digest (its tags go with it). */
+int berth_db_manifest_delete(berth_dbconn_t *c, const char *repo, const char *digest, berth_err_t *err);
+/** Delete one tag, keeping the manifest. */
+int berth_db_tag_delete(berth_dbconn_t *c, const char *repo, const char *tag, berth_err_t *err);
+/** Up to `n` tags after `last` (may be NULL), in byte order. NAME_UNKNOWN for a missing repository. */
+int berth_db_tags_list(berth_dbconn_t *c, const char *repo, const char *last, long n, berth_strlist_t *out, berth_err_t *err);
+/** Up to `n` repository names after `last`. */
+int berth_db_catalog(berth_dbconn_t *c, const char *last, long n, berth_strlist_t *out, berth_err_t *err);
+/** Manifests in `repo` whose subject is `digest`, optionally filtered by artifact type. */
+int berth_db_referrers(berth_dbconn_t *c, const char *repo, const char *digest, const char *artifact_type,
+                       berth_db_referrer_t **out, size_t *n_out, berth_err_t *err);
+
+int berth_db_upload_create(berth_dbconn_t *c, const char *id, const char *repo, berth_err_t *err);
+/** BLOB_UPLOAD_UNKNOWN unless `id` is a live session of `repo`. */
+int berth_db_upload_check(berth_dbconn_t *c, const char *id, const char *repo, berth_err_t *err);
+int berth_db_upload_touch(berth_dbconn_t *c, const char *id, berth_err_t *err);
+int berth_db_upload_delete(berth_dbconn_t *c, const char *id, berth_err_t *err);
+
+#endif
