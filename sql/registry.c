@@ -34,72 +34,72 @@ enum {
     S_UPLOAD_TOUCH,
     S_BLOB_SIZE,
     S_REPO_TOUCH,
+    S_PROJECT_ID,
 };
 
 /* All SQL of this file, parameters always out of line. */
 static const berth_db__stmt_t stmts[] = {
-    {S_REPO_ID, "SELECT id FROM repositories WHERE name = $1", 1},
-    /* insert-or-select in one round trip; the SELECT arm covers rows committed before this statement */
-    {S_PROJECT_ENSURE,
-     "WITH ins AS (INSERT INTO projects (name) VALUES ($1) ON CONFLICT (name) DO NOTHING RETURNING id) "
-     "SELECT id FROM ins UNION ALL SELECT id FROM projects WHERE name = $1 LIMIT 1",
-     1},
-    {S_REPO_ENSURE,
-     "WITH ins AS (INSERT INTO repositories (project_id, name) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING RETURNING id) "
-     "SELECT id FROM ins UNION ALL SELECT id FROM repositories WHERE name = $2 LIMIT 1",
+    [S_REPO_ID] = {S_REPO_ID, "SELECT id FROM repositories WHERE name = $1", 1},
+    /* DO UPDATE (not DO NOTHING) so RETURNING yields the id even when a concurrent push created the row */
+    [S_PROJECT_ENSURE] = {S_PROJECT_ENSURE,
+     "INSERT INTO projects (name) VALUES ($1) ON CONFLICT (name) DO UPDATE SET name = EXCLUDED.name RETURNING id", 1},
+    [S_REPO_ENSURE] = {S_REPO_ENSURE,
+     "INSERT INTO repositories (project_id, name) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE SET name = EXCLUDED.name "
+     "RETURNING id",
      2},
-    {S_BLOB_IN_REPO,
+    [S_PROJECT_ID] = {S_PROJECT_ID, "SELECT id FROM projects WHERE name = $1", 1},
+    [S_BLOB_IN_REPO] = {S_BLOB_IN_REPO,
      "SELECT b.size FROM repositories r JOIN repository_blobs rb ON rb.repository_id = r.id "
      "JOIN blobs b ON b.digest = rb.digest WHERE r.name = $1 AND rb.digest = $2",
      2},
-    {S_BLOB_INSERT, "INSERT INTO blobs (digest, size) VALUES ($1, $2) ON CONFLICT (digest) DO NOTHING", 2},
-    {S_BLOB_LINK, "INSERT INTO repository_blobs (repository_id, digest) VALUES ($1, $2) ON CONFLICT DO NOTHING", 2},
-    {S_BLOB_UNLINK,
+    [S_BLOB_INSERT] = {S_BLOB_INSERT, "INSERT INTO blobs (digest, size) VALUES ($1, $2) ON CONFLICT (digest) DO NOTHING", 2},
+    [S_BLOB_LINK] = {S_BLOB_LINK, "INSERT INTO repository_blobs (repository_id, digest) VALUES ($1, $2) ON CONFLICT DO NOTHING", 2},
+    [S_BLOB_UNLINK] = {S_BLOB_UNLINK,
      "DELETE FROM repository_blobs rb USING repositories r WHERE r.id = rb.repository_id AND r.name = $1 AND rb.digest = $2",
      2},
-    {S_MANIFEST_INSERT,
+    [S_MANIFEST_INSERT] = {S_MANIFEST_INSERT,
      "INSERT INTO manifests (repository_id, digest, media_type, artifact_type, subject_digest, annotations, size, content) "
      "VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7, $8) ON CONFLICT (repository_id, digest) DO NOTHING RETURNING id",
      8},
-    {S_MANIFEST_ID, "SELECT id FROM manifests WHERE repository_id = $1 AND digest = $2", 2},
-    {S_REF_INSERT, "INSERT INTO manifest_refs (manifest_id, digest, kind, size) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
+    [S_MANIFEST_ID] = {S_MANIFEST_ID, "SELECT id FROM manifests WHERE repository_id = $1 AND digest = $2", 2},
+    [S_REF_INSERT] = {S_REF_INSERT, "INSERT INTO manifest_refs (manifest_id, digest, kind, size) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
      4},
-    {S_TAG_UPSERT,
+    [S_TAG_UPSERT] = {S_TAG_UPSERT,
      "INSERT INTO tags (repository_id, name, manifest_id) VALUES ($1, $2, $3) ON CONFLICT (repository_id, name) "
      "DO UPDATE SET manifest_id = EXCLUDED.manifest_id, updated_at = now()",
      3},
-    {S_MISSING_BLOB,
+    [S_MISSING_BLOB] = {S_MISSING_BLOB,
      "SELECT d FROM unnest($2::text[]) AS d WHERE NOT EXISTS "
      "(SELECT 1 FROM repository_blobs WHERE repository_id = $1 AND digest = d) LIMIT 1",
      2},
-    {S_MISSING_MANIFEST,
+    [S_MISSING_MANIFEST] = {S_MISSING_MANIFEST,
      "SELECT d FROM unnest($2::text[]) AS d WHERE NOT EXISTS "
      "(SELECT 1 FROM manifests WHERE repository_id = $1 AND digest = d) LIMIT 1",
      2},
-    {S_MANIFEST_BY_TAG,
+    [S_MANIFEST_BY_TAG] = {S_MANIFEST_BY_TAG,
      "SELECT m.digest, m.media_type, m.content FROM repositories r JOIN tags t ON t.repository_id = r.id "
      "JOIN manifests m ON m.id = t.manifest_id WHERE r.name = $1 AND t.name = $2",
      2},
-    {S_MANIFEST_BY_DIGEST,
+    [S_MANIFEST_BY_DIGEST] = {S_MANIFEST_BY_DIGEST,
      "SELECT m.digest, m.media_type, m.content FROM repositories r JOIN manifests m ON m.repository_id = r.id "
      "WHERE r.name = $1 AND m.digest = $2",
      2},
-    {S_MANIFEST_DELETE,
+    [S_MANIFEST_DELETE] = {S_MANIFEST_DELETE,
      "DELETE FROM manifests m USING repositories r WHERE r.id = m.repository_id AND r.name = $1 AND m.digest = $2", 2},
-    {S_TAG_DELETE, "DELETE FROM tags t USING repositories r WHERE r.id = t.repository_id AND r.name = $1 AND t.name = $2", 2},
-    {S_TAGS_LIST, "SELECT name FROM tags WHERE repository_id = $1 AND name > $2 ORDER BY name LIMIT $3", 3},
-    {S_CATALOG, "SELECT name FROM repositories WHERE name > $1 ORDER BY name LIMIT $2", 2},
-    {S_REFERRERS,
+    [S_TAG_DELETE] = {S_TAG_DELETE, "DELETE FROM tags t USING repositories r WHERE r.id = t.repository_id AND r.name = $1 AND t.name = $2", 2},
+    [S_TAGS_LIST] = {S_TAGS_LIST, "SELECT name FROM tags WHERE repository_id = $1 AND name > $2 ORDER BY name LIMIT $3", 3},
+    [S_CATALOG] = {S_CATALOG, "SELECT name FROM repositories WHERE name > $1 ORDER BY name LIMIT $2", 2},
+    [S_REFERRERS] = {S_REFERRERS,
      "SELECT m.digest, m.media_type, m.artifact_type, m.size, m.annotations::text FROM repositories r "
      "JOIN manifests m ON m.repository_id = r.id WHERE r.name = $1 AND m.subject_digest = $2 "
      "AND ($3::text IS NULL OR m.artifact_type = $3) ORDER BY m.digest",
      3},
-    {S_UPLOAD_CREATE, "INSERT INTO upload_sessions (id, repository) VALUES ($1, $2)", 2},
-    {S_UPLOAD_GET, "SELECT repository FROM upload_sessions WHERE id = $1", 1},
-    {S_UPLOAD_DELETE, "DELETE FROM upload_sessions WHERE id = $1", 1},
-    {S_UPLOAD_TOUCH, "UPDATE upload_sessions SET updated_at = now() WHERE id = $1", 1},
-    {S_BLOB_SIZE, "SELECT size FROM blobs WHERE digest = $1", 1},
-    {S_REPO_TOUCH, "UPDATE repositories SET updated_at = now() WHERE id = $1", 1},
+    [S_UPLOAD_CREATE] = {S_UPLOAD_CREATE, "INSERT INTO upload_sessions (id, repository) VALUES ($1, $2)", 2},
+    [S_UPLOAD_GET] = {S_UPLOAD_GET, "SELECT repository FROM upload_sessions WHERE id = $1", 1},
+    [S_UPLOAD_DELETE] = {S_UPLOAD_DELETE, "DELETE FROM upload_sessions WHERE id = $1", 1},
+    [S_UPLOAD_TOUCH] = {S_UPLOAD_TOUCH, "UPDATE upload_sessions SET updated_at = now() WHERE id = $1", 1},
+    [S_BLOB_SIZE] = {S_BLOB_SIZE, "SELECT size FROM blobs WHERE digest = $1", 1},
+    [S_REPO_TOUCH] = {S_REPO_TOUCH, "UPDATE repositories SET updated_at = now() WHERE id = $1", 1},
 };
 
 static PGresult *run(berth_dbconn_t *c, int id, const char *const *values, berth_err_t *err)
@@ -184,24 +184,29 @@ int berth_db_blob_global_size(berth_dbconn_t *c, const char *digest, int64_t *si
     return rc;
 }
 
-/* Inside a transaction: the repository id, creating project and repository on first use. */
+/* Inside a transaction: the repository id, creating project and repository on first use.
+ * The plain SELECT serves the common case without writing; the upsert only runs for new names. */
 static int ensure_repo(berth_dbconn_t *c, const char *repo, int64_t *id_out, char idbuf[24], berth_err_t *err)
 {
-    char project[BERTH_NAME_MAX + 1];
-    size_t plen = berth_ref_project_len(repo, strlen(repo));
-    memcpy(project, repo, plen);
-    project[plen] = '\0';
-    int64_t pid;
-    const char *pp[] = {project};
-    int rc = run_int64(c, S_PROJECT_ENSURE, pp, &pid, err);
+    const char *rp0[] = {repo};
+    int rc = run_int64(c, S_REPO_ID, rp0, id_out, err);
+    if (rc == BERTH_ENOTFOUND) {
+        char project[BERTH_NAME_MAX + 1], pidbuf[24];
+        size_t plen = berth_ref_project_len(repo, strlen(repo));
+        memcpy(project, repo, plen);
+        project[plen] = '\0';
+        int64_t pid;
+        const char *pp[] = {project};
+        if ((rc = run_int64(c, S_PROJECT_ID, pp, &pid, err)) == BERTH_ENOTFOUND)
+            rc = run_int64(c, S_PROJECT_ENSURE, pp, &pid, err);
+        if (rc != 0)
+            return rc;
+        snprintf(pidbuf, sizeof(pidbuf), "%lld", (long long)pid);
+        const char *rp[] = {pidbuf, repo};
+        rc = run_int64(c, S_REPO_ENSURE, rp, id_out, err);
+    }
     if (rc != 0)
-        return rc == BERTH_ENOTFOUND ? berth_err_set(err, BERTH_OCI_UNAVAILABLE, "concurrent project creation") : rc;
-    char pidbuf[24];
-    snprintf(pidbuf, sizeof(pidbuf), "%lld", (long long)pid);
-    const char *rp[] = {pidbuf, repo};
-    rc = run_int64(c, S_REPO_ENSURE, rp, id_out, err);
-    if (rc != 0)
-        return rc == BERTH_ENOTFOUND ? berth_err_set(err, BERTH_OCI_UNAVAILABLE, "concurrent repository creation") : rc;
+        return rc;
     snprintf(idbuf, 24, "%lld", (long long)*id_out);
     return 0;
 }

@@ -35,7 +35,6 @@ int berth_digest_parse(berth_digest_t *out, const char *s, size_t len, berth_err
         out->alg = (berth_digest_alg_t)i;
         memcpy(out->str, s, len);
         out->str[len] = '\0';
-        out->hex = out->str + alen + 1;
         return 0;
     }
     return berth_err_set(err, BERTH_OCI_DIGEST_INVALID, "unsupported digest algorithm");
@@ -62,7 +61,6 @@ static void format(berth_digest_t *out, berth_digest_alg_t alg, const unsigned c
 {
     static const char hexd[] = "0123456789abcdef";
     size_t n = (size_t)snprintf(out->str, sizeof(out->str), "%s:", algs[alg].name);
-    out->hex = out->str + n;
     for (unsigned i = 0; i < mdlen; i++) {
         out->str[n++] = hexd[md[i] >> 4];
         out->str[n++] = hexd[md[i] & 15];

@@ -13,9 +13,14 @@ typedef enum { BERTH_DIGEST_SHA256 = 0, BERTH_DIGEST_SHA512 = 1 } berth_digest_a
 
 typedef struct st_berth_digest_t {
     berth_digest_alg_t alg;
-    char str[BERTH_DIGEST_MAX]; /* canonical "sha256:<hex>" */
-    const char *hex;            /* points into str */
+    char str[BERTH_DIGEST_MAX]; /* canonical "sha256:<hex>"; the struct is safe to copy by value */
 } berth_digest_t;
+
+/** The encoded part of a digest (after the colon). */
+static inline const char *berth_digest_hex(const berth_digest_t *d)
+{
+    return d->str + 7; /* "sha256:" and "sha512:" are both 7 bytes */
+}
 
 /**
  * Parse and validate a digest (lowercase hex of the exact length for its algorithm).

@@ -80,12 +80,12 @@ static const char *alg_name(berth_digest_alg_t a)
 
 void berth_store_blob_relpath(const berth_digest_t *d, char *buf, size_t bufsz)
 {
-    snprintf(buf, bufsz, "%s/%.2s/%s", alg_name(d->alg), d->hex, d->hex);
+    snprintf(buf, bufsz, "%s/%.2s/%s", alg_name(d->alg), berth_digest_hex(d), berth_digest_hex(d));
 }
 
 void berth_store_blob_path(const berth_store_t *s, const berth_digest_t *d, char *buf, size_t bufsz)
 {
-    snprintf(buf, bufsz, "%s/blobs/%s/%.2s/%s", s->root, alg_name(d->alg), d->hex, d->hex);
+    snprintf(buf, bufsz, "%s/blobs/%s/%.2s/%s", s->root, alg_name(d->alg), berth_digest_hex(d), berth_digest_hex(d));
 }
 
 int berth_store_blob_stat(const berth_store_t *s, const berth_digest_t *d, int64_t *size_out)
@@ -157,7 +157,7 @@ int berth_store_upload_commit(const berth_store_t *s, const char *id, int fd, co
     char src[PATH_MAX + 256], dst[PATH_MAX + 256], dir[PATH_MAX + 256];
     upload_path(s, id, src, sizeof(src));
     berth_store_blob_path(s, d, dst, sizeof(dst));
-    snprintf(dir, sizeof(dir), "%s/blobs/%s/%.2s", s->root, alg_name(d->alg), d->hex);
+    snprintf(dir, sizeof(dir), "%s/blobs/%s/%.2s", s->root, alg_name(d->alg), berth_digest_hex(d));
     if (fdatasync(fd) != 0)
         return berth_err_set(err, BERTH_OCI_INTERNAL, "fsync of upload failed: %s", strerror(errno));
     if (mkdir_p(dir) != 0)

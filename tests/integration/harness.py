@@ -1,0 +1,278 @@
+"""Shared test harness: a real PostgreSQL (one cluster per CTest run), real berthd instances, an HTTP client.
+
+Each test gets a fresh database cloned from a migrated template and its own storage directory, so tests never
+see each other's data. Everything listens on 127.0.0.1 only.
+"""
+import gzip
+import hashlib
+import http.client
+import io
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tarfile
+import tempfile
+import time
+import unittest
+import uuid
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BERTHD = os.environ.get("BERTHD", os.path.join(ROOT, "build", "registry", "berthd"))
+BERTH_PG = os.path.join(ROOT, "deploy", "berth-pg")
+PG_DIR = os.environ.get("BERTH_TEST_PG_DIR", "/tmp/berth-test-pg")
+PG_PORT = os.environ.get("BERTH_TEST_PG_PORT", "55433")
+
+OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
+OCI_INDEX = "application/vnd.oci.image.index.v1+json"
+OCI_CONFIG = "application/vnd.oci.image.config.v1+json"
+OCI_LAYER = "application/vnd.oci.image.layer.v1.tar+gzip"
+ACCEPT_ALL = ", ".join([OCI_MANIFEST, OCI_INDEX, "application/vnd.docker.distribution.manifest.v2+json",
+                        "application/vnd.docker.distribution.manifest.list.v2+json"])
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def pg_conninfo(dbname="berth"):
+    return "host=%s port=%s user=postgres dbname=%s" % (PG_DIR, PG_PORT, dbname)
+
+
+def psql(sql, dbname="postgres", check=True):
+    cmd = ["psql", "-h", PG_DIR, "-p", PG_PORT, "-U", "postgres", "-Atq", "-v", "ON_ERROR_STOP=1", "-c", sql, dbname]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if check and r.returncode != 0:
+        raise RuntimeError("psql failed: %s" % r.stderr)
+    return r.stdout.strip()
+
+
+def new_database():
+    name = "t_" + uuid.uuid4().hex[:12]
+    psql("CREATE DATABASE %s" % name)
+    return name
+
+
+def sha256(data):
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+class Berthd:
+    """One berthd process with its own database, storage and ports."""
+
+    def __init__(self, dbname=None, env=None, storage=None):
+        self.dbname = dbname or new_database()
+        self.dir = tempfile.mkdtemp(prefix="berthd-")
+        self.storage = storage or os.path.join(self.dir, "storage")
+        self.port = free_port()
+        self.env = dict(os.environ)
+        self.env.update({
+            "BERTH_HTTP_ADDR": "127.0.0.1:%d" % self.port,
+            "BERTH_DATABASE_URL": pg_conninfo(self.dbname),
+            "BERTH_STORAGE_ROOT": self.storage,
+            "BERTH_RUN_DIR": os.path.join(self.dir, "run"),
+            "BERTH_ACCESS_LOG": os.path.join(self.dir, "access.log"),
+            "BERTH_LOG_LEVEL": "info",
+        })
+        self.env.update(env or {})
+        self.proc = None
+        self.log_path = os.path.join(self.dir, "berthd.log")
+
+    @property
+    def host(self):
+        return "127.0.0.1:%d" % self.port
+
+    def start(self, wait=True):
+        self.log = open(self.log_path, "ab")
+        self.proc = subprocess.Popen([BERTHD], env=self.env, stdout=self.log, stderr=subprocess.STDOUT)
+        if wait:
+            self.wait_ready()
+        return self
+
+    def wait_ready(self, timeout=20):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError("berthd exited with %s:\n%s" % (self.proc.returncode, self.logs()))
+            try:
+                st, _, _ = self.request("GET", "/v2/")
+                if st == 200:
+                    return
+            except OSError:
+                pass
+            time.sleep(0.05)
+        raise RuntimeError("berthd did not become ready:\n" + self.logs())
+
+    def logs(self):
+        try:
+            with open(self.log_path, "rb") as f:
+                return f.read().decode(errors="replace")[-6000:]
+        except OSError:
+            return ""
+
+    def stop(self, sig=signal.SIGTERM, timeout=30):
+        if self.proc is None:
+            return None
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        rc = self.proc.returncode
+        self.proc = None
+        self.log.close()
+        # nginx may outlive a SIGKILLed berthd for a moment; it is ours, end it
+        pid_file = os.path.join(self.env["BERTH_RUN_DIR"], "nginx.pid")
+        if sig == signal.SIGKILL and os.path.exists(pid_file):
+            try:
+                os.kill(int(open(pid_file).read().strip()), signal.SIGKILL)
+            except (OSError, ValueError):
+                pass
+            time.sleep(0.2)
+        return rc
+
+    def cleanup(self):
+        self.stop()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    # --- HTTP -------------------------------------------------------------------------------------------
+    def request(self, method, path, body=None, headers=None, timeout=60):
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+        try:
+            conn.request(method, path, body=body, headers=headers or {})
+            r = conn.getresponse()
+            data = r.read()
+            return r.status, {k.lower(): v for k, v in r.getheaders()}, data
+        finally:
+            conn.close()
+
+    def push_blob(self, repo, data, chunk=None):
+        """Upload through a session (optionally chunked); returns the digest."""
+        d = sha256(data)
+        st, h, body = self.request("POST", "/v2/%s/blobs/uploads/" % repo)
+        assert st == 202, (st, body)
+        loc = h["location"]
+        off = 0
+        if chunk:
+            while off < len(data) - chunk:
+                piece = data[off:off + chunk]
+                st, h, body = self.request("PATCH", loc, piece, {"Content-Range": "%d-%d" % (off, off + len(piece) - 1),
+                                                                 "Content-Type": "application/octet-stream"})
+                assert st == 202, (st, body)
+                loc = h["location"]
+                off += len(piece)
+        st, h, body = self.request("PUT", loc + "?digest=" + d, data[off:], {"Content-Type": "application/octet-stream"})
+        assert st == 201, (st, body)
+        return d
+
+    def push_manifest(self, repo, ref, manifest, media_type=OCI_MANIFEST):
+        raw = manifest if isinstance(manifest, bytes) else json.dumps(manifest).encode()
+        st, h, body = self.request("PUT", "/v2/%s/manifests/%s" % (repo, ref), raw, {"Content-Type": media_type})
+        return st, h, body, raw
+
+    def push_image(self, repo, tag, layers=1, size=1024, seed=None):
+        """A small image pushed by hand: config + random layers + manifest. Returns (digest, manifest bytes)."""
+        rnd = os.urandom if seed is None else (lambda n: hashlib.sha256(str(seed).encode()).digest() * (n // 32 + 1))
+        layer_descs = []
+        for i in range(layers):
+            data = rnd(size)[:size] + os.urandom(8)
+            layer_descs.append({"mediaType": OCI_LAYER, "digest": self.push_blob(repo, data), "size": len(data)})
+        cfg = json.dumps({"architecture": "amd64", "os": "linux", "rootfs": {"type": "layers", "diff_ids": []}}).encode()
+        cfg_d = self.push_blob(repo, cfg)
+        m = {"schemaVersion": 2, "mediaType": OCI_MANIFEST, "config": {"mediaType": OCI_CONFIG, "digest": cfg_d,
+                                                                        "size": len(cfg)}, "layers": layer_descs}
+        st, h, body, raw = self.push_manifest(repo, tag, m)
+        assert st == 201, (st, body)
+        return h["docker-content-digest"], raw
+
+
+def error_code(body):
+    return json.loads(body)["errors"][0]["code"]
+
+
+def make_layer(files):
+    """A gzip'd tar with the given {name: bytes}."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for name, data in files.items():
+            ti = tarfile.TarInfo(name)
+            ti.size = len(data)
+            ti.mode = 0o755
+            tar.addfile(ti, io.BytesIO(data))
+    return gzip.compress(buf.getvalue(), mtime=0)
+
+
+def write_oci_layout(path, images, index_platforms=None, tag="latest"):
+    """Write an OCI image layout. `images`: list of [{name: bytes}] file sets, one image each.
+    With index_platforms (list of (os, arch)), the images form one multi-arch index."""
+    os.makedirs(os.path.join(path, "blobs", "sha256"), exist_ok=True)
+
+    def put(data):
+        d = hashlib.sha256(data).hexdigest()
+        with open(os.path.join(path, "blobs", "sha256", d), "wb") as f:
+            f.write(data)
+        return "sha256:" + d, len(data)
+
+    manifests = []
+    for i, files in enumerate(images):
+        layer = make_layer(files)
+        ld, ls = put(layer)
+        arch = index_platforms[i][1] if index_platforms else "amd64"
+        cfg = json.dumps({"architecture": arch, "os": "linux", "rootfs": {"type": "layers", "diff_ids": [
+            "sha256:" + hashlib.sha256(gzip.decompress(layer)).hexdigest()]}, "config": {}}).encode()
+        cd, cs = put(cfg)
+        m = json.dumps({"schemaVersion": 2, "mediaType": OCI_MANIFEST,
+                        "config": {"mediaType": OCI_CONFIG, "digest": cd, "size": cs},
+                        "layers": [{"mediaType": OCI_LAYER, "digest": ld, "size": ls}]}).encode()
+        md, ms = put(m)
+        desc = {"mediaType": OCI_MANIFEST, "digest": md, "size": ms}
+        if index_platforms:
+            desc["platform"] = {"os": index_platforms[i][0], "architecture": index_platforms[i][1]}
+        manifests.append(desc)
+    if index_platforms:
+        idx = json.dumps({"schemaVersion": 2, "mediaType": OCI_INDEX, "manifests": manifests}).encode()
+        xd, xs = put(idx)
+        top = {"mediaType": OCI_INDEX, "digest": xd, "size": xs}
+    else:
+        top = manifests[0]
+    top = dict(top, annotations={"org.opencontainers.image.ref.name": tag})
+    with open(os.path.join(path, "index.json"), "w") as f:
+        json.dump({"schemaVersion": 2, "manifests": [top]}, f)
+    with open(os.path.join(path, "oci-layout"), "w") as f:
+        json.dump({"imageLayoutVersion": "1.0.0"}, f)
+    return top["digest"]
+
+
+class BerthTestCase(unittest.TestCase):
+    """Starts one berthd per test class unless the class sets START = False."""
+    START = True
+
+    @classmethod
+    def setUpClass(cls):
+        cls.b = Berthd().start() if cls.START else None
+
+    @classmethod
+    def tearDownClass(cls):
+        if cls.b is not None:
+            cls.b.cleanup()
+
+    def run(self, result=None):
+        # on failure, show the server's log: the first thing anyone debugging needs
+        res = super().run(result)
+        if result is not None and (result.failures or result.errors) and getattr(self, "b", None) is not None:
+            failed = [t for t, _ in result.failures + result.errors if t is self]
+            if failed:
+                print("\n--- berthd log ---\n" + self.b.logs())
+        return res
+
+
+def main():
+    unittest.main(verbosity=2)
