@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -112,6 +113,10 @@ pid_t berth_edge_start(const berth_edge_conf_t *c)
         sigset_t all;
         sigemptyset(&all);
         sigprocmask(SIG_SETMASK, &all, NULL);
+        /* if berthd dies (even by SIGKILL) the edge must not outlive it and answer for a dead backend */
+        prctl(PR_SET_PDEATHSIG, SIGTERM);
+        if (getppid() == 1)
+            _exit(1);
         execl(c->nginx, "nginx", "-q", "-p", c->run_dir, "-c", path, (char *)NULL);
         fprintf(stderr, "berthd: cannot run %s: %s\n", c->nginx, strerror(errno));
         _exit(127);

@@ -133,7 +133,7 @@ class Berthd:
         pid_file = os.path.join(self.env["BERTH_RUN_DIR"], "nginx.pid")
         if sig == signal.SIGKILL and os.path.exists(pid_file):
             try:
-                os.kill(int(open(pid_file).read().strip()), signal.SIGKILL)
+                os.kill(int(open(pid_file).read().strip()), signal.SIGTERM)
             except (OSError, ValueError):
                 pass
             time.sleep(0.2)

@@ -1,0 +1,181 @@
+"""Real clients from Debian against berthd: skopeo, podman, buildah, curl over TLS."""
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import unittest
+
+from harness import ACCEPT_ALL, BerthTestCase, Berthd, main, write_oci_layout
+
+TIMEOUT = 300
+
+
+def have(tool):
+    return shutil.which(tool) is not None
+
+
+def run(cmd, **kw):
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT, **kw)
+    if r.returncode != 0:
+        raise AssertionError("%s failed (%d):\n%s\n%s" % (" ".join(cmd), r.returncode, r.stdout[-2000:], r.stderr[-3000:]))
+    return r.stdout
+
+
+@unittest.skipUnless(have("skopeo"), "skopeo not installed")
+class Skopeo(BerthTestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="skopeo-")
+
+    def tearDown(self):
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def copy(self, src, dst, *extra, arch=None):
+        glob = ["--override-arch", arch] if arch else []
+        return run(["skopeo", *glob, "copy", "--src-tls-verify=false", "--dest-tls-verify=false", *extra, src, dst])
+
+    def test_layout_push_mount_and_pull(self):
+        layout = os.path.join(self.tmp, "layout")
+        big = os.urandom(3 * 1024 * 1024)
+        digest = write_oci_layout(layout, [{"bin/app": big, "etc/x": b"x"}])
+        self.copy("oci:%s:latest" % layout, "docker://%s/sk/app:v1" % self.b.host)
+        st, h, body = self.b.request("GET", "/v2/sk/app/manifests/v1", headers={"Accept": ACCEPT_ALL})
+        self.assertEqual((st, h["docker-content-digest"]), (200, digest))
+        # Berth -> Berth across repositories: skopeo mounts the layer instead of uploading it
+        self.copy("docker://%s/sk/app:v1" % self.b.host, "docker://%s/sk/other:v1" % self.b.host)
+        log = [json.loads(line) for line in open(self.b.env["BERTH_ACCESS_LOG"])]
+        mounts = [r for r in log if r["path"] == "/v2/sk/other/blobs/uploads/" and r["method"] == "POST" and r["status"] == 201]
+        self.assertGreaterEqual(len(mounts), 1, "no blob was mounted")
+        self.assertFalse(any(r["path"].startswith("/v2/sk/other/") and r["bytes_in"] >= len(big) // 2 for r in log),
+                         "the big layer was uploaded again")
+        # Berth -> dir: every byte arrives and verifies
+        out = os.path.join(self.tmp, "dir")
+        self.copy("docker://%s/sk/other:v1" % self.b.host, "dir:" + out)
+        m = json.load(open(os.path.join(out, "manifest.json")))
+        for layer in m["layers"]:
+            data = open(os.path.join(out, layer["digest"].split(":")[1]), "rb").read()
+            self.assertEqual("sha256:" + hashlib.sha256(data).hexdigest(), layer["digest"])
+
+    def test_multi_arch_all(self):
+        layout = os.path.join(self.tmp, "multi")
+        digest = write_oci_layout(layout, [{"a": b"amd64 build"}, {"b": b"arm64 build"}],
+                                  [("linux", "amd64"), ("linux", "arm64")])
+        self.copy("oci:%s:latest" % layout, "docker://%s/sk/multi:v1" % self.b.host, "--all")
+        st, h, body = self.b.request("GET", "/v2/sk/multi/manifests/v1", headers={"Accept": ACCEPT_ALL})
+        self.assertEqual((st, h["docker-content-digest"]), (200, digest))
+        idx = json.loads(body)
+        self.assertEqual(len(idx["manifests"]), 2)
+        for child in idx["manifests"]:
+            st, _, _ = self.b.request("HEAD", "/v2/sk/multi/manifests/" + child["digest"])
+            self.assertEqual(st, 200)
+        out = os.path.join(self.tmp, "arm")
+        self.copy("docker://%s/sk/multi:v1" % self.b.host, "dir:" + out, arch="arm64")
+        arm = [c["digest"] for c in idx["manifests"] if c["platform"]["architecture"] == "arm64"][0]
+        got = open(os.path.join(out, "manifest.json"), "rb").read()
+        self.assertEqual("sha256:" + hashlib.sha256(got).hexdigest(), arm)
+
+
+class ContainerTools(BerthTestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="ctools-")
+
+    def tearDown(self):
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def podman(self, *args):
+        return run(["podman", "--root", self.tmp + "/root", "--runroot", self.tmp + "/run", "--storage-driver", "vfs",
+                    "--cgroup-manager", "cgroupfs", "--events-backend", "file", *args])
+
+    def buildah(self, *args):
+        return run(["buildah", "--root", self.tmp + "/broot", "--runroot", self.tmp + "/brun", "--storage-driver", "vfs", *args])
+
+    @unittest.skipUnless(have("podman") and have("skopeo"), "podman/skopeo not installed")
+    def test_podman_push_pull(self):
+        layout = os.path.join(self.tmp, "layout")
+        write_oci_layout(layout, [{"hello": b"from podman"}])
+        run(["skopeo", "copy", "--dest-tls-verify=false", "oci:%s:latest" % layout, "docker://%s/pm/base:v1" % self.b.host])
+        self.podman("pull", "--tls-verify=false", "%s/pm/base:v1" % self.b.host)
+        self.podman("tag", "%s/pm/base:v1" % self.b.host, "%s/pm/copy:v2" % self.b.host)
+        self.podman("push", "--tls-verify=false", "%s/pm/copy:v2" % self.b.host)
+        st, _, body = self.b.request("GET", "/v2/pm/copy/tags/list")
+        self.assertEqual(json.loads(body)["tags"], ["v2"])
+        self.podman("rmi", "-a", "-f")
+        self.podman("pull", "--tls-verify=false", "%s/pm/copy:v2" % self.b.host)
+        self.assertIn("pm/copy", self.podman("images", "--format", "{{.Repository}}"))
+
+    @unittest.skipUnless(have("buildah"), "buildah not installed")
+    def test_buildah_push(self):
+        ctr = self.buildah("from", "scratch").strip().splitlines()[-1]
+        f = os.path.join(self.tmp, "payload.txt")
+        with open(f, "w") as fh:
+            fh.write("built by buildah\n")
+        self.buildah("copy", ctr, f, "/payload.txt")
+        self.buildah("commit", ctr, "bh/img:v1")
+        self.buildah("push", "--tls-verify=false", "bh/img:v1", "docker://%s/bh/img:v1" % self.b.host)
+        st, h, body = self.b.request("GET", "/v2/bh/img/manifests/v1", headers={"Accept": ACCEPT_ALL})
+        self.assertEqual(st, 200)
+        m = json.loads(body)
+        for d in [m["config"]] + m["layers"]:
+            st, _, blob = self.b.request("GET", "/v2/bh/img/blobs/" + d["digest"])
+            self.assertEqual("sha256:" + hashlib.sha256(blob).hexdigest(), d["digest"])
+
+
+class TLSAndLargeUploads(unittest.TestCase):
+    """The edge serves TLS with HTTP/2; a body past 2 GiB over TLS HTTP/1.1 streams (h2o 2.2.5 drops those)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="tls-")
+        cls.cert, cls.key = os.path.join(cls.tmp, "cert.pem"), os.path.join(cls.tmp, "key.pem")
+        run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "2",
+             "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", cls.key, "-out", cls.cert])
+        from harness import free_port
+        cls.tls_port = free_port()
+        cls.b = Berthd(env={"BERTH_TLS_ADDR": "127.0.0.1:%d" % cls.tls_port, "BERTH_TLS_CERT": cls.cert,
+                            "BERTH_TLS_KEY": cls.key}).start()
+        cls.url = "https://127.0.0.1:%d" % cls.tls_port
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.b.cleanup()
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def curl(self, *args):
+        return run(["curl", "-sS", "--cacert", self.cert, *args])
+
+    def test_http2_over_tls(self):
+        out = self.curl("--http2", "-o", "/dev/null", "-w", "%{http_version} %{http_code}", self.url + "/v2/")
+        self.assertEqual(out, "2 200")
+
+    def test_large_blob_over_tls_http1(self):
+        size = int(os.environ.get("BERTH_TEST_LARGE_BYTES", str(2 * 1024 ** 3 + 100 * 1024 ** 2)))
+        h = hashlib.sha256()
+        chunk = b"\0" * (1 << 20)
+        left = size
+        while left:
+            n = min(left, len(chunk))
+            h.update(chunk[:n])
+            left -= n
+        digest = "sha256:" + h.hexdigest()
+        loc = self.curl("--http1.1", "-X", "POST", "-o", "/dev/null", "-w", "%{redirect_url}%header{location}",
+                        self.url + "/v2/large/blob/blobs/uploads/")
+        loc = loc[loc.index("/v2/"):]
+        src = subprocess.Popen(["head", "-c", str(size), "/dev/zero"], stdout=subprocess.PIPE)
+        out = subprocess.run(["curl", "-sS", "--http1.1", "--cacert", self.cert, "-T", "-", "-o", "/dev/null", "-w",
+                              "%{http_code}", self.url + loc + "?digest=" + digest], stdin=src.stdout, capture_output=True,
+                             text=True, timeout=TIMEOUT)
+        src.wait()
+        self.assertEqual(out.stdout, "201", out.stderr)
+        st, h, _ = self.b.request("HEAD", "/v2/large/blob/blobs/" + digest)
+        self.assertEqual((st, int(h["content-length"])), (200, size))
+        # streamed, not buffered: berthd's peak memory stays far below the body size
+        status = open("/proc/%d/status" % self.b.proc.pid).read()
+        hwm_kib = int([line for line in status.splitlines() if line.startswith("VmHWM")][0].split()[1])
+        self.assertLess(hwm_kib, 256 * 1024, "berthd peak RSS %d KiB" % hwm_kib)
+        blob_path = os.path.join(self.b.storage, "blobs", "sha256", digest[7:9], digest[7:])
+        os.unlink(blob_path)  # reclaim the disk now; the test is over
+
+
+if __name__ == "__main__":
+    main()

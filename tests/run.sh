@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Install what is missing, build Berth twice (release, and ASan+UBSan), and run the whole suite with CTest on
+# both builds. The tests start their own PostgreSQL, berthd instances and clients; nothing must be running.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+deploy/install-deps deploy/packages.txt deploy/test-packages.txt
+jobs=$(nproc)
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build build -j"$jobs"
+cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DBERTH_SANITIZE=ON -DBERTH_TEST_PG_PORT=55434 >/dev/null
+cmake --build build-asan -j"$jobs"
+status=0
+echo "== release build"
+(cd build && ctest --output-on-failure -j2 "$@") || status=1
+echo "== ASan+UBSan build"
+(cd build-asan && ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j2 "$@") || status=1
+exit $status

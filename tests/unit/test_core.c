@@ -1,0 +1,210 @@
+/* Unit tests for registry/core: the grammar, digests, ranges, queries, manifests and error bodies. */
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "registry/core/digest.h"
+#include "registry/core/err.h"
+#include "registry/core/manifest.h"
+#include "registry/core/query.h"
+#include "registry/core/range.h"
+#include "registry/core/ref.h"
+#include "tests/unit/tap.h"
+
+#define S(x) x, strlen(x)
+#define HEX64 "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+
+static void test_names(void)
+{
+    const char *good[] = {"a", "library/ubuntu", "a/b/c/d", "a-b", "a--b", "a.b", "a_b", "a__b", "x9/y8", "0abc"};
+    const char *bad[] = {"", "A", "a/", "/a", "a//b", "a..b", "a._b", "a___b", "-a", "a-", "a/../b", "a/./b", "a b", "a/B"};
+    for (size_t i = 0; i < sizeof(good) / sizeof(*good); i++)
+        ok(berth_ref_name_valid(S(good[i])), "name %s is valid", good[i]);
+    for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++)
+        ok(!berth_ref_name_valid(S(bad[i])), "name '%s' is invalid", bad[i]);
+    char longname[300];
+    memset(longname, 'a', sizeof(longname));
+    ok(berth_ref_name_valid(longname, 255) && !berth_ref_name_valid(longname, 256), "names are capped at 255 bytes");
+    ok(berth_ref_tag_valid(S("v1.0_rc-2")) && berth_ref_tag_valid(S("_x")), "tags");
+    ok(!berth_ref_tag_valid(S(".x")) && !berth_ref_tag_valid(S("-x")) && !berth_ref_tag_valid(S("a/b")) &&
+           !berth_ref_tag_valid(S("")),
+       "bad tags");
+    ok(berth_ref_tag_valid(longname, 128) && !berth_ref_tag_valid(longname, 129), "tags are capped at 128");
+    ok(berth_ref_project_len(S("proj/a/b")) == 4 && berth_ref_project_len(S("solo")) == 4, "project component");
+}
+
+static void test_routes(void)
+{
+    berth_route_t r;
+    berth_err_t err;
+    ok(berth_route_parse(&r, S("/v2/"), &err) == 0 && r.kind == BERTH_ROUTE_BASE, "/v2/");
+    ok(berth_route_parse(&r, S("/v2"), &err) == 0 && r.kind == BERTH_ROUTE_BASE, "/v2");
+    ok(berth_route_parse(&r, S("/v2/_catalog"), &err) == 0 && r.kind == BERTH_ROUTE_CATALOG, "catalog");
+    ok(berth_route_parse(&r, S("/v2/a/b/manifests/latest"), &err) == 0 && r.kind == BERTH_ROUTE_MANIFEST &&
+           strcmp(r.name, "a/b") == 0 && strcmp(r.ref, "latest") == 0 && !r.ref_is_digest,
+       "manifest by tag");
+    ok(berth_route_parse(&r, S("/v2/a/manifests/sha256:" HEX64), &err) == 0 && r.ref_is_digest, "manifest by digest");
+    ok(berth_route_parse(&r, S("/v2/a/blobs/sha256:" HEX64), &err) == 0 && r.kind == BERTH_ROUTE_BLOB, "blob");
+    ok(berth_route_parse(&r, S("/v2/a/blobs/uploads/"), &err) == 0 && r.kind == BERTH_ROUTE_UPLOAD && r.ref[0] == '\0',
+       "new upload");
+    ok(berth_route_parse(&r, S("/v2/a/b/blobs/uploads/0f-ab"), &err) == 0 && r.kind == BERTH_ROUTE_UPLOAD &&
+           strcmp(r.ref, "0f-ab") == 0 && strcmp(r.name, "a/b") == 0,
+       "upload session");
+    ok(berth_route_parse(&r, S("/v2/a/tags/list"), &err) == 0 && r.kind == BERTH_ROUTE_TAGS, "tags");
+    ok(berth_route_parse(&r, S("/v2/a/referrers/sha256:" HEX64), &err) == 0 && r.kind == BERTH_ROUTE_REFERRERS, "referrers");
+    ok(berth_route_parse(&r, S("/v2/x/blobs/y/manifests/v1"), &err) == 0 && strcmp(r.name, "x/blobs/y") == 0,
+       "names may contain route words");
+    ok(berth_route_parse(&r, S("/v2/A/tags/list"), &err) == BERTH_EINVAL && err.oci == BERTH_OCI_NAME_INVALID, "uppercase");
+    ok(berth_route_parse(&r, S("/v2/a/%2e%2e/tags/list"), &err) == BERTH_EINVAL && err.oci == BERTH_OCI_NAME_INVALID,
+       "percent-encoding refused");
+    ok(berth_route_parse(&r, S("/v2/a/../b/tags/list"), &err) == BERTH_EINVAL, "dot-dot refused");
+    ok(berth_route_parse(&r, S("/v2/a/manifests/-bad"), &err) == BERTH_EINVAL && err.oci == BERTH_OCI_TAG_INVALID, "bad tag");
+    ok(berth_route_parse(&r, S("/v2/a/blobs/latest"), &err) == BERTH_EDIGEST && err.oci == BERTH_OCI_DIGEST_INVALID,
+       "blob needs a digest");
+    ok(berth_route_parse(&r, S("/v2/a/blobs/md5:abc"), &err) == BERTH_EDIGEST, "unsupported algorithm");
+    ok(berth_route_parse(&r, S("/v2/a/nothing"), &err) == BERTH_ENOTFOUND, "no route");
+    ok(berth_route_parse(&r, S("/v3/a/tags/list"), &err) == BERTH_ENOTFOUND, "not /v2");
+    ok(berth_route_parse(&r, S("/v2/a/blobs/uploads/bad!id"), &err) != 0 && err.oci == BERTH_OCI_BLOB_UPLOAD_UNKNOWN,
+       "bad upload id");
+}
+
+static void test_digests(void)
+{
+    berth_digest_t d, e;
+    berth_err_t err;
+    ok(berth_digest_parse(&d, S("sha256:" HEX64), &err) == 0 && d.alg == BERTH_DIGEST_SHA256 &&
+           strcmp(berth_digest_hex(&d), HEX64) == 0,
+       "sha256 parses");
+    ok(berth_digest_parse(&d, S("sha512:" HEX64 HEX64), &err) == 0 && d.alg == BERTH_DIGEST_SHA512, "sha512 parses");
+    ok(berth_digest_parse(&d, S("sha256:" HEX64 "0"), &err) == BERTH_EDIGEST, "too long");
+    ok(berth_digest_parse(&d, S("sha256:ABCDEF0123456789abcdef0123456789abcdef0123456789abcdef0123456789"), &err) ==
+           BERTH_EDIGEST,
+       "uppercase hex refused");
+    ok(berth_digest_parse(&d, S("sha256" HEX64), &err) == BERTH_EDIGEST, "no colon");
+    ok(berth_digest_parse(&d, S("sha1:0123456789abcdef0123456789abcdef01234567"), &err) == BERTH_EDIGEST, "sha1 refused");
+    berth_digest_of(&d, BERTH_DIGEST_SHA256, "abc", 3);
+    ok(strcmp(d.str, "sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad") == 0, "sha256(abc)");
+    berth_hash_t *h = berth_hash_new(BERTH_DIGEST_SHA256);
+    berth_hash_update(h, "a", 1);
+    berth_hash_update(h, "bc", 2);
+    berth_hash_peek(h, &e);
+    berth_hash_free(h);
+    ok(berth_digest_equal(&d, &e), "streaming equals one-shot");
+    berth_digest_t copy = d; /* the struct is copied by value in the upload path */
+    ok(strcmp(berth_digest_hex(&copy), berth_digest_hex(&d)) == 0, "copies keep their hex");
+    berth_digest_of(&e, BERTH_DIGEST_SHA256, "abd", 3);
+    ok(!berth_digest_equal(&d, &e), "different content, different digest");
+}
+
+static void test_ranges(void)
+{
+    uint64_t a, b;
+    ok(berth_range_parse(S("0-99"), &a, &b) == 0 && a == 0 && b == 99, "plain range");
+    ok(berth_range_parse(S("bytes 100-199/1000"), &a, &b) == 0 && a == 100 && b == 199, "bytes with total");
+    ok(berth_range_parse(S("bytes=5-9/*"), &a, &b) == 0 && a == 5 && b == 9, "bytes= with star");
+    ok(berth_range_parse(S("9-5"), &a, &b) != 0, "reversed");
+    ok(berth_range_parse(S("-5"), &a, &b) != 0 && berth_range_parse(S("5-"), &a, &b) != 0, "open ranges refused");
+    ok(berth_range_parse(S("0-99/50"), &a, &b) != 0, "total smaller than range");
+    ok(berth_range_parse(S("0-99999999999999999999999"), &a, &b) != 0, "overflow refused");
+    ok(berth_range_parse(S("0-1x"), &a, &b) != 0, "trailing garbage");
+}
+
+static void test_query(void)
+{
+    char v[64];
+    const char *q = "digest=sha256%3Aab&n=10&last=a%2Fb&flag&x=1+2";
+    ok(berth_query_get(S(q), "digest", v, sizeof(v)) == 9 && strcmp(v, "sha256:ab") == 0, "decoded value");
+    ok(berth_query_get(S(q), "last", v, sizeof(v)) >= 0 && strcmp(v, "a/b") == 0, "slash decoded");
+    ok(berth_query_get(S(q), "flag", v, sizeof(v)) == 0, "valueless key");
+    ok(berth_query_get(S(q), "x", v, sizeof(v)) >= 0 && strcmp(v, "1 2") == 0, "plus is space");
+    ok(berth_query_get(S(q), "missing", v, sizeof(v)) == -1, "absent");
+    ok(berth_query_get(S("a=%zz"), "a", v, sizeof(v)) == -2, "bad escape");
+    ok(berth_query_get(S("a=%00"), "a", v, sizeof(v)) == -2, "NUL refused");
+    ok(berth_query_get(S("a=0123456789"), "a", v, 5) == -2, "too long");
+}
+
+static const char *manifest_with(const char *extra)
+{
+    static char buf[2048];
+    snprintf(buf, sizeof(buf),
+             "{\"schemaVersion\":2,\"mediaType\":\"" BERTH_MT_OCI_MANIFEST "\",\"config\":{\"mediaType\":\"application/"
+             "vnd.oci.image.config.v1+json\",\"digest\":\"sha256:" HEX64 "\",\"size\":7},\"layers\":[{\"mediaType\":\"l\","
+             "\"digest\":\"sha256:" HEX64 "\",\"size\":7},{\"mediaType\":\"l\",\"digest\":\"sha256:"
+             "1111111111111111111111111111111111111111111111111111111111111111\",\"size\":3,\"urls\":[\"http://x\"]}]%s}",
+             extra);
+    return buf;
+}
+
+static void test_manifests(void)
+{
+    berth_manifest_info_t info;
+    berth_err_t err;
+    const char *m = manifest_with("");
+    ok(berth_manifest_parse(&info, S(m), BERTH_MT_OCI_MANIFEST, &err) == 0, "valid manifest");
+    ok(info.nrefs == 1 && info.refs[0].kind == BERTH_REF_BLOB, "config and layer deduplicated, foreign layer skipped");
+    ok(info.artifact_type != NULL && strcmp(info.artifact_type, "application/vnd.oci.image.config.v1+json") == 0,
+       "artifact type falls back to config media type");
+    berth_manifest_info_dispose(&info);
+
+    m = manifest_with(",\"subject\":{\"mediaType\":\"x\",\"digest\":\"sha256:" HEX64 "\",\"size\":1},\"artifactType\":\"a/b\","
+                      "\"annotations\":{\"k\":\"v\"}");
+    ok(berth_manifest_parse(&info, S(m), NULL, &err) == 0 && info.subject != NULL && strcmp(info.artifact_type, "a/b") == 0 &&
+           strcmp(info.annotations, "{\"k\":\"v\"}") == 0,
+       "subject, artifactType, annotations");
+    berth_manifest_info_dispose(&info);
+
+    ok(berth_manifest_parse(&info, S(m), BERTH_MT_OCI_INDEX, &err) == BERTH_EINVAL && err.oci == BERTH_OCI_MANIFEST_INVALID,
+       "Content-Type disagreeing with mediaType");
+    ok(berth_manifest_parse(&info, S(manifest_with(",\"annotations\":{\"k\":1}")), NULL, &err) == BERTH_EINVAL,
+       "non-string annotation");
+    ok(berth_manifest_parse(&info, S("{\"schemaVersion\":2,\"schemaVersion\":2}"), NULL, &err) == BERTH_EINVAL,
+       "duplicate keys refused");
+    ok(berth_manifest_parse(&info, S("{\"schemaVersion\":1}"), NULL, &err) == BERTH_EINVAL, "schema 1 refused");
+    ok(berth_manifest_parse(&info, S("nope"), NULL, &err) == BERTH_EINVAL, "not JSON");
+    const char *idx = "{\"schemaVersion\":2,\"manifests\":[{\"mediaType\":\"" BERTH_MT_OCI_MANIFEST "\",\"digest\":\"sha256:" HEX64
+                      "\",\"size\":10,\"platform\":{\"architecture\":\"amd64\",\"os\":\"linux\"}}]}";
+    ok(berth_manifest_parse(&info, S(idx), NULL, &err) == 0 && info.is_index && info.nrefs == 1 &&
+           info.refs[0].kind == BERTH_REF_MANIFEST && strcmp(info.media_type, BERTH_MT_OCI_INDEX) == 0,
+       "index inferred without mediaType");
+    berth_manifest_info_dispose(&info);
+    char *big = malloc(BERTH_MANIFEST_MAX + 2);
+    memset(big, ' ', BERTH_MANIFEST_MAX + 1);
+    ok(berth_manifest_parse(&info, big, BERTH_MANIFEST_MAX + 1, NULL, &err) == BERTH_ETOOBIG, "size cap");
+    free(big);
+    ok(berth_manifest_accepts(S("application/json, " BERTH_MT_OCI_INDEX ";q=0.5"), BERTH_MT_OCI_INDEX), "accept with params");
+    ok(!berth_manifest_accepts(S(BERTH_MT_OCI_MANIFEST), BERTH_MT_OCI_INDEX), "accept without the type");
+    ok(berth_manifest_accepts(S("*/*"), BERTH_MT_OCI_INDEX) && berth_manifest_accepts(NULL, 0, BERTH_MT_OCI_INDEX),
+       "wildcard and absent Accept");
+}
+
+static void test_errors(void)
+{
+    berth_err_t err;
+    ok(berth_err_set(&err, BERTH_OCI_BLOB_UNKNOWN, "missing %d", 7) == BERTH_ENOTFOUND && berth_err_status(err.oci) == 404,
+       "error table");
+    size_t len;
+    char *s = berth_err_json(&err, &len);
+    json_t *j = json_loads(s, 0, NULL);
+    json_t *e0 = json_array_get(json_object_get(j, "errors"), 0);
+    ok(strcmp(json_string_value(json_object_get(e0, "code")), "BLOB_UNKNOWN") == 0 &&
+           strcmp(json_string_value(json_object_get(e0, "message")), "missing 7") == 0,
+       "OCI error JSON");
+    json_decref(j);
+    free(s);
+    berth_err_set(&err, BERTH_OCI_INTERNAL, "secret detail /etc/x");
+    s = berth_err_json(&err, &len);
+    ok(strstr(s, "secret") == NULL, "5xx detail stays out of the body");
+    free(s);
+}
+
+int main(void)
+{
+    test_names();
+    test_routes();
+    test_digests();
+    test_ranges();
+    test_query();
+    test_manifests();
+    test_errors();
+    return tap_done();
+}
