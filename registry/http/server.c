@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -154,15 +155,23 @@ static void on_jobs_done(h2o_multithread_receiver_t *receiver, h2o_linklist_t *m
     }
 }
 
+/* All values of a header joined with ", " (clients send Accept once per media type). */
 static char *header_dup(h2o_req_t *req, const h2o_token_t *token, size_t *len_out)
 {
     ssize_t i = h2o_find_header(&req->headers, token, -1);
     if (i < 0)
         return NULL;
-    h2o_iovec_t v = req->headers.entries[i].value;
+    char *out = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&out, &len);
+    for (int first = 1; i >= 0; i = h2o_find_header(&req->headers, token, i), first = 0) {
+        h2o_iovec_t v = req->headers.entries[i].value;
+        fprintf(f, "%s%.*s", first ? "" : ", ", (int)v.len, v.base);
+    }
+    fclose(f);
     if (len_out != NULL)
-        *len_out = v.len;
-    return strndup(v.base, v.len);
+        *len_out = len;
+    return out;
 }
 
 static void send_now(h2o_req_t *req, berth_resp_t *resp, berth_route_kind_t route)
