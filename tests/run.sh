@@ -9,7 +9,11 @@ cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j"$jobs"
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DBERTH_SANITIZE=ON -DBERTH_TEST_PG_PORT=55434 >/dev/null
 cmake --build build-asan -j"$jobs"
+cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug -DBERTH_BUILD_FUZZERS=ON >/dev/null
+cmake --build build-fuzz -j"$jobs" --target fuzz_route fuzz_digest fuzz_manifest fuzz_range fuzz_query
 status=0
+echo "== libFuzzer runs (clang, ASan+UBSan)"
+(cd build-fuzz && ctest --output-on-failure -j2 -R '^fuzz_run_') || status=1
 echo "== release build"
 (cd build && ctest --output-on-failure -j2 "$@") || status=1
 echo "== ASan+UBSan build"

@@ -25,6 +25,7 @@ struct st_berth_upload_t {
     int64_t offset;      /* file length when the request started */
     int64_t written;
     int64_t expect;      /* bytes announced by Content-Length / Content-Range, -1 unknown */
+    int finished;
     berth_hash_t *hash;  /* sha256 of the file's first offset+written bytes */
     berth_err_t err;     /* first failure */
 };
@@ -305,12 +306,7 @@ Fail:
         berth_upload_free(u);
         u = NULL;
     }
-    {
-        /* keep headers set for this failure (416 carries Range) */
-        berth_resp_t keep = *resp;
-        berth_resp_error(&keep, &err);
-        *resp = keep;
-    }
+    berth_resp_error(resp, &err); /* keeps headers already set: a 416 carries Range */
     if (berth_err_status(err.oci) >= 500)
         berth_log_err("upload %s %s: %s", m, rq->route->name, err.msg);
     return NULL;
@@ -378,6 +374,7 @@ Fail:
 void berth_upload_finish(berth_upload_t *u, berth_resp_t *resp)
 {
     berth_resp_init(resp);
+    u->finished = 1;
     if (u->err.code == 0 && u->expect >= 0 && u->written != u->expect)
         berth_err_set(&u->err, BERTH_OCI_SIZE_INVALID, "received %lld of %lld bytes", (long long)u->written, (long long)u->expect);
     if (u->err.code != 0) {
@@ -406,6 +403,9 @@ void berth_upload_free(berth_upload_t *u)
         berth_hash_free(u->hash);
     if (u->fd >= 0)
         close(u->fd);
+    /* a monolithic upload has no session to resume: a truncated one leaves nothing behind */
+    if (u->op == OP_MONOLITHIC && !u->finished)
+        berth_store_upload_remove(u->reg->store, u->id);
     __atomic_sub_fetch(&active, 1, __ATOMIC_RELAXED);
     free(u);
 }

@@ -166,6 +166,25 @@ class Lifecycle(unittest.TestCase):
         finally:
             b.cleanup()
 
+    def test_truncated_monolithic_leaves_nothing(self):
+        b = Berthd().start()
+        try:
+            uploads = os.path.join(b.storage, "uploads")
+            before = sorted(os.listdir(uploads))
+            data = os.urandom(100000)
+            s = socket.create_connection(("127.0.0.1", b.port))
+            s.sendall(("POST /v2/trunc/repo/blobs/uploads/?digest=%s HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n"
+                       % (sha256(data), len(data))).encode())
+            s.sendall(data[:40000])
+            s.close()
+            deadline = time.time() + 10
+            while time.time() < deadline and sorted(os.listdir(uploads)) != before:
+                time.sleep(0.1)
+            self.assertEqual(sorted(os.listdir(uploads)), before, "a truncated monolithic upload left a file")
+            self.assertEqual(b.request("HEAD", "/v2/trunc/repo/blobs/" + sha256(data))[0], 404)
+        finally:
+            b.cleanup()
+
     def test_denied_before_body(self):
         """A PATCH to an unknown session is refused before its body is read (no bandwidth spent)."""
         b = Berthd().start()

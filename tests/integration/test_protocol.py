@@ -278,6 +278,16 @@ class Manifests(BerthTestCase):
         self.assertEqual((st, body, h["content-type"]), (200, raw, OCI_INDEX))
         st, _, _ = self.b.request("GET", "/v2/man/idx/manifests/multi", headers={"Accept": OCI_MANIFEST})
         self.assertEqual(st, 404)
+        # clients (skopeo, containerd) send one Accept header per media type: all of them count
+        import http.client
+        conn = http.client.HTTPConnection("127.0.0.1", self.b.port, timeout=10)
+        conn.putrequest("GET", "/v2/man/idx/manifests/multi")
+        conn.putheader("Accept", OCI_MANIFEST)
+        conn.putheader("Accept", OCI_INDEX)
+        conn.endheaders()
+        r = conn.getresponse()
+        self.assertEqual((r.status, r.read()), (200, raw))
+        conn.close()
         # an index naming a manifest the repository lacks
         bad = dict(idx, manifests=[dict(idx["manifests"][0], digest=sha256(b"absent"))])
         st, _, body, _ = self.b.push_manifest("man/idx", "bad", bad, OCI_INDEX)
@@ -363,6 +373,24 @@ class Lists(BerthTestCase):
         st, h, body = self.b.request("GET", "/v2/_catalog?n=1&last=cat/a")
         self.assertEqual(json.loads(body)["repositories"], ["cat/b"])
         self.assertIn('rel="next"', h["link"])
+
+
+class ScaleTags(BerthTestCase):
+    def test_million_tags_page_by_index(self):
+        """1M tags in one repository: a page is an index range scan, not a sort of the whole set."""
+        from harness import psql
+        self.b.push_image("scale/tags", "seed")
+        db = self.b.dbname
+        psql("INSERT INTO tags (repository_id, name, manifest_id) SELECT t.repository_id, 't' || lpad(g::text, 7, '0'), "
+             "t.manifest_id FROM tags t, generate_series(1, 1000000) g WHERE t.name = 'seed'; ANALYZE tags", dbname=db)
+        st, h, body = self.b.request("GET", "/v2/scale/tags/tags/list?n=3&last=t0500000")
+        self.assertEqual(json.loads(body)["tags"], ["t0500001", "t0500002", "t0500003"])
+        self.assertIn("last=t0500003", h["link"])
+        rid = psql("SELECT id FROM repositories WHERE name = 'scale/tags'", dbname=db)
+        plan = psql("EXPLAIN SELECT name FROM tags WHERE repository_id = %s AND name > 't0500000' ORDER BY name LIMIT 100"
+                    % rid, dbname=db)
+        self.assertIn("Index", plan)
+        self.assertNotIn("Sort", plan)
 
 
 class Referrers(BerthTestCase):
