@@ -272,6 +272,15 @@ static void on_accept(h2o_socket_t *listener, const char *err)
 static void *loop_main(void *arg)
 {
     loop_thread_t *lt = arg;
+    /* h2o keeps buffer prototypes and recycling allocators in thread-local storage: the context and every
+     * socket of a loop must be created on that loop's own thread, or buffers cross threads (ASan caught it) */
+    h2o_context_init(&lt->ctx, h2o_evloop_create(), &lt->server->config);
+    h2o_multithread_register_receiver(lt->ctx.queue, &lt->done, on_jobs_done);
+    lt->accept_ctx.ctx = &lt->ctx;
+    lt->accept_ctx.hosts = lt->server->config.hosts;
+    lt->listener = h2o_evloop_socket_create(lt->ctx.loop, dup(lt->server->fd), H2O_SOCKET_FLAG_DONT_READ);
+    lt->listener->data = lt;
+    h2o_socket_read_start(lt->listener, on_accept);
     while (!lt->server->stopping)
         h2o_evloop_run(lt->ctx.loop, 100); /* returns on EINTR too (findings P2): loop on a flag */
     return NULL;
@@ -308,13 +317,6 @@ int berth_server_start(berth_server_t **out, berth_registry_t *reg, berth_worker
     for (int i = 0; i < nloops; i++) {
         loop_thread_t *lt = &s->loops[i];
         lt->server = s;
-        h2o_context_init(&lt->ctx, h2o_evloop_create(), &s->config);
-        h2o_multithread_register_receiver(lt->ctx.queue, &lt->done, on_jobs_done);
-        lt->accept_ctx.ctx = &lt->ctx;
-        lt->accept_ctx.hosts = s->config.hosts;
-        lt->listener = h2o_evloop_socket_create(lt->ctx.loop, dup(s->fd), H2O_SOCKET_FLAG_DONT_READ);
-        lt->listener->data = lt;
-        h2o_socket_read_start(lt->listener, on_accept);
         pthread_create(&lt->tid, NULL, loop_main, lt);
     }
     *out = s;
