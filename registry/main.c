@@ -15,6 +15,8 @@
 #include "registry/http/upload_server.h"
 #include "registry/http/worker.h"
 #include "registry/storage/store.h"
+#include "registry/service/cache.h"
+#include "sql/listen.h"
 #include "sql/migrate.h"
 
 #define BLOB_PREFIX "/_berth/blobs/"
@@ -83,6 +85,7 @@ int main(int argc, char **argv)
         printf("berthd: configuration and database OK\n");
         return 0;
     }
+    berth_db_listener_t *listener = berth_db_listen_start(cfg.database_url, berth_cache_invalidate, berth_cache_set_enabled);
     berth_registry_t reg = {.db = db, .store = store, .blob_redirect_prefix = BLOB_PREFIX};
     berth_workers_t *workers = berth_workers_start(cfg.workers);
     berth_server_t *server = NULL;
@@ -138,6 +141,7 @@ int main(int argc, char **argv)
     berth_upload_server_stop(uploads);
     berth_server_stop(server);
     berth_workers_stop(workers);
+    berth_db_listen_stop(listener);
     berth_db_close(db);
     berth_store_close(store);
     berth_config_dispose(&cfg);

@@ -35,6 +35,7 @@ enum {
     S_BLOB_SIZE,
     S_REPO_TOUCH,
     S_PROJECT_ID,
+    S_NOTIFY,
 };
 
 /* All SQL of this file, parameters always out of line. */
@@ -48,6 +49,8 @@ static const berth_db__stmt_t stmts[] = {
      "RETURNING id",
      2},
     [S_PROJECT_ID] = {S_PROJECT_ID, "SELECT id FROM projects WHERE name = $1", 1},
+    /* delivered at COMMIT to every berthd listening (sql/listen.c), never for a rolled-back change */
+    [S_NOTIFY] = {S_NOTIFY, "SELECT pg_notify('berth_invalidate', $1)", 1},
     [S_BLOB_IN_REPO] = {S_BLOB_IN_REPO,
      "SELECT b.size FROM repositories r JOIN repository_blobs rb ON rb.repository_id = r.id "
      "JOIN blobs b ON b.digest = rb.digest WHERE r.name = $1 AND rb.digest = $2",
@@ -260,13 +263,29 @@ Fail:
     return rc;
 }
 
+/* One row-deleting statement and the invalidation notice, in one transaction. */
+static int delete_and_notify(berth_dbconn_t *c, int id, const char *repo, const char *what, berth_err_t *err, berth_oci_t unknown,
+                             const char *msg)
+{
+    int rc = berth_db_begin(c, err);
+    if (rc != 0)
+        return rc;
+    const char *p[] = {repo, what}, *np[] = {repo};
+    int n = run_count(c, id, p, err);
+    if (n < 0 || (n > 0 && (n = run_count(c, S_NOTIFY, np, err)) < 0)) {
+        berth_db_rollback(c);
+        return n;
+    }
+    if (n == 0) {
+        berth_db_rollback(c);
+        return berth_err_set(err, unknown, msg);
+    }
+    return berth_db_commit(c, err);
+}
+
 int berth_db_blob_unlink(berth_dbconn_t *c, const char *repo, const char *digest, berth_err_t *err)
 {
-    const char *p[] = {repo, digest};
-    int n = run_count(c, S_BLOB_UNLINK, p, err);
-    if (n < 0)
-        return n;
-    return n == 0 ? berth_err_set(err, BERTH_OCI_BLOB_UNKNOWN, NULL) : 0;
+    return delete_and_notify(c, S_BLOB_UNLINK, repo, digest, err, BERTH_OCI_BLOB_UNKNOWN, NULL);
 }
 
 /* '{d1,d2}' array literal: digests are [a-z0-9:] only, so no quoting is needed. */
@@ -353,7 +372,8 @@ int berth_db_manifest_put(berth_dbconn_t *c, const char *repo, const char *tag, 
             goto Fail;
     }
     const char *tp[] = {ridbuf};
-    if ((rc = run_count(c, S_REPO_TOUCH, tp, err)) < 0)
+    const char *np[] = {repo};
+    if ((rc = run_count(c, S_REPO_TOUCH, tp, err)) < 0 || (rc = run_count(c, S_NOTIFY, np, err)) < 0)
         goto Fail;
     return berth_db_commit(c, err);
 Fail:
@@ -390,20 +410,12 @@ int berth_db_manifest_get(berth_dbconn_t *c, const char *repo, const char *ref, 
 
 int berth_db_manifest_delete(berth_dbconn_t *c, const char *repo, const char *digest, berth_err_t *err)
 {
-    const char *p[] = {repo, digest};
-    int n = run_count(c, S_MANIFEST_DELETE, p, err);
-    if (n < 0)
-        return n;
-    return n == 0 ? berth_err_set(err, BERTH_OCI_MANIFEST_UNKNOWN, NULL) : 0;
+    return delete_and_notify(c, S_MANIFEST_DELETE, repo, digest, err, BERTH_OCI_MANIFEST_UNKNOWN, NULL);
 }
 
 int berth_db_tag_delete(berth_dbconn_t *c, const char *repo, const char *tag, berth_err_t *err)
 {
-    const char *p[] = {repo, tag};
-    int n = run_count(c, S_TAG_DELETE, p, err);
-    if (n < 0)
-        return n;
-    return n == 0 ? berth_err_set(err, BERTH_OCI_MANIFEST_UNKNOWN, "tag unknown") : 0;
+    return delete_and_notify(c, S_TAG_DELETE, repo, tag, err, BERTH_OCI_MANIFEST_UNKNOWN, "tag unknown");
 }
 
 static int collect(PGresult *res, berth_strlist_t *out)

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "registry/service/cache.h"
 #include "registry/service/upload.h"
 
 enum { M_GET, M_HEAD, M_PUT, M_POST, M_PATCH, M_DELETE, M_OTHER, M__COUNT };
@@ -68,6 +69,16 @@ char *berth_metrics_render(berth_db_t *db, long worker_queue, size_t *len_out)
                "# TYPE berth_upload_streams gauge\nberth_upload_streams %ld\n",
             berth_upload_active());
     fprintf(f, "# TYPE berth_worker_queue gauge\nberth_worker_queue %ld\n", worker_queue);
+    uint64_t hits, misses;
+    int cache_on;
+    berth_cache_stats(&hits, &misses, &cache_on);
+    fprintf(f,
+            "# HELP berth_cache_hits_total Manifest and blob lookups answered from the read cache.\n"
+            "# TYPE berth_cache_hits_total counter\nberth_cache_hits_total %llu\n"
+            "# TYPE berth_cache_misses_total counter\nberth_cache_misses_total %llu\n"
+            "# HELP berth_cache_enabled 1 while invalidations from PostgreSQL are being received.\n"
+            "# TYPE berth_cache_enabled gauge\nberth_cache_enabled %d\n",
+            (unsigned long long)hits, (unsigned long long)misses, cache_on);
     if (db != NULL) {
         int size, in_use;
         unsigned long waits, errors;

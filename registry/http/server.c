@@ -245,6 +245,13 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
     j->v2.accept = j->accept;
     j->ctype = header_dup(req, H2O_TOKEN_CONTENT_TYPE, NULL);
     j->v2.content_type = j->ctype;
+    berth_resp_t cached;
+    if (berth_v2_cached(s->reg, &j->v2, &cached)) { /* hot pull path: no worker hop, no SQL */
+        send_resp(req, &cached, j->v2.route.kind, &j->start);
+        berth_resp_dispose(&cached);
+        job_free(j);
+        return 0;
+    }
     if (req->entity.base != NULL && req->entity.len > 0) {
         j->body = malloc(req->entity.len);
         memcpy(j->body, req->entity.base, req->entity.len);

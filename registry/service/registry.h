@@ -32,4 +32,10 @@ typedef struct st_berth_v2_req_t {
 /** Answer every /v2 route except uploads (see upload.h). Fills `resp`; never fails without a response. */
 void berth_v2_handle(berth_registry_t *reg, const berth_v2_req_t *req, berth_resp_t *resp);
 
+/**
+ * Answer a manifest or blob GET/HEAD from the read cache without blocking (safe on an event loop).
+ * Returns 1 with `resp` filled, or 0: run berth_v2_handle on a worker instead.
+ */
+int berth_v2_cached(berth_registry_t *reg, const berth_v2_req_t *req, berth_resp_t *resp);
+
 #endif

@@ -9,6 +9,7 @@
 #include "registry/core/log.h"
 #include "registry/core/manifest.h"
 #include "registry/core/query.h"
+#include "registry/service/cache.h"
 #include "sql/registry.h"
 
 #define LIST_MAX 10000 /* page size cap for tags/list and _catalog; a Link header leads on */
@@ -91,24 +92,79 @@ static int do_tags(berth_registry_t *reg, berth_dbconn_t *c, const berth_v2_req_
     return 0;
 }
 
+static int is_index_type(const char *media_type)
+{
+    return strcmp(media_type, BERTH_MT_OCI_INDEX) == 0 || strcmp(media_type, BERTH_MT_DOCKER_LIST) == 0;
+}
+
+/* The one place a manifest answer is built, from the database or the cache. Takes `content`. */
+static void manifest_resp(berth_resp_t *resp, const char *digest, const char *media_type, char *content, size_t len)
+{
+    berth_resp_header(resp, "docker-content-digest", "%s", digest);
+    berth_resp_header(resp, "etag", "\"%s\"", digest);
+    berth_resp_body(resp, 200, content, len, media_type);
+}
+
+/* The one place a blob answer is built: the edge sends the file (sendfile, Range, HEAD). */
+static void blob_resp(berth_registry_t *reg, berth_resp_t *resp, const berth_digest_t *d)
+{
+    char rel[BERTH_DIGEST_MAX + 16];
+    berth_store_blob_relpath(d, rel, sizeof(rel));
+    berth_resp_header(resp, "x-accel-redirect", "%s%s", reg->blob_redirect_prefix, rel);
+    berth_resp_header(resp, "docker-content-digest", "%s", d->str);
+    berth_resp_body(resp, 200, NULL, 0, "application/octet-stream");
+}
+
 static int do_manifest_get(berth_registry_t *reg, berth_dbconn_t *c, const berth_v2_req_t *rq, berth_resp_t *resp,
                            berth_err_t *err)
 {
     berth_db_manifest_t m = {0};
+    uint64_t epoch = berth_cache_epoch(rq->route.name); /* before the read: see cache.h */
     int rc = berth_db_manifest_get(c, rq->route.name, rq->route.ref, rq->route.ref_is_digest, &m, err);
     if (rc != 0)
         return rc;
+    berth_cache_val_t v = {.media_type = m.media_type, .content = m.content, .len = m.len};
+    snprintf(v.digest, sizeof(v.digest), "%s", m.digest);
+    berth_cache_put(BERTH_CACHE_MANIFEST, rq->route.name, rq->route.ref, epoch, &v);
     /* An index only goes to clients that say they understand it; single manifests are always served. */
-    int is_index = strcmp(m.media_type, BERTH_MT_OCI_INDEX) == 0 || strcmp(m.media_type, BERTH_MT_DOCKER_LIST) == 0;
-    if (is_index && !berth_manifest_accepts(rq->accept, rq->accept_len, m.media_type)) {
+    if (is_index_type(m.media_type) && !berth_manifest_accepts(rq->accept, rq->accept_len, m.media_type)) {
         berth_db_manifest_dispose(&m);
         return berth_err_set(err, BERTH_OCI_MANIFEST_UNKNOWN, "manifest media type not in Accept");
     }
-    berth_resp_header(resp, "docker-content-digest", "%s", m.digest);
-    berth_resp_header(resp, "etag", "\"%s\"", m.digest);
-    berth_resp_body(resp, 200, m.content, m.len, m.media_type);
+    manifest_resp(resp, m.digest, m.media_type, m.content, m.len);
     m.content = NULL;
     berth_db_manifest_dispose(&m);
+    return 0;
+}
+
+int berth_v2_cached(berth_registry_t *reg, const berth_v2_req_t *rq, berth_resp_t *resp)
+{
+    if (!is(rq->method, "GET") && !is(rq->method, "HEAD"))
+        return 0;
+    berth_cache_val_t v = {0};
+    if (rq->route.kind == BERTH_ROUTE_MANIFEST) {
+        if (!berth_cache_get(BERTH_CACHE_MANIFEST, rq->route.name, rq->route.ref, &v))
+            return 0;
+        if (is_index_type(v.media_type) && !berth_manifest_accepts(rq->accept, rq->accept_len, v.media_type)) {
+            berth_cache_val_dispose(&v);
+            return 0; /* the slow path says why */
+        }
+        berth_resp_init(resp);
+        manifest_resp(resp, v.digest, v.media_type, v.content, v.len);
+        v.content = NULL;
+        berth_cache_val_dispose(&v);
+        return 1;
+    }
+    if (rq->route.kind == BERTH_ROUTE_BLOB) {
+        berth_digest_t d;
+        if (berth_digest_parse(&d, rq->route.ref, strlen(rq->route.ref), NULL) != 0 ||
+            !berth_cache_get(BERTH_CACHE_BLOB, rq->route.name, d.str, &v))
+            return 0;
+        berth_cache_val_dispose(&v);
+        berth_resp_init(resp);
+        blob_resp(reg, resp, &d);
+        return 1;
+    }
     return 0;
 }
 
@@ -142,6 +198,7 @@ static int do_manifest_put(berth_registry_t *reg, berth_dbconn_t *c, const berth
     if (info.subject != NULL)
         berth_resp_header(resp, "oci-subject", "%s", info.subject);
     berth_resp_body(resp, 201, NULL, 0, NULL);
+    berth_cache_invalidate(rq->route.name);
     berth_log_info("manifest %s@%s stored%s%s", rq->route.name, d.str, rq->route.ref_is_digest ? "" : " as ",
                    rq->route.ref_is_digest ? "" : rq->route.ref);
 Exit:
@@ -158,8 +215,10 @@ static int do_manifest(berth_registry_t *reg, berth_dbconn_t *c, const berth_v2_
     if (is(rq->method, "DELETE")) {
         int rc = rq->route.ref_is_digest ? berth_db_manifest_delete(c, rq->route.name, rq->route.ref, err)
                                          : berth_db_tag_delete(c, rq->route.name, rq->route.ref, err);
-        if (rc == 0)
+        if (rc == 0) {
+            berth_cache_invalidate(rq->route.name);
             berth_resp_body(resp, 202, NULL, 0, NULL);
+        }
         return rc;
     }
     return berth_err_set(err, BERTH_OCI_METHOD, NULL);
@@ -173,19 +232,20 @@ static int do_blob(berth_registry_t *reg, berth_dbconn_t *c, const berth_v2_req_
         return rc;
     if (is(rq->method, "GET") || is(rq->method, "HEAD")) {
         int64_t size;
+        uint64_t epoch = berth_cache_epoch(rq->route.name);
         if ((rc = berth_db_blob_stat(c, rq->route.name, d.str, &size, err)) != 0)
             return rc;
-        char rel[BERTH_DIGEST_MAX + 16];
-        berth_store_blob_relpath(&d, rel, sizeof(rel));
-        /* the edge sends the file (sendfile, Range, HEAD) once this answer says the repository holds it */
-        berth_resp_header(resp, "x-accel-redirect", "%s%s", reg->blob_redirect_prefix, rel);
-        berth_resp_header(resp, "docker-content-digest", "%s", d.str);
-        berth_resp_body(resp, 200, NULL, 0, "application/octet-stream");
+        berth_cache_val_t v = {.len = (size_t)size};
+        snprintf(v.digest, sizeof(v.digest), "%s", d.str);
+        berth_cache_put(BERTH_CACHE_BLOB, rq->route.name, d.str, epoch, &v);
+        blob_resp(reg, resp, &d);
         return 0;
     }
     if (is(rq->method, "DELETE")) {
-        if ((rc = berth_db_blob_unlink(c, rq->route.name, d.str, err)) == 0)
+        if ((rc = berth_db_blob_unlink(c, rq->route.name, d.str, err)) == 0) {
+            berth_cache_invalidate(rq->route.name);
             berth_resp_body(resp, 202, NULL, 0, NULL);
+        }
         return rc;
     }
     return berth_err_set(err, BERTH_OCI_METHOD, NULL);

@@ -139,6 +139,32 @@ class Lifecycle(unittest.TestCase):
             b.cleanup()
             a.cleanup()
 
+    def test_cache_invalidated_across_instances(self):
+        """A tag moved on one berthd is seen by another that had the old answer cached."""
+        a = Berthd().start()
+        b = Berthd(dbname=a.dbname, storage=a.storage).start()
+        try:
+            d1, _ = a.push_image("xinst/app", "v1")
+            for _ in range(3):
+                self.assertEqual(b.request("HEAD", "/v2/xinst/app/manifests/v1")[1]["docker-content-digest"], d1)
+            d2, _ = a.push_image("xinst/app", "v1")
+            deadline = time.time() + 5
+            seen = None
+            while time.time() < deadline:
+                seen = b.request("HEAD", "/v2/xinst/app/manifests/v1")[1]["docker-content-digest"]
+                if seen == d2:
+                    break
+                time.sleep(0.02)
+            self.assertEqual(seen, d2, "the other instance kept serving the old tag")
+            self.assertEqual(a.request("DELETE", "/v2/xinst/app/manifests/v1")[0], 202)
+            deadline = time.time() + 5
+            while time.time() < deadline and b.request("HEAD", "/v2/xinst/app/manifests/v1")[0] != 404:
+                time.sleep(0.02)
+            self.assertEqual(b.request("HEAD", "/v2/xinst/app/manifests/v1")[0], 404)
+        finally:
+            b.cleanup()
+            a.cleanup()
+
     def test_client_abort_keeps_server_and_bytes(self):
         b = Berthd().start()
         try:

@@ -339,6 +339,37 @@ class Manifests(BerthTestCase):
         self.assertEqual(sha256(body), h["docker-content-digest"])
 
 
+class ReadCache(BerthTestCase):
+    def metric(self, name):
+        body = self.b.request("GET", "/metrics")[2].decode()
+        return int([line for line in body.splitlines() if line.startswith(name + " ")][0].split()[1])
+
+    def test_cache_serves_and_invalidates(self):
+        d1, _ = self.b.push_image("cache/app", "v1")
+        for _ in range(3):
+            st, h, _ = self.b.request("GET", "/v2/cache/app/manifests/v1", headers={"Accept": ACCEPT_ALL})
+            self.assertEqual((st, h["docker-content-digest"]), (200, d1))
+        self.assertEqual(self.metric("berth_cache_enabled"), 1)
+        hits = self.metric("berth_cache_hits_total")
+        self.b.request("GET", "/v2/cache/app/manifests/v1")
+        self.assertGreater(self.metric("berth_cache_hits_total"), hits, "repeated GET did not hit the cache")
+        # a re-push of the tag is visible at once
+        d2, _ = self.b.push_image("cache/app", "v1")
+        st, h, _ = self.b.request("GET", "/v2/cache/app/manifests/v1", headers={"Accept": ACCEPT_ALL})
+        self.assertEqual(h["docker-content-digest"], d2)
+        # deletes too
+        self.b.request("GET", "/v2/cache/app/manifests/" + d2)
+        self.assertEqual(self.b.request("DELETE", "/v2/cache/app/manifests/v1")[0], 202)
+        self.assertEqual(self.b.request("GET", "/v2/cache/app/manifests/v1")[0], 404)
+        self.assertEqual(self.b.request("DELETE", "/v2/cache/app/manifests/" + d2)[0], 202)
+        self.assertEqual(self.b.request("GET", "/v2/cache/app/manifests/" + d2)[0], 404)
+        blob = self.b.push_blob("cache/app", b"cached blob")
+        self.assertEqual(self.b.request("HEAD", "/v2/cache/app/blobs/" + blob)[0], 200)
+        self.assertEqual(self.b.request("HEAD", "/v2/cache/app/blobs/" + blob)[0], 200)
+        self.assertEqual(self.b.request("DELETE", "/v2/cache/app/blobs/" + blob)[0], 202)
+        self.assertEqual(self.b.request("HEAD", "/v2/cache/app/blobs/" + blob)[0], 404)
+
+
 class Lists(BerthTestCase):
     def test_tags_pagination(self):
         d, raw = self.b.push_image("list/tags", "t00")

@@ -1,0 +1,179 @@
+#include "registry/service/cache.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define SLOTS 1024          /* epoch slots */
+#define BUCKETS 8192
+#define WAYS 4              /* entries per bucket; the oldest is replaced */
+#define MAX_ITEM (256u << 10)
+#define MAX_BYTES (32u << 20)
+#define TTL_SECONDS 300     /* a safety net behind the notifications, not the mechanism */
+
+typedef struct {
+    char *key; /* kind, repo, NUL, ref */
+    size_t key_len, charged; /* bytes counted against MAX_BYTES */
+    uint64_t epoch, global;
+    time_t born;
+    berth_cache_val_t val;
+} entry_t;
+
+static uint64_t slot_epoch[SLOTS];
+static uint64_t global_epoch = 1;
+static int enabled;
+static entry_t table[BUCKETS][WAYS];
+static pthread_mutex_t locks[BUCKETS / 64];
+static size_t bytes;
+static uint64_t hits, misses;
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+static void init(void)
+{
+    for (size_t i = 0; i < sizeof(locks) / sizeof(locks[0]); i++)
+        pthread_mutex_init(&locks[i], NULL);
+}
+
+static uint64_t fnv(const char *s, size_t n, uint64_t h)
+{
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
+    return h;
+}
+
+static size_t slot_of(const char *repo)
+{
+    return fnv(repo, strlen(repo), 1469598103934665603ull) % SLOTS;
+}
+
+static char *make_key(berth_cache_kind_t kind, const char *repo, const char *ref, size_t *len)
+{
+    size_t rl = strlen(repo), fl = strlen(ref);
+    char *k = malloc(rl + fl + 2);
+    k[0] = (char)kind;
+    memcpy(k + 1, repo, rl);
+    k[1 + rl] = '\0';
+    memcpy(k + 2 + rl, ref, fl);
+    *len = rl + fl + 2;
+    return k;
+}
+
+uint64_t berth_cache_epoch(const char *repo)
+{
+    return __atomic_load_n(&slot_epoch[slot_of(repo)], __ATOMIC_ACQUIRE);
+}
+
+static void entry_clear(entry_t *e)
+{
+    if (e->key == NULL)
+        return;
+    __atomic_sub_fetch(&bytes, e->charged, __ATOMIC_RELAXED);
+    free(e->key);
+    berth_cache_val_dispose(&e->val);
+    memset(e, 0, sizeof(*e));
+}
+
+static void copy_val(berth_cache_val_t *dst, const berth_cache_val_t *src)
+{
+    memcpy(dst->digest, src->digest, sizeof(dst->digest));
+    dst->len = src->len;
+    dst->media_type = src->media_type != NULL ? strdup(src->media_type) : NULL;
+    dst->content = NULL;
+    if (src->content != NULL) {
+        dst->content = malloc(src->len + 1);
+        memcpy(dst->content, src->content, src->len);
+        dst->content[src->len] = '\0';
+    }
+}
+
+int berth_cache_get(berth_cache_kind_t kind, const char *repo, const char *ref, berth_cache_val_t *out)
+{
+    pthread_once(&once, init);
+    if (!__atomic_load_n(&enabled, __ATOMIC_ACQUIRE))
+        return 0;
+    size_t klen;
+    char *key = make_key(kind, repo, ref, &klen);
+    size_t b = fnv(key, klen, 1469598103934665603ull) % BUCKETS;
+    uint64_t ep = berth_cache_epoch(repo), gl = __atomic_load_n(&global_epoch, __ATOMIC_ACQUIRE);
+    time_t now = time(NULL);
+    int hit = 0;
+    pthread_mutex_lock(&locks[b % (sizeof(locks) / sizeof(locks[0]))]);
+    for (int w = 0; w < WAYS; w++) {
+        entry_t *e = &table[b][w];
+        if (e->key == NULL || e->key_len != klen || memcmp(e->key, key, klen) != 0)
+            continue;
+        if (e->epoch != ep || e->global != gl || now - e->born > TTL_SECONDS) {
+            entry_clear(e);
+            break;
+        }
+        copy_val(out, &e->val);
+        hit = 1;
+        break;
+    }
+    pthread_mutex_unlock(&locks[b % (sizeof(locks) / sizeof(locks[0]))]);
+    free(key);
+    __atomic_add_fetch(hit ? &hits : &misses, 1, __ATOMIC_RELAXED);
+    return hit;
+}
+
+void berth_cache_put(berth_cache_kind_t kind, const char *repo, const char *ref, uint64_t epoch, const berth_cache_val_t *val)
+{
+    pthread_once(&once, init);
+    if (!__atomic_load_n(&enabled, __ATOMIC_ACQUIRE) || (val->content != NULL && val->len > MAX_ITEM) ||
+        __atomic_load_n(&bytes, __ATOMIC_RELAXED) > MAX_BYTES)
+        return;
+    size_t klen;
+    char *key = make_key(kind, repo, ref, &klen);
+    size_t b = fnv(key, klen, 1469598103934665603ull) % BUCKETS;
+    uint64_t gl = __atomic_load_n(&global_epoch, __ATOMIC_ACQUIRE);
+    pthread_mutex_lock(&locks[b % (sizeof(locks) / sizeof(locks[0]))]);
+    entry_t *victim = &table[b][0];
+    for (int w = 0; w < WAYS; w++) {
+        entry_t *e = &table[b][w];
+        if (e->key == NULL || (e->key_len == klen && memcmp(e->key, key, klen) == 0)) {
+            victim = e;
+            break;
+        }
+        if (e->born < victim->born)
+            victim = e;
+    }
+    entry_clear(victim);
+    victim->key = key;
+    victim->key_len = klen;
+    victim->epoch = epoch;
+    victim->global = gl;
+    victim->born = time(NULL);
+    copy_val(&victim->val, val);
+    victim->charged = klen + (val->content != NULL ? val->len : 0);
+    __atomic_add_fetch(&bytes, victim->charged, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&locks[b % (sizeof(locks) / sizeof(locks[0]))]);
+}
+
+void berth_cache_invalidate(const char *repo)
+{
+    if (repo == NULL)
+        __atomic_add_fetch(&global_epoch, 1, __ATOMIC_ACQ_REL);
+    else
+        __atomic_add_fetch(&slot_epoch[slot_of(repo)], 1, __ATOMIC_ACQ_REL);
+}
+
+void berth_cache_set_enabled(int on)
+{
+    berth_cache_invalidate(NULL);
+    __atomic_store_n(&enabled, on, __ATOMIC_RELEASE);
+}
+
+void berth_cache_val_dispose(berth_cache_val_t *v)
+{
+    free(v->media_type);
+    free(v->content);
+    v->media_type = v->content = NULL;
+}
+
+void berth_cache_stats(uint64_t *h, uint64_t *m, int *en)
+{
+    *h = __atomic_load_n(&hits, __ATOMIC_RELAXED);
+    *m = __atomic_load_n(&misses, __ATOMIC_RELAXED);
+    *en = __atomic_load_n(&enabled, __ATOMIC_RELAXED);
+}
