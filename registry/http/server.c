@@ -208,7 +208,7 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
         send_now(req, &resp, BERTH_ROUTE_NONE);
         return 0;
     }
-    if (plen == 15 && memcmp(path, "/api/v2.0/ping", 14) == 0) {
+    if (plen == 14 && memcmp(path, "/api/v2.0/ping", 14) == 0) {
         berth_resp_t resp;
         berth_resp_init(&resp);
         berth_resp_body(&resp, 200, strdup("Pong"), 4, "text/plain");

@@ -79,6 +79,7 @@ static void copy_val(berth_cache_val_t *dst, const berth_cache_val_t *src)
     memcpy(dst->digest, src->digest, sizeof(dst->digest));
     dst->len = src->len;
     dst->media_type = src->media_type != NULL ? strdup(src->media_type) : NULL;
+    dst->link = src->link != NULL ? strdup(src->link) : NULL;
     dst->content = NULL;
     if (src->content != NULL) {
         dst->content = malloc(src->len + 1);
@@ -168,7 +169,8 @@ void berth_cache_val_dispose(berth_cache_val_t *v)
 {
     free(v->media_type);
     free(v->content);
-    v->media_type = v->content = NULL;
+    free(v->link);
+    v->media_type = v->content = v->link = NULL;
 }
 
 void berth_cache_stats(uint64_t *h, uint64_t *m, int *en)

@@ -13,13 +13,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef enum { BERTH_CACHE_MANIFEST = 'M', BERTH_CACHE_BLOB = 'B' } berth_cache_kind_t;
+typedef enum { BERTH_CACHE_MANIFEST = 'M', BERTH_CACHE_BLOB = 'B', BERTH_CACHE_TAGS = 'T' } berth_cache_kind_t;
 
 typedef struct st_berth_cache_val_t {
     char digest[136];
     char *media_type; /* manifests */
-    char *content;    /* manifests */
-    size_t len;       /* manifest bytes, or blob size */
+    char *content;    /* manifests, tag lists */
+    char *link;       /* tag lists: the Link header of the page, or NULL */
+    size_t len;       /* content bytes, or blob size */
 } berth_cache_val_t;
 
 /** Epoch of a repository's slot; read it before the query whose result you will insert. */

@@ -49,7 +49,8 @@ static int page_params(const berth_v2_req_t *rq, long *n, char *last, size_t las
     return 0;
 }
 
-static void list_resp(berth_resp_t *resp, const char *path, const char *key, const char *name, berth_strlist_t *l, long n)
+/* Render a tags/list or _catalog page; returns the Link header value it set (owned by resp) or NULL. */
+static const char *list_resp(berth_resp_t *resp, const char *path, const char *key, const char *name, berth_strlist_t *l, long n)
 {
     json_t *arr = json_array();
     for (size_t i = 0; i < l->n; i++)
@@ -58,6 +59,7 @@ static void list_resp(berth_resp_t *resp, const char *path, const char *key, con
     if (n > 0 && l->n == (size_t)n)
         berth_resp_header(resp, "link", "<%s?n=%ld&last=%s>; rel=\"next\"", path, n, l->items[l->n - 1]);
     json_resp(resp, 200, root, "application/json");
+    return berth_resp_get(resp, "link");
 }
 
 static int do_catalog(berth_registry_t *reg, berth_dbconn_t *c, const berth_v2_req_t *rq, berth_resp_t *resp, berth_err_t *err)
@@ -75,20 +77,29 @@ static int do_catalog(berth_registry_t *reg, berth_dbconn_t *c, const berth_v2_r
     return 0;
 }
 
+static void page_key(char *out, size_t outsz, long n, const char *last)
+{
+    snprintf(out, outsz, "%ld\n%s", n, last);
+}
+
 static int do_tags(berth_registry_t *reg, berth_dbconn_t *c, const berth_v2_req_t *rq, berth_resp_t *resp, berth_err_t *err)
 {
     long n;
-    char last[BERTH_TAG_MAX + 1], path[BERTH_NAME_MAX + 32];
+    char last[BERTH_TAG_MAX + 1], path[BERTH_NAME_MAX + 32], key[BERTH_TAG_MAX + 32];
     int rc;
     if ((rc = page_params(rq, &n, last, sizeof(last), err)) != 0)
         return rc;
+    uint64_t epoch = berth_cache_epoch(rq->route.name);
     berth_strlist_t l = {0};
     /* n=0 still proves the repository exists */
     if ((rc = berth_db_tags_list(c, rq->route.name, last, n, &l, err)) != 0)
         return rc;
     snprintf(path, sizeof(path), "/v2/%s/tags/list", rq->route.name);
-    list_resp(resp, path, "tags", rq->route.name, &l, n);
+    const char *link = list_resp(resp, path, "tags", rq->route.name, &l, n);
     berth_strlist_dispose(&l);
+    berth_cache_val_t v = {.content = resp->body, .len = resp->len, .link = (char *)link};
+    page_key(key, sizeof(key), n, last);
+    berth_cache_put(BERTH_CACHE_TAGS, rq->route.name, key, epoch, &v);
     return 0;
 }
 
@@ -151,6 +162,22 @@ int berth_v2_cached(berth_registry_t *reg, const berth_v2_req_t *rq, berth_resp_
         }
         berth_resp_init(resp);
         manifest_resp(resp, v.digest, v.media_type, v.content, v.len);
+        v.content = NULL;
+        berth_cache_val_dispose(&v);
+        return 1;
+    }
+    if (rq->route.kind == BERTH_ROUTE_TAGS && is(rq->method, "GET")) {
+        long n;
+        char last[BERTH_TAG_MAX + 1], key[BERTH_TAG_MAX + 32];
+        if (page_params(rq, &n, last, sizeof(last), NULL) != 0)
+            return 0;
+        page_key(key, sizeof(key), n, last);
+        if (!berth_cache_get(BERTH_CACHE_TAGS, rq->route.name, key, &v))
+            return 0;
+        berth_resp_init(resp);
+        if (v.link != NULL)
+            berth_resp_header(resp, "link", "%s", v.link);
+        berth_resp_body(resp, 200, v.content, v.len, "application/json");
         v.content = NULL;
         berth_cache_val_dispose(&v);
         return 1;

@@ -73,6 +73,23 @@ class Config(unittest.TestCase):
             b.cleanup()
 
 
+def read_until_status(s, status=None):
+    """Read from a raw socket until a final response head arrives (skipping 100 Continue) or EOF."""
+    data = b""
+    while True:
+        if b"\r\n\r\n" in data:
+            head = data.split(b"\r\n\r\n", 1)[0]
+            if not head.startswith(b"HTTP/1.1 100") and (status is None or head.startswith(b"HTTP/1.1 " + status)):
+                return data
+            if head.startswith(b"HTTP/1.1 100"):
+                data = data.split(b"\r\n\r\n", 1)[1]
+                continue
+        more = s.recv(65536)
+        if not more:
+            return data
+        data += more
+
+
 def slow_patch(port, path, chunks, delay, result):
     """PATCH with a chunked body sent slowly over a raw socket; stores (status, body)."""
     s = socket.create_connection(("127.0.0.1", port), timeout=60)
@@ -82,12 +99,7 @@ def slow_patch(port, path, chunks, delay, result):
         s.sendall(b"%x\r\n%s\r\n" % (len(c), c))
         time.sleep(delay)
     s.sendall(b"0\r\n\r\n")
-    data = b""
-    while b"\r\n\r\n" not in data:
-        more = s.recv(65536)
-        if not more:
-            break
-        data += more
+    data = read_until_status(s)
     s.close()
     result.append(int(data.split(b" ")[1]) if data else 0)
 
@@ -219,12 +231,7 @@ class Lifecycle(unittest.TestCase):
             s.sendall(b"PATCH /v2/x/y/blobs/uploads/00000000-0000-4000-8000-000000000000 HTTP/1.1\r\nHost: x\r\n"
                       b"Content-Length: 1000000000\r\nExpect: 100-continue\r\n\r\n")
             # the edge may say 100 Continue; the final answer must come without a single body byte sent
-            resp = b""
-            while b"HTTP/1.1 404" not in resp:
-                more = s.recv(65536)
-                if not more:
-                    break
-                resp += more
+            resp = read_until_status(s, b"404")
             s.close()
             self.assertIn(b"HTTP/1.1 404", resp)
             self.assertIn(b"BLOB_UPLOAD_UNKNOWN", resp)

@@ -13,6 +13,10 @@ class Base(BerthTestCase):
         self.assertEqual(st, 200)
         self.assertEqual(h["docker-distribution-api-version"], "registry/2.0")
 
+    def test_ping(self):
+        st, _, body = self.b.request("GET", "/api/v2.0/ping")
+        self.assertEqual((st, body), (200, b"Pong"))
+
     def test_unknown_route_is_404(self):
         st, _, body = self.b.request("GET", "/v2/a/b/nothing")
         self.assertEqual(st, 404)
@@ -363,6 +367,16 @@ class ReadCache(BerthTestCase):
         self.assertEqual(self.b.request("GET", "/v2/cache/app/manifests/v1")[0], 404)
         self.assertEqual(self.b.request("DELETE", "/v2/cache/app/manifests/" + d2)[0], 202)
         self.assertEqual(self.b.request("GET", "/v2/cache/app/manifests/" + d2)[0], 404)
+        # tag lists
+        d3, raw3 = self.b.push_image("cache/tags", "a")
+        for _ in range(2):
+            self.assertEqual(json.loads(self.b.request("GET", "/v2/cache/tags/tags/list")[2])["tags"], ["a"])
+            st, h, body = self.b.request("GET", "/v2/cache/tags/tags/list?n=1")
+            self.assertEqual((json.loads(body)["tags"], h["link"]), (["a"], '</v2/cache/tags/tags/list?n=1&last=a>; rel="next"'))
+        self.b.push_manifest("cache/tags", "b", raw3)
+        self.assertEqual(json.loads(self.b.request("GET", "/v2/cache/tags/tags/list")[2])["tags"], ["a", "b"])
+        self.b.request("DELETE", "/v2/cache/tags/manifests/a")
+        self.assertEqual(json.loads(self.b.request("GET", "/v2/cache/tags/tags/list")[2])["tags"], ["b"])
         blob = self.b.push_blob("cache/app", b"cached blob")
         self.assertEqual(self.b.request("HEAD", "/v2/cache/app/blobs/" + blob)[0], 200)
         self.assertEqual(self.b.request("HEAD", "/v2/cache/app/blobs/" + blob)[0], 200)
