@@ -148,6 +148,32 @@ class TLSAndLargeUploads(unittest.TestCase):
         out = self.curl("--http2", "-o", "/dev/null", "-w", "%{http_version} %{http_code}", self.url + "/v2/")
         self.assertEqual(out, "2 200")
 
+    def test_http2_upload_abort(self):
+        """An HTTP/2 client that resets mid-upload: the server survives and holds no stream afterwards."""
+        import time
+        loc = self.curl("--http2", "-X", "POST", "-o", "/dev/null", "-w", "%header{location}",
+                        self.url + "/v2/abort/h2/blobs/uploads/")
+        src = subprocess.Popen(["head", "-c", str(4 * 1024 ** 3), "/dev/zero"], stdout=subprocess.PIPE)
+        up = subprocess.Popen(["curl", "-sS", "--http2", "--cacert", self.cert, "-X", "PATCH", "-T", "-", "-o", "/dev/null",
+                               self.url + loc], stdin=src.stdout, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(1.0)
+        up.kill()
+        src.kill()
+        up.wait()
+        src.wait()
+        deadline = time.time() + 10
+        streams = None
+        while time.time() < deadline:
+            body = self.b.request("GET", "/metrics")[2].decode()
+            streams = int([x for x in body.splitlines() if x.startswith("berth_upload_streams ")][0].split()[1])
+            if streams == 0:
+                break
+            time.sleep(0.1)
+        self.assertEqual(streams, 0, "an aborted upload stream was never released")
+        self.assertIsNone(self.b.proc.poll(), "berthd died")
+        st, h, _ = self.b.request("GET", loc)
+        self.assertEqual(st, 204)  # the session and whatever bytes arrived are still there to resume
+
     def test_large_blob_over_tls_http1(self):
         size = int(os.environ.get("BERTH_TEST_LARGE_BYTES", str(2 * 1024 ** 3 + 100 * 1024 ** 2)))
         h = hashlib.sha256()
