@@ -1,6 +1,7 @@
 """Real clients from Debian against berthd: skopeo, podman, buildah, curl over TLS."""
 import hashlib
 import json
+import time
 import os
 import shutil
 import subprocess
@@ -150,7 +151,6 @@ class TLSAndLargeUploads(unittest.TestCase):
 
     def test_http2_upload_abort(self):
         """An HTTP/2 client that resets mid-upload: the server survives and holds no stream afterwards."""
-        import time
         loc = self.curl("--http2", "-X", "POST", "-o", "/dev/null", "-w", "%header{location}",
                         self.url + "/v2/abort/h2/blobs/uploads/")
         src = subprocess.Popen(["head", "-c", str(4 * 1024 ** 3), "/dev/zero"], stdout=subprocess.PIPE)
@@ -187,17 +187,21 @@ class TLSAndLargeUploads(unittest.TestCase):
         loc = self.curl("--http1.1", "-X", "POST", "-o", "/dev/null", "-w", "%{redirect_url}%header{location}",
                         self.url + "/v2/large/blob/blobs/uploads/")
         loc = loc[loc.index("/v2/"):]
+        t0 = time.time()
         src = subprocess.Popen(["head", "-c", str(size), "/dev/zero"], stdout=subprocess.PIPE)
         out = subprocess.run(["curl", "-sS", "--http1.1", "--cacert", self.cert, "-T", "-", "-o", "/dev/null", "-w",
                               "%{http_code}", self.url + loc + "?digest=" + digest], stdin=src.stdout, capture_output=True,
                              text=True, timeout=TIMEOUT)
         src.wait()
         self.assertEqual(out.stdout, "201", out.stderr)
+        elapsed = time.time() - t0
         st, h, _ = self.b.request("HEAD", "/v2/large/blob/blobs/" + digest)
         self.assertEqual((st, int(h["content-length"])), (200, size))
         # streamed, not buffered: berthd's peak memory stays far below the body size
         status = open("/proc/%d/status" % self.b.proc.pid).read()
         hwm_kib = int([line for line in status.splitlines() if line.startswith("VmHWM")][0].split()[1])
+        print("\nlarge upload over TLS HTTP/1.1: %d bytes in %.1f s (%.0f MiB/s), berthd VmHWM %.1f MiB"
+              % (size, elapsed, size / elapsed / 2 ** 20, hwm_kib / 1024))
         self.assertLess(hwm_kib, 256 * 1024, "berthd peak RSS %d KiB" % hwm_kib)
         blob_path = os.path.join(self.b.storage, "blobs", "sha256", digest[7:9], digest[7:])
         os.unlink(blob_path)  # reclaim the disk now; the test is over
