@@ -33,6 +33,8 @@ static const struct {
     {"server.loops", NULL, T_INT, FIELD(loops)},
     {"server.workers", NULL, T_INT, FIELD(workers)},
     {"uploads.max_connections", NULL, T_INT, FIELD(upload_connections)},
+    {"uploads.max_age_seconds", "BERTH_UPLOAD_MAX_AGE", T_INT, FIELD(upload_max_age)},
+    {"uploads.purge_interval_seconds", "BERTH_UPLOAD_PURGE_INTERVAL", T_INT, FIELD(upload_purge_interval)},
 };
 #define NDIR (sizeof(directives) / sizeof(directives[0]))
 
@@ -155,6 +157,8 @@ int berth_config_load(berth_config_t *cfg, const char *path, char *errbuf, size_
     cfg->workers = (int)ncpu * 4;
     cfg->edge_workers = (int)ncpu;
     cfg->upload_connections = 512;
+    cfg->upload_max_age = 24 * 3600;
+    cfg->upload_purge_interval = 600;
     if (path != NULL && load_yaml(cfg, path, errbuf, errlen) != 0)
         return -1;
     for (size_t i = 0; i < NDIR; i++) {

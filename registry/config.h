@@ -22,6 +22,8 @@ typedef struct st_berth_config_t {
     int workers;          /* server.workers */
     int edge_workers;     /* edge.workers */
     int upload_connections; /* uploads.max_connections */
+    int upload_max_age;     /* uploads.max_age_seconds: idle sessions older than this are purged */
+    int upload_purge_interval; /* uploads.purge_interval_seconds */
 } berth_config_t;
 
 /**

@@ -16,6 +16,7 @@
 #include "registry/http/worker.h"
 #include "registry/storage/store.h"
 #include "registry/service/cache.h"
+#include "registry/service/janitor.h"
 #include "sql/listen.h"
 #include "sql/migrate.h"
 
@@ -88,6 +89,7 @@ int main(int argc, char **argv)
     berth_db_listener_t *listener = berth_db_listen_start(cfg.database_url, berth_cache_invalidate, berth_cache_set_enabled);
     berth_registry_t reg = {.db = db, .store = store, .blob_redirect_prefix = BLOB_PREFIX};
     berth_workers_t *workers = berth_workers_start(cfg.workers);
+    berth_janitor_t *janitor = berth_janitor_start(&reg, cfg.upload_purge_interval, cfg.upload_max_age);
     berth_server_t *server = NULL;
     berth_upload_server_t *uploads = NULL;
     int api_port = 0, upload_port = 0;
@@ -140,6 +142,7 @@ int main(int argc, char **argv)
     berth_edge_stop(edge_pid, 60);
     berth_upload_server_stop(uploads);
     berth_server_stop(server);
+    berth_janitor_stop(janitor);
     berth_workers_stop(workers);
     berth_db_listen_stop(listener);
     berth_db_close(db);

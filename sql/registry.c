@@ -36,6 +36,7 @@ enum {
     S_REPO_TOUCH,
     S_PROJECT_ID,
     S_NOTIFY,
+    S_UPLOAD_EXPIRE,
 };
 
 /* All SQL of this file, parameters always out of line. */
@@ -51,6 +52,8 @@ static const berth_db__stmt_t stmts[] = {
     [S_PROJECT_ID] = {S_PROJECT_ID, "SELECT id FROM projects WHERE name = $1", 1},
     /* delivered at COMMIT to every berthd listening (sql/listen.c), never for a rolled-back change */
     [S_NOTIFY] = {S_NOTIFY, "SELECT pg_notify('berth_invalidate', $1)", 1},
+    [S_UPLOAD_EXPIRE] = {S_UPLOAD_EXPIRE,
+                         "DELETE FROM upload_sessions WHERE updated_at < now() - make_interval(secs => $1::int) RETURNING id", 1},
     [S_BLOB_IN_REPO] = {S_BLOB_IN_REPO,
      "SELECT b.size FROM repositories r JOIN repository_blobs rb ON rb.repository_id = r.id "
      "JOIN blobs b ON b.digest = rb.digest WHERE r.name = $1 AND rb.digest = $2",
@@ -511,4 +514,26 @@ int berth_db_upload_delete(berth_dbconn_t *c, const char *id, berth_err_t *err)
     const char *p[] = {id};
     int n = run_count(c, S_UPLOAD_DELETE, p, err);
     return n < 0 ? n : 0;
+}
+
+int berth_db_upload_expire(berth_dbconn_t *c, long max_age_s, berth_strlist_t *out, berth_err_t *err)
+{
+    char age[24];
+    snprintf(age, sizeof(age), "%ld", max_age_s);
+    const char *p[] = {age};
+    PGresult *res = run(c, S_UPLOAD_EXPIRE, p, err);
+    if (res == NULL)
+        return err != NULL ? err->code : BERTH_ERROR;
+    return collect(res, out);
+}
+
+int berth_db_upload_exists(berth_dbconn_t *c, const char *id, berth_err_t *err)
+{
+    const char *p[] = {id};
+    PGresult *res = run(c, S_UPLOAD_GET, p, err);
+    if (res == NULL)
+        return err != NULL ? err->code : BERTH_ERROR;
+    int n = PQntuples(res);
+    PQclear(res);
+    return n > 0;
 }

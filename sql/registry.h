@@ -74,5 +74,9 @@ int berth_db_upload_create(berth_dbconn_t *c, const char *id, const char *repo, 
 int berth_db_upload_check(berth_dbconn_t *c, const char *id, const char *repo, berth_err_t *err);
 int berth_db_upload_touch(berth_dbconn_t *c, const char *id, berth_err_t *err);
 int berth_db_upload_delete(berth_dbconn_t *c, const char *id, berth_err_t *err);
+/** Delete sessions idle for more than `max_age_s` seconds; their ids go to *out (caller disposes). */
+int berth_db_upload_expire(berth_dbconn_t *c, long max_age_s, berth_strlist_t *out, berth_err_t *err);
+/** 1 if `id` is a live session, 0 if not, <0 on error. */
+int berth_db_upload_exists(berth_dbconn_t *c, const char *id, berth_err_t *err);
 
 #endif

@@ -6,7 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <dirent.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "registry/core/log.h"
@@ -88,17 +90,6 @@ void berth_store_blob_path(const berth_store_t *s, const berth_digest_t *d, char
     snprintf(buf, bufsz, "%s/blobs/%s/%.2s/%s", s->root, alg_name(d->alg), berth_digest_hex(d), berth_digest_hex(d));
 }
 
-int berth_store_blob_stat(const berth_store_t *s, const berth_digest_t *d, int64_t *size_out)
-{
-    char p[PATH_MAX + 256];
-    struct stat st;
-    berth_store_blob_path(s, d, p, sizeof(p));
-    if (stat(p, &st) != 0)
-        return BERTH_ENOTFOUND;
-    *size_out = st.st_size;
-    return 0;
-}
-
 static void upload_path(const berth_store_t *s, const char *id, char *buf, size_t bufsz)
 {
     snprintf(buf, bufsz, "%s/uploads/%s", s->root, id);
@@ -176,6 +167,27 @@ int berth_store_upload_commit(const berth_store_t *s, const char *id, int fd, co
     snprintf(uploads, sizeof(uploads), "%s/uploads", s->root);
     fsync_dir(uploads);
     return 0;
+}
+
+int berth_store_upload_each(const berth_store_t *s, void (*cb)(const char *id, double age_seconds, void *cb_data), void *cb_data)
+{
+    char dir[PATH_MAX + 256];
+    snprintf(dir, sizeof(dir), "%s/uploads", s->root);
+    DIR *d = opendir(dir);
+    if (d == NULL)
+        return 0;
+    int n = 0;
+    time_t now = time(NULL);
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        struct stat st;
+        if (e->d_name[0] == '.' || fstatat(dirfd(d), e->d_name, &st, 0) != 0 || !S_ISREG(st.st_mode))
+            continue;
+        cb(e->d_name, difftime(now, st.st_mtime), cb_data);
+        n++;
+    }
+    closedir(d);
+    return n;
 }
 
 void berth_store_upload_remove(const berth_store_t *s, const char *id)

@@ -27,8 +27,6 @@ const char *berth_store_root(const berth_store_t *s);
 /** "<alg>/<ab>/<hex>" relative to blobs/ (for the edge's internal blob location). */
 void berth_store_blob_relpath(const berth_digest_t *d, char *buf, size_t bufsz);
 void berth_store_blob_path(const berth_store_t *s, const berth_digest_t *d, char *buf, size_t bufsz);
-/** Size of a stored blob, or BERTH_ENOTFOUND. */
-int berth_store_blob_stat(const berth_store_t *s, const berth_digest_t *d, int64_t *size_out);
 
 /**
  * Open an upload file for writing (creating it when `create`), locked exclusively for this writer.
@@ -45,6 +43,10 @@ int berth_store_upload_size(const berth_store_t *s, const char *id, int64_t *siz
  * already stored), fsync the directory. `fd` stays open and owned by the caller.
  */
 int berth_store_upload_commit(const berth_store_t *s, const char *id, int fd, const berth_digest_t *d, berth_err_t *err);
+/**
+ * Call cb(id, age_seconds, cb_data) for every upload file (for purging abandoned sessions). Returns the count.
+ */
+int berth_store_upload_each(const berth_store_t *s, void (*cb)(const char *id, double age_seconds, void *cb_data), void *cb_data);
 /** Delete an upload file; missing is fine. */
 void berth_store_upload_remove(const berth_store_t *s, const char *id);
 

@@ -177,6 +177,26 @@ class Lifecycle(unittest.TestCase):
             b.cleanup()
             a.cleanup()
 
+    def test_abandoned_uploads_are_purged(self):
+        b = Berthd(env={"BERTH_UPLOAD_MAX_AGE": "2", "BERTH_UPLOAD_PURGE_INTERVAL": "1"}).start()
+        try:
+            st, h, _ = b.request("POST", "/v2/purge/repo/blobs/uploads/")
+            loc, uid = h["location"], h["docker-upload-uuid"]
+            self.assertEqual(b.request("PATCH", loc, b"partial")[0], 202)
+            debris = os.path.join(b.storage, "uploads", "debris-from-a-crash")
+            with open(debris, "wb") as f:
+                f.write(b"x")
+            os.utime(debris, (time.time() - 3600, time.time() - 3600))
+            self.assertEqual(b.request("GET", loc)[0], 204)
+            deadline = time.time() + 10
+            while time.time() < deadline and (os.path.exists(debris) or b.request("GET", loc)[0] != 404):
+                time.sleep(0.2)
+            self.assertEqual(b.request("GET", loc)[0], 404)
+            self.assertFalse(os.path.exists(debris))
+            self.assertFalse(os.path.exists(os.path.join(b.storage, "uploads", uid)))
+        finally:
+            b.cleanup()
+
     def test_client_abort_keeps_server_and_bytes(self):
         b = Berthd().start()
         try:

@@ -1,0 +1,15 @@
+/* Background housekeeping: abandoned upload sessions and their files are purged after a maximum idle age. */
+#ifndef BERTH_SERVICE_JANITOR_H
+#define BERTH_SERVICE_JANITOR_H
+
+#include "registry/service/registry.h"
+
+typedef struct st_berth_janitor_t berth_janitor_t;
+
+/** Run a purge every `interval_s` seconds for sessions idle longer than `max_age_s`. */
+berth_janitor_t *berth_janitor_start(berth_registry_t *reg, long interval_s, long max_age_s);
+void berth_janitor_stop(berth_janitor_t *j);
+/** One purge pass (also used by tests through the janitor thread); returns the number of files removed. */
+int berth_janitor_purge(berth_registry_t *reg, long max_age_s);
+
+#endif
