@@ -16,6 +16,12 @@ struct st_berth_db_t {
     unsigned long waits, errors;
 };
 
+/* server NOTICEs ("relation exists, skipping") are not for stdout */
+static void on_notice(void *arg, const char *msg)
+{
+    berth_log_debug("postgres: %.*s", (int)strcspn(msg, "\n"), msg);
+}
+
 /* connect_timeout comes first so that a value in the user's conninfo overrides it */
 static PGconn *connect_pg(const char *conninfo)
 {
@@ -43,6 +49,7 @@ static int ensure_connected(berth_db_t *db, berth_dbconn_t *c, berth_err_t *err)
         berth_log_warn("database unreachable: %s", msg);
         return berth_err_set(err, BERTH_OCI_UNAVAILABLE, "database unreachable: %s", msg);
     }
+    PQsetNoticeProcessor(c->pg, on_notice, NULL);
     return 0;
 }
 
