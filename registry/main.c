@@ -148,6 +148,7 @@ int main(int argc, char **argv)
     berth_db_close(db);
     berth_store_close(store);
     berth_config_dispose(&cfg);
+    berth_access_log_flush();
     berth_log_info("stopped");
     return status;
 }

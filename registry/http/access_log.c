@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <jansson.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -9,16 +10,64 @@
 
 static int log_fd = -1;
 
+/*
+ * Lines are queued in memory and written by a thread of their own: the event loops must never wait on a
+ * disk. A full queue (the disk cannot keep up) drops lines and counts them rather than stall requests.
+ */
+#define QUEUE_MAX 65536
+typedef struct line {
+    struct line *next;
+    size_t len;
+    char text[];
+} line_t;
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cv = PTHREAD_COND_INITIALIZER, idle_cv = PTHREAD_COND_INITIALIZER;
+static int busy;
+static line_t *head, *tail;
+static size_t queued;
+static unsigned long dropped;
+
+static void *writer_main(void *arg)
+{
+    for (;;) {
+        pthread_mutex_lock(&mu);
+        while (head == NULL)
+            pthread_cond_wait(&cv, &mu);
+        line_t *batch = head;
+        head = tail = NULL;
+        queued = 0;
+        busy = 1;
+        pthread_mutex_unlock(&mu);
+        while (batch != NULL) {
+            line_t *next = batch->next;
+            ssize_t w = write(log_fd, batch->text, batch->len);
+            (void)w;
+            free(batch);
+            batch = next;
+        }
+        pthread_mutex_lock(&mu);
+        busy = 0;
+        pthread_cond_broadcast(&idle_cv);
+        pthread_mutex_unlock(&mu);
+    }
+    return NULL;
+}
+
 int berth_access_log_open(const char *path)
 {
     if (path == NULL || path[0] == '\0')
         return 0;
-    if (strcmp(path, "-") == 0) {
+    if (strcmp(path, "-") == 0)
         log_fd = STDOUT_FILENO;
-        return 0;
-    }
-    log_fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
-    return log_fd < 0 ? -1 : 0;
+    else
+        log_fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
+    if (log_fd < 0)
+        return -1;
+    pthread_t tid;
+    if (pthread_create(&tid, NULL, writer_main, NULL) != 0)
+        return -1;
+    pthread_detach(tid);
+    return 0;
 }
 
 void berth_access_log(const char *remote, const char *method, const char *path, int status, uint64_t bytes_in,
@@ -42,8 +91,42 @@ void berth_access_log(const char *remote, const char *method, const char *path, 
     if (s == NULL)
         return;
     size_t len = strlen(s);
-    s[len] = '\n';
-    ssize_t w = write(log_fd, s, len + 1);
-    (void)w;
+    line_t *l = malloc(sizeof(*l) + len + 1);
+    memcpy(l->text, s, len);
+    l->text[len] = '\n';
+    l->len = len + 1;
+    l->next = NULL;
     free(s);
+    pthread_mutex_lock(&mu);
+    if (queued >= QUEUE_MAX) {
+        dropped++;
+        free(l);
+    } else {
+        if (tail != NULL)
+            tail->next = l;
+        else
+            head = l;
+        tail = l;
+        queued++;
+        pthread_cond_signal(&cv);
+    }
+    pthread_mutex_unlock(&mu);
+}
+
+void berth_access_log_flush(void)
+{
+    if (log_fd < 0)
+        return;
+    pthread_mutex_lock(&mu);
+    while (head != NULL || busy)
+        pthread_cond_wait(&idle_cv, &mu);
+    pthread_mutex_unlock(&mu);
+}
+
+unsigned long berth_access_log_dropped(void)
+{
+    pthread_mutex_lock(&mu);
+    unsigned long d = dropped;
+    pthread_mutex_unlock(&mu);
+    return d;
 }

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "registry/http/access_log.h"
 #include "registry/service/cache.h"
 #include "registry/service/upload.h"
 
@@ -69,6 +70,7 @@ char *berth_metrics_render(berth_db_t *db, long worker_queue, size_t *len_out)
                "# TYPE berth_upload_streams gauge\nberth_upload_streams %ld\n",
             berth_upload_active());
     fprintf(f, "# TYPE berth_worker_queue gauge\nberth_worker_queue %ld\n", worker_queue);
+    fprintf(f, "# TYPE berth_access_log_dropped_total counter\nberth_access_log_dropped_total %lu\n", berth_access_log_dropped());
     uint64_t hits, misses;
     int cache_on;
     berth_cache_stats(&hits, &misses, &cache_on);

@@ -109,6 +109,17 @@ class Berthd:
             time.sleep(0.05)
         raise RuntimeError("berthd did not become ready:\n" + self.logs())
 
+    def access_log(self, until=lambda rows: True, timeout=5):
+        """Parsed access-log rows; waits (the log is written asynchronously) until `until(rows)` holds."""
+        deadline = time.time() + timeout
+        while True:
+            try:
+                rows = [json.loads(line) for line in open(self.env["BERTH_ACCESS_LOG"]) if line.strip()]
+            except FileNotFoundError:
+                rows = []
+            if until(rows) or time.time() > deadline:
+                return rows
+
     def logs(self):
         try:
             with open(self.log_path, "rb") as f:

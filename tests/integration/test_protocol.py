@@ -480,8 +480,10 @@ class Observability(BerthTestCase):
         self.assertIn('berth_http_requests_total{route="upload",method="PUT",status="201"}', text)
         self.assertIn("berth_db_pool_size", text)
         self.assertIn("berth_upload_streams 0", text)
-        lines = [json.loads(line) for line in open(self.b.env["BERTH_ACCESS_LOG"])]
-        self.assertTrue(any(r["route"] == "upload" and r["status"] == 201 and r["bytes_in"] == 8 for r in lines))
+        def pushed(rows):
+            return any(r["route"] == "upload" and r["status"] == 201 and r["bytes_in"] == 8 for r in rows)
+        lines = self.b.access_log(pushed)
+        self.assertTrue(pushed(lines))
         self.assertTrue(all(set(r) >= {"ts", "method", "path", "status", "ms"} for r in lines))
 
 
