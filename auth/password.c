@@ -1,0 +1,44 @@
+#include "auth/password.h"
+
+#include <argon2.h>
+#include <openssl/rand.h>
+#include <string.h>
+
+#define T_COST 3
+#define M_COST_KIB (64 * 1024)
+#define PARALLELISM 1
+#define SALT_LEN 16
+#define HASH_LEN 32
+
+int berth_password_hash(char out[BERTH_PASSWORD_HASH_MAX], const char *password)
+{
+    unsigned char salt[SALT_LEN];
+    if (RAND_bytes(salt, sizeof(salt)) != 1)
+        return -1;
+    int rc = argon2id_hash_encoded(T_COST, M_COST_KIB, PARALLELISM, password, strlen(password), salt, sizeof(salt), HASH_LEN,
+                                   out, BERTH_PASSWORD_HASH_MAX);
+    return rc == ARGON2_OK ? 0 : -1;
+}
+
+int berth_password_verify(const char *encoded, const char *password)
+{
+    if (encoded == NULL || strncmp(encoded, "$argon2id$", 10) != 0)
+        return 0;
+    return argon2id_verify(encoded, password, strlen(password)) == ARGON2_OK;
+}
+
+const char *berth_password_policy(const char *p)
+{
+    size_t n = strlen(p);
+    int upper = 0, lower = 0, digit = 0;
+    for (size_t i = 0; i < n; i++) {
+        upper |= p[i] >= 'A' && p[i] <= 'Z';
+        lower |= p[i] >= 'a' && p[i] <= 'z';
+        digit |= p[i] >= '0' && p[i] <= '9';
+    }
+    if (n < 8 || n > 128)
+        return "the password must be 8 to 128 characters long";
+    if (!upper || !lower || !digit)
+        return "the password needs at least one uppercase letter, one lowercase letter and one digit";
+    return NULL;
+}

@@ -1,0 +1,174 @@
+/* Unit tests for auth/: scopes, the Authorization header, passwords and token signing/verification,
+ * including the attacks the token verifier must refuse. */
+#include <jansson.h>
+#include <jwt.h>
+#include <openssl/evp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "auth/header.h"
+#include "auth/password.h"
+#include "auth/scope.h"
+#include "auth/token.h"
+#include "tests/unit/tap.h"
+
+#define S(x) x, strlen(x)
+
+static void test_scopes(void)
+{
+    berth_scope_t s;
+    berth_err_t err;
+    char buf[300];
+    ok(berth_scope_parse(&s, S("repository:library/ubuntu:pull,push"), &err) == 0 && strcmp(s.type, "repository") == 0 &&
+           strcmp(s.name, "library/ubuntu") == 0 && s.actions == (BERTH_ACTION_PULL | BERTH_ACTION_PUSH),
+       "repository scope");
+    ok(berth_scope_parse(&s, S("repository(plugin):a/b:pull"), &err) == 0 && strcmp(s.type, "repository") == 0, "resource class");
+    ok(berth_scope_parse(&s, S("registry:catalog:*"), &err) == 0 && s.actions == BERTH_ACTION_ALL, "catalog scope");
+    ok(berth_scope_parse(&s, S("repository:a:pull,frobnicate,delete"), &err) == 0 &&
+           s.actions == (BERTH_ACTION_PULL | BERTH_ACTION_DELETE),
+       "unknown actions ignored");
+    ok(berth_scope_parse(&s, S("repository:A/B:pull"), &err) != 0, "invalid name refused");
+    ok(berth_scope_parse(&s, S("repository:a/../b:pull"), &err) != 0, "dot-dot refused");
+    ok(berth_scope_parse(&s, S("registry:other:*"), &err) != 0 && berth_scope_parse(&s, S("user:a:pull"), &err) != 0,
+       "unknown registry scope and type refused");
+    ok(berth_scope_parse(&s, S("repository:a"), &err) != 0 && berth_scope_parse(&s, S("nocolon"), &err) != 0, "too few parts");
+    berth_scope_parse(&s, S("repository:x/y:push,pull"), &err);
+    ok(berth_scope_format(&s, buf, sizeof(buf)) > 0 && strcmp(buf, "repository:x/y:pull,push") == 0, "format");
+}
+
+static void test_headers(void)
+{
+    berth_auth_header_t h;
+    ok(berth_auth_header_parse(&h, NULL, 0) == 0 && h.kind == BERTH_AUTH_NONE, "absent header");
+    /* admin:Harbor12345 */
+    ok(berth_auth_header_parse(&h, S("Basic YWRtaW46SGFyYm9yMTIzNDU=")) == 0 && h.kind == BERTH_AUTH_BASIC &&
+           strcmp(h.user, "admin") == 0 && strcmp(h.secret, "Harbor12345") == 0,
+       "basic");
+    berth_auth_header_dispose(&h);
+    /* u:p:with:colons */
+    ok(berth_auth_header_parse(&h, S("basic dTpwOndpdGg6Y29sb25z")) == 0 && strcmp(h.secret, "p:with:colons") == 0,
+       "password may contain colons; scheme is case-insensitive");
+    ok(berth_auth_header_parse(&h, S("Basic bm9jb2xvbg==")) != 0, "no colon");        /* nocolon */
+    ok(berth_auth_header_parse(&h, S("Basic YQBiOmM=")) != 0, "NUL in user refused"); /* a\0b:c */
+    ok(berth_auth_header_parse(&h, S("Basic !!!!")) != 0, "bad base64");
+    ok(berth_auth_header_parse(&h, S("Basic OnB3")) != 0, "empty user"); /* :pw */
+    ok(berth_auth_header_parse(&h, S("Bearer abc.def.ghi")) == 0 && h.kind == BERTH_AUTH_BEARER &&
+           strcmp(h.token, "abc.def.ghi") == 0,
+       "bearer");
+    ok(berth_auth_header_parse(&h, S("Bearer abc def")) != 0 && berth_auth_header_parse(&h, S("Bearer a\"b")) != 0,
+       "bearer with junk refused");
+    ok(berth_auth_header_parse(&h, S("Digest x")) != 0 && berth_auth_header_parse(&h, S("Basic")) != 0, "other schemes");
+}
+
+static void test_passwords(void)
+{
+    char hash[BERTH_PASSWORD_HASH_MAX], hash2[BERTH_PASSWORD_HASH_MAX];
+    ok(berth_password_hash(hash, "Harbor12345") == 0 && strncmp(hash, "$argon2id$", 10) == 0, "argon2id hash");
+    ok(berth_password_verify(hash, "Harbor12345") && !berth_password_verify(hash, "Harbor12346") &&
+           !berth_password_verify(hash, ""),
+       "verify");
+    ok(berth_password_hash(hash2, "Harbor12345") == 0 && strcmp(hash, hash2) != 0, "salted");
+    ok(!berth_password_verify("$2y$05$notargon", "x") && !berth_password_verify(NULL, "x"), "foreign hashes refused");
+    ok(berth_password_policy("Harbor12345") == NULL, "policy accepts");
+    ok(berth_password_policy("harbor12345") != NULL && berth_password_policy("Short1") != NULL &&
+           berth_password_policy("NoDigitsHere") != NULL,
+       "policy refuses");
+}
+
+static char *b64url(const char *s)
+{
+    size_t n = strlen(s);
+    char *out = malloc(n * 2 + 4);
+    EVP_EncodeBlock((unsigned char *)out, (const unsigned char *)s, (int)n);
+    size_t m = strlen(out);
+    while (m > 0 && out[m - 1] == '=')
+        out[--m] = '\0';
+    for (size_t i = 0; i < m; i++)
+        out[i] = out[i] == '+' ? '-' : out[i] == '/' ? '_' : out[i];
+    return out;
+}
+
+static void test_tokens(void)
+{
+    char dir[] = "/tmp/berth-token-XXXXXX", dir2[] = "/tmp/berth-token-XXXXXX";
+    mkdtemp(dir);
+    mkdtemp(dir2);
+    berth_token_keys_t *k = NULL, *foreign = NULL, *again = NULL;
+    berth_err_t err;
+    ok(berth_token_keys_load(&k, dir, &err) == 0, "keys generated");
+    ok(berth_token_keys_load(&again, dir, &err) == 0 && strcmp(berth_token_kid(k), berth_token_kid(again)) == 0,
+       "keys reloaded, same kid");
+    ok(berth_token_keys_load(&foreign, dir2, &err) == 0 && strcmp(berth_token_kid(k), berth_token_kid(foreign)) != 0,
+       "another key, another kid");
+    ok(strlen(berth_token_kid(k)) == 59 && berth_token_kid(k)[4] == ':', "libtrust kid format");
+
+    berth_scope_t grant;
+    berth_scope_parse(&grant, S("repository:lib/app:pull"), &err);
+    time_t now = time(NULL);
+    char *tok = berth_token_issue(k, "berth", "berth-registry", "alice", &grant, 1, now, 300);
+    berth_token_claims_t c;
+    ok(tok != NULL && berth_token_verify(k, tok, "berth", "berth-registry", now, &c, &err) == 0, "round trip");
+    ok(strcmp(c.subject, "alice") == 0 && berth_token_allowed(&c, "repository", "lib/app") == BERTH_ACTION_PULL &&
+           berth_token_allowed(&c, "repository", "lib/other") == 0,
+       "exactly the granted access");
+    berth_token_claims_dispose(&c);
+    ok(berth_token_verify(again, tok, "berth", "berth-registry", now, &c, &err) == 0, "verifies after reload");
+    berth_token_claims_dispose(&c);
+    ok(berth_token_verify(k, tok, "berth", "berth-registry", now + 300 + BERTH_TOKEN_LEEWAY + 1, &c, &err) != 0,
+       "expired refused");
+    ok(berth_token_verify(k, tok, "berth", "berth-registry", now + 300 + BERTH_TOKEN_LEEWAY - 1, &c, &err) == 0,
+       "within leeway accepted");
+    berth_token_claims_dispose(&c);
+    ok(berth_token_verify(k, tok, "berth", "berth-registry", now - BERTH_TOKEN_LEEWAY - 5, &c, &err) != 0,
+       "not yet valid refused");
+    ok(berth_token_verify(k, tok, "berth", "other-service", now, &c, &err) != 0, "wrong audience refused");
+    ok(berth_token_verify(k, tok, "mallory", "berth-registry", now, &c, &err) != 0, "wrong issuer refused");
+    ok(berth_token_verify(foreign, tok, "berth", "berth-registry", now, &c, &err) != 0, "foreign key refused");
+
+    /* tampering: swap the payload for one granting push */
+    char *dot1 = strchr(tok, '.'), *dot2 = strchr(dot1 + 1, '.');
+    char payload[512];
+    snprintf(payload, sizeof(payload),
+             "{\"iss\":\"berth\",\"sub\":\"alice\",\"aud\":\"berth-registry\",\"exp\":%ld,\"nbf\":%ld,\"iat\":%ld,"
+             "\"access\":[{\"type\":\"repository\",\"name\":\"lib/app\",\"actions\":[\"pull\",\"push\"]}]}",
+             (long)now + 300, (long)now, (long)now);
+    char *p64 = b64url(payload), forged[8192];
+    snprintf(forged, sizeof(forged), "%.*s.%s%s", (int)(dot1 - tok), tok, p64, dot2);
+    ok(berth_token_verify(k, forged, "berth", "berth-registry", now, &c, &err) != 0, "tampered payload refused");
+    /* alg none */
+    char *h64 = b64url("{\"alg\":\"none\",\"typ\":\"JWT\"}");
+    snprintf(forged, sizeof(forged), "%s.%s.", h64, p64);
+    ok(berth_token_verify(k, forged, "berth", "berth-registry", now, &c, &err) != 0, "alg none refused");
+    free(h64);
+    /* algorithm confusion: HS256 keyed with our public key */
+    jwt_t *jwt;
+    jwt_new(&jwt);
+    jwt_add_grants_json(jwt, payload);
+    const char *pub = berth_token_public_pem(k);
+    jwt_set_alg(jwt, JWT_ALG_HS256, (const unsigned char *)pub, (int)strlen(pub));
+    char *hs = jwt_encode_str(jwt);
+    jwt_free(jwt);
+    ok(hs != NULL && berth_token_verify(k, hs, "berth", "berth-registry", now, &c, &err) != 0 &&
+           strstr(err.msg, "algorithm") != NULL,
+       "HS256 keyed with the public key refused");
+    free(hs);
+    free(p64);
+    free(tok);
+    berth_token_keys_free(k);
+    berth_token_keys_free(again);
+    berth_token_keys_free(foreign);
+    char cmd[128];
+    snprintf(cmd, sizeof(cmd), "rm -rf %s %s", dir, dir2);
+    ok(system(cmd) == 0, "cleanup");
+}
+
+int main(void)
+{
+    test_scopes();
+    test_headers();
+    test_passwords();
+    test_tokens();
+    return tap_done();
+}
