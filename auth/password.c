@@ -4,8 +4,9 @@
 #include <openssl/rand.h>
 #include <string.h>
 
-#define T_COST 3
-#define M_COST_KIB (64 * 1024)
+/* OWASP's argon2id baseline (m=19 MiB, t=2, p=1): every concurrent login costs m of RAM on a worker */
+#define T_COST 2
+#define M_COST_KIB 19456
 #define PARALLELISM 1
 #define SALT_LEN 16
 #define HASH_LEN 32

@@ -34,6 +34,10 @@ static const struct {
     {"server.workers", NULL, T_INT, FIELD(workers)},
     {"uploads.max_connections", NULL, T_INT, FIELD(upload_connections)},
     {"uploads.max_age_seconds", "BERTH_UPLOAD_MAX_AGE", T_INT, FIELD(upload_max_age)},
+    {"auth.keys_dir", "BERTH_KEYS_DIR", T_STR, FIELD(keys_dir)},
+    {"auth.issuer", NULL, T_STR, FIELD(token_issuer)},
+    {"auth.service", NULL, T_STR, FIELD(token_service)},
+    {"auth.token_ttl_seconds", NULL, T_INT, FIELD(token_ttl)},
     {"uploads.purge_interval_seconds", "BERTH_UPLOAD_PURGE_INTERVAL", T_INT, FIELD(upload_purge_interval)},
 };
 #define NDIR (sizeof(directives) / sizeof(directives[0]))
@@ -159,6 +163,9 @@ int berth_config_load(berth_config_t *cfg, const char *path, char *errbuf, size_
     cfg->upload_connections = 512;
     cfg->upload_max_age = 24 * 3600;
     cfg->upload_purge_interval = 600;
+    cfg->token_issuer = strdup("berth");
+    cfg->token_service = strdup("berth-registry");
+    cfg->token_ttl = 300;
     if (path != NULL && load_yaml(cfg, path, errbuf, errlen) != 0)
         return -1;
     for (size_t i = 0; i < NDIR; i++) {
@@ -182,6 +189,11 @@ int berth_config_load(berth_config_t *cfg, const char *path, char *errbuf, size_
         size_t n = strlen(cfg->storage_root) + 8;
         cfg->run_dir = malloc(n);
         snprintf(cfg->run_dir, n, "%s/run", cfg->storage_root);
+    }
+    if (cfg->keys_dir == NULL) {
+        size_t n = strlen(cfg->storage_root) + 8;
+        cfg->keys_dir = malloc(n);
+        snprintf(cfg->keys_dir, n, "%s/keys", cfg->storage_root);
     }
     if (cfg->external_url == NULL) {
         size_t n = strlen(cfg->http_addr) + 8;

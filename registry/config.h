@@ -24,6 +24,10 @@ typedef struct st_berth_config_t {
     int upload_connections; /* uploads.max_connections */
     int upload_max_age;     /* uploads.max_age_seconds: idle sessions older than this are purged */
     int upload_purge_interval; /* uploads.purge_interval_seconds */
+    char *keys_dir;       /* auth.keys_dir: token signing key and certificate (default <storage.root>/keys) */
+    char *token_issuer;   /* auth.issuer */
+    char *token_service;  /* auth.service */
+    int token_ttl;        /* auth.token_ttl_seconds */
 } berth_config_t;
 
 /**

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "auth/service.h"
 #include "registry/config.h"
 #include "registry/core/log.h"
 #include "registry/http/access_log.h"
@@ -82,12 +83,23 @@ int main(int argc, char **argv)
         fprintf(stderr, "berthd: storage: %s\n", err.msg);
         return 1;
     }
+    berth_token_keys_t *keys = NULL;
+    if (berth_token_keys_load(&keys, cfg.keys_dir, &err) != 0) {
+        fprintf(stderr, "berthd: %s\n", err.msg);
+        return 1;
+    }
+    berth_authsvc_t auth = {.db = db, .keys = keys, .issuer = cfg.token_issuer, .service = cfg.token_service,
+                            .ttl_seconds = cfg.token_ttl};
+    if (berth_authsvc_bootstrap(&auth, cfg.admin_password, &err) != 0) {
+        fprintf(stderr, "berthd: cannot create the first admin: %s\n", err.msg);
+        return 1;
+    }
     if (check_only) {
         printf("berthd: configuration and database OK\n");
         return 0;
     }
     berth_db_listener_t *listener = berth_db_listen_start(cfg.database_url, berth_cache_invalidate, berth_cache_set_enabled);
-    berth_registry_t reg = {.db = db, .store = store, .blob_redirect_prefix = BLOB_PREFIX};
+    berth_registry_t reg = {.db = db, .auth = &auth, .store = store, .blob_redirect_prefix = BLOB_PREFIX};
     berth_workers_t *workers = berth_workers_start(cfg.workers);
     berth_janitor_t *janitor = berth_janitor_start(&reg, cfg.upload_purge_interval, cfg.upload_max_age);
     berth_server_t *server = NULL;
@@ -147,6 +159,7 @@ int main(int argc, char **argv)
     berth_db_listen_stop(listener);
     berth_db_close(db);
     berth_store_close(store);
+    berth_token_keys_free(keys);
     berth_config_dispose(&cfg);
     berth_access_log_flush();
     berth_log_info("stopped");

@@ -15,6 +15,11 @@ static int hexval(char c)
 
 long berth_query_get(const char *query, size_t len, const char *key, char *out, size_t outsz)
 {
+    return berth_query_get_nth(query, len, key, 0, out, outsz);
+}
+
+long berth_query_get_nth(const char *query, size_t len, const char *key, int index, char *out, size_t outsz)
+{
     size_t klen = strlen(key);
     const char *p = query, *end = query + len;
     while (p < end) {
@@ -22,7 +27,7 @@ long berth_query_get(const char *query, size_t len, const char *key, char *out, 
         const char *item_end = amp != NULL ? amp : end;
         const char *eq = memchr(p, '=', (size_t)(item_end - p));
         const char *kend = eq != NULL ? eq : item_end;
-        if ((size_t)(kend - p) == klen && memcmp(p, key, klen) == 0) {
+        if ((size_t)(kend - p) == klen && memcmp(p, key, klen) == 0 && index-- == 0) {
             size_t n = 0;
             for (const char *v = eq != NULL ? eq + 1 : item_end; v < item_end; v++) {
                 char c = *v;

@@ -10,4 +10,7 @@
  */
 long berth_query_get(const char *query, size_t len, const char *key, char *out, size_t outsz);
 
+/** Like berth_query_get, for the `index`-th occurrence of `key` (0-based): repeated keys such as scope=. */
+long berth_query_get_nth(const char *query, size_t len, const char *key, int index, char *out, size_t outsz);
+
 #endif

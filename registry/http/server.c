@@ -12,7 +12,9 @@
 #include <unistd.h>
 
 #include <h2o.h>
+#include <openssl/crypto.h>
 
+#include "auth/service.h"
 #include "registry/core/log.h"
 #include "registry/http/access_log.h"
 #include "registry/http/metrics.h"
@@ -50,6 +52,9 @@ struct job {
     h2o_req_t *req; /* loop thread only; NULL once the request is gone */
     guard_t *guard;
     berth_registry_t *reg;
+    int is_token; /* /service/token instead of /v2 */
+    berth_token_req_t token;
+    char *authorization;
     berth_v2_req_t v2;
     char method[16];
     char *query, *accept, *ctype, *body;
@@ -131,13 +136,20 @@ static void job_free(job_t *j)
     free(j->accept);
     free(j->ctype);
     free(j->body);
+    if (j->authorization != NULL) {
+        OPENSSL_cleanse(j->authorization, strlen(j->authorization));
+        free(j->authorization);
+    }
     free(j);
 }
 
 static void run_job(berth_work_t *w)
 {
     job_t *j = H2O_STRUCT_FROM_MEMBER(job_t, work, w);
-    berth_v2_handle(j->reg, &j->v2, &j->resp);
+    if (j->is_token)
+        berth_authsvc_token(j->reg->auth, &j->token, &j->resp);
+    else
+        berth_v2_handle(j->reg, &j->v2, &j->resp);
     h2o_multithread_send_message(&j->loop->done, &j->msg);
 }
 
@@ -216,6 +228,27 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
         return 0;
     }
     job_t *j = calloc(1, sizeof(*j));
+    if (plen == 14 && memcmp(path, "/service/token", 14) == 0 && s->reg->auth != NULL) {
+        j->is_token = 1;
+        clock_gettime(CLOCK_MONOTONIC, &j->start);
+        j->loop = lt;
+        j->req = req;
+        j->reg = s->reg;
+        if (req->query_at != SIZE_MAX) {
+            j->token.query_len = req->path.len - req->query_at - 1;
+            j->query = strndup(req->path.base + req->query_at + 1, j->token.query_len);
+            j->token.query = j->query;
+        } else {
+            j->token.query = "";
+        }
+        j->authorization = header_dup(req, H2O_TOKEN_AUTHORIZATION, &j->token.authorization_len);
+        j->token.authorization = j->authorization;
+        j->guard = h2o_mem_alloc_shared(&req->pool, sizeof(guard_t), on_guard_dispose);
+        j->guard->job = j;
+        j->work.run = run_job;
+        berth_workers_submit(s->workers, &j->work);
+        return 0;
+    }
     int rc = berth_route_parse(&j->v2.route, path, plen, &err);
     if (rc != 0 || j->v2.route.kind == BERTH_ROUTE_UPLOAD) {
         if (rc == BERTH_ENOTFOUND || j->v2.route.kind == BERTH_ROUTE_UPLOAD)

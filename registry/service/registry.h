@@ -9,8 +9,11 @@
 #include "registry/storage/store.h"
 #include "sql/db.h"
 
+struct st_berth_authsvc_t;
+
 typedef struct st_berth_registry_t {
     berth_db_t *db;
+    struct st_berth_authsvc_t *auth; /* token service (auth/service.h) */
     berth_store_t *store;
     /* internal location the edge serves blob files from: "/_berth/blobs/" + "<alg>/<ab>/<hex>" */
     const char *blob_redirect_prefix;

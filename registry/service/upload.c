@@ -386,11 +386,17 @@ void berth_upload_finish(berth_upload_t *u, berth_resp_t *resp)
     if (u->op == OP_PATCH) {
         session_headers(resp, u->repo, u->id, u->offset + u->written);
         berth_resp_body(resp, 202, NULL, 0, NULL);
-        return;
+        /* hand the hash state and the file lock on before the client can see the answer: its next PATCH may
+         * arrive on another connection while this request is still being torn down */
+        hash_put(u->id, u->offset + u->written, u->hash);
+        u->hash = NULL;
+    } else {
+        finish_blob(u, resp);
+        berth_hash_free(u->hash); /* the session is over either way */
+        u->hash = NULL;
     }
-    finish_blob(u, resp);
-    berth_hash_free(u->hash); /* the session is over either way */
-    u->hash = NULL;
+    close(u->fd);
+    u->fd = -1;
 }
 
 void berth_upload_free(berth_upload_t *u)

@@ -1,0 +1,155 @@
+#include "auth/service.h"
+
+#include <jansson.h>
+#include <pthread.h>
+#include <openssl/rand.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "auth/header.h"
+#include "auth/password.h"
+#include "registry/core/log.h"
+#include "registry/core/query.h"
+#include "sql/users.h"
+
+#define MAX_SCOPES 16
+
+/* A fixed valid hash to verify against when the user does not exist, so timing does not reveal that. */
+static char dummy_hash[BERTH_PASSWORD_HASH_MAX];
+static pthread_once_t dummy_once = PTHREAD_ONCE_INIT;
+static void make_dummy(void)
+{
+    berth_password_hash(dummy_hash, "berth-dummy-password-1A");
+}
+
+static void unauthorized(berth_resp_t *resp, const char *why)
+{
+    berth_err_t err;
+    berth_err_set(&err, BERTH_OCI_UNAUTHORIZED, "authentication required");
+    berth_log_info("token request refused: %s", why);
+    berth_resp_error(resp, &err);
+}
+
+/* What `user` (NULL: anonymous) may do on one scope. */
+static unsigned permitted(berth_dbconn_t *c, const berth_db_user_t *user, const berth_scope_t *s)
+{
+    if (user != NULL && user->sysadmin)
+        return s->actions;
+    if (strcmp(s->type, "repository") != 0)
+        return 0;
+    char project[BERTH_NAME_MAX + 1];
+    size_t plen = berth_ref_project_len(s->name, strlen(s->name));
+    memcpy(project, s->name, plen);
+    project[plen] = '\0';
+    return berth_db_project_is_public(c, project, NULL) == 1 ? BERTH_ACTION_PULL : 0;
+}
+
+void berth_authsvc_token(berth_authsvc_t *a, const berth_token_req_t *rq, berth_resp_t *resp)
+{
+    berth_resp_init(resp);
+    pthread_once(&dummy_once, make_dummy);
+    berth_auth_header_t h;
+    if (berth_auth_header_parse(&h, rq->authorization, rq->authorization_len) != 0 || h.kind == BERTH_AUTH_BEARER) {
+        berth_auth_header_dispose(&h);
+        return unauthorized(resp, "malformed Authorization header");
+    }
+    char service[256];
+    if (berth_query_get(rq->query, rq->query_len, "service", service, sizeof(service)) >= 0 && strcmp(service, a->service) != 0) {
+        berth_auth_header_dispose(&h);
+        berth_err_t err;
+        berth_err_set(&err, BERTH_OCI_UNSUPPORTED, "unknown service %s", service);
+        berth_resp_error(resp, &err);
+        resp->status = 400;
+        return;
+    }
+    berth_err_t err;
+    berth_err_clear(&err);
+    berth_dbconn_t *c = berth_db_acquire(a->db, &err);
+    if (c == NULL) {
+        berth_auth_header_dispose(&h);
+        berth_resp_error(resp, &err);
+        return;
+    }
+    berth_db_user_t user, *who = NULL;
+    if (h.kind == BERTH_AUTH_BASIC) {
+        int rc = berth_db_user_get(c, h.user, &user, &err);
+        int ok = berth_password_verify(rc == 0 && user.password_hash[0] ? user.password_hash : dummy_hash, h.secret);
+        if (rc != 0 || !ok || user.disabled) {
+            berth_db_release(a->db, c);
+            berth_auth_header_dispose(&h);
+            if (rc != 0 && rc != BERTH_ENOTFOUND)
+                return berth_resp_error(resp, &err);
+            return unauthorized(resp, "bad credentials");
+        }
+        who = &user;
+    }
+    berth_auth_header_dispose(&h);
+
+    berth_scope_t granted[MAX_SCOPES];
+    size_t n = 0;
+    char param[1024];
+    for (int i = 0; n < MAX_SCOPES && berth_query_get_nth(rq->query, rq->query_len, "scope", i, param, sizeof(param)) >= 0; i++) {
+        /* one parameter may carry several space-separated scopes */
+        for (char *save = NULL, *tok = strtok_r(param, " ", &save); tok != NULL && n < MAX_SCOPES; tok = strtok_r(NULL, " ", &save)) {
+            berth_scope_t s;
+            if (berth_scope_parse(&s, tok, strlen(tok), NULL) != 0)
+                continue; /* never grant what we cannot read */
+            s.actions &= permitted(c, who, &s);
+            if (s.actions != 0)
+                granted[n++] = s;
+        }
+    }
+    berth_db_release(a->db, c);
+    time_t now = time(NULL);
+    char *tok = berth_token_issue(a->keys, a->issuer, a->service, who != NULL ? who->username : "", granted, n, now, a->ttl_seconds);
+    if (tok == NULL) {
+        berth_err_set(&err, BERTH_OCI_INTERNAL, "token signing failed");
+        return berth_resp_error(resp, &err);
+    }
+    char issued[32];
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    strftime(issued, sizeof(issued), "%Y-%m-%dT%H:%M:%SZ", &tm);
+    json_t *o = json_pack("{s:s,s:s,s:i,s:s}", "token", tok, "access_token", tok, "expires_in", a->ttl_seconds, "issued_at", issued);
+    char *body = json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+    free(tok);
+    berth_resp_body(resp, 200, body, strlen(body), "application/json");
+    berth_log_info("token issued to %s (%zu scope(s))", who != NULL ? who->username : "anonymous", n);
+}
+
+int berth_authsvc_bootstrap(berth_authsvc_t *a, const char *password, berth_err_t *err)
+{
+    char generated[40] = "", hash[BERTH_PASSWORD_HASH_MAX];
+    berth_dbconn_t *c0 = berth_db_acquire(a->db, err);
+    if (c0 == NULL)
+        return err != NULL ? err->code : BERTH_EUNAVAIL;
+    int any = berth_db_user_any(c0, err);
+    berth_db_release(a->db, c0);
+    if (any != 0) /* users exist (or an error): nothing to create, and no hashing at every start */
+        return any < 0 ? any : 0;
+    if (password == NULL || password[0] == '\0') {
+        unsigned char r[12];
+        RAND_bytes(r, sizeof(r));
+        /* upper, lower and digit guaranteed so the policy holds */
+        snprintf(generated, sizeof(generated), "Bx7");
+        for (int i = 0; i < 12; i++)
+            snprintf(generated + 3 + 2 * i, 3, "%02x", r[i]);
+        password = generated;
+    }
+    if (berth_password_hash(hash, password) != 0)
+        return berth_err_set(err, BERTH_OCI_INTERNAL, "cannot hash the admin password");
+    berth_dbconn_t *c = berth_db_acquire(a->db, err);
+    if (c == NULL)
+        return err != NULL ? err->code : BERTH_EUNAVAIL;
+    int created = 0;
+    int rc = berth_db_user_bootstrap_admin(c, "admin", hash, &created, err);
+    berth_db_release(a->db, c);
+    if (rc == 0 && created && generated[0] != '\0')
+        fprintf(stderr, "berthd: created user admin with generated password %s (shown once)\n", generated);
+    else if (rc == 0 && created)
+        berth_log_info("created user admin from BERTH_ADMIN_PASSWORD");
+    return rc;
+}

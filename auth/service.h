@@ -1,0 +1,35 @@
+/* The token service (GET /service/token): who are you, what may you do, here is a token for exactly that. */
+#ifndef BERTH_AUTH_SERVICE_H
+#define BERTH_AUTH_SERVICE_H
+
+#include <stddef.h>
+
+#include "auth/token.h"
+#include "registry/core/resp.h"
+#include "sql/db.h"
+
+typedef struct st_berth_authsvc_t {
+    berth_db_t *db;
+    berth_token_keys_t *keys;
+    const char *issuer;  /* iss */
+    const char *service; /* aud, and the service= clients must name */
+    int ttl_seconds;
+} berth_authsvc_t;
+
+typedef struct st_berth_token_req_t {
+    const char *query; /* without '?' */
+    size_t query_len;
+    const char *authorization; /* header value or NULL */
+    size_t authorization_len;
+} berth_token_req_t;
+
+/**
+ * Answer a token request. Blocking (password hashing, SQL): call on a worker. Grants requested ∩ permitted:
+ * system admins everything requested, everyone (anonymous included) pull on public projects. Bad
+ * credentials get 401 and nothing else; unknown users cost the same time as known ones.
+ */
+void berth_authsvc_token(berth_authsvc_t *a, const berth_token_req_t *rq, berth_resp_t *resp);
+/** Create the first admin from `password` (or a generated one, printed once to stderr) when no user exists. */
+int berth_authsvc_bootstrap(berth_authsvc_t *a, const char *password, berth_err_t *err);
+
+#endif

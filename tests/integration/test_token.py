@@ -1,0 +1,128 @@
+"""The token service: Docker token spec answers, exactly-granted access, and a stock Distribution registry
+(Debian docker-registry) that trusts Berth's certificate accepting Berth's tokens — driven by skopeo."""
+import base64
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+import unittest
+
+from harness import BerthTestCase, Berthd, error_code, free_port, main, psql, write_oci_layout
+
+ADMIN_PW = "Harbor12345"
+
+
+def basic(user, pw):
+    return {"Authorization": "Basic " + base64.b64encode(("%s:%s" % (user, pw)).encode()).decode()}
+
+
+def jwt_parts(tok):
+    def dec(p):
+        return json.loads(base64.urlsafe_b64decode(p + "=" * (-len(p) % 4)))
+    h, p, _ = tok.split(".")
+    return dec(h), dec(p)
+
+
+class TokenService(BerthTestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.b = Berthd(env={"BERTH_ADMIN_PASSWORD": ADMIN_PW}).start()
+
+    def token(self, query, headers=None):
+        st, h, body = self.b.request("GET", "/service/token?" + query, headers=headers or {})
+        return st, (json.loads(body) if body else None)
+
+    def test_admin_gets_what_it_asks(self):
+        st, r = self.token("service=berth-registry&scope=repository:lib/app:pull,push&scope=registry:catalog:*",
+                           basic("admin", ADMIN_PW))
+        self.assertEqual(st, 200)
+        self.assertEqual(r["token"], r["access_token"])
+        self.assertGreater(r["expires_in"], 0)
+        self.assertTrue(r["issued_at"].endswith("Z"))
+        hdr, claims = jwt_parts(r["token"])
+        self.assertEqual(hdr["alg"], "ES256")
+        self.assertEqual(len(hdr["kid"]), 59)
+        self.assertEqual(len(hdr["x5c"]), 1)
+        self.assertEqual((claims["iss"], claims["aud"], claims["sub"]), ("berth", "berth-registry", "admin"))
+        self.assertTrue(claims["jti"])
+        self.assertLessEqual(claims["nbf"], time.time() + 1)
+        acc = {(a["type"], a["name"]): sorted(a["actions"]) for a in claims["access"]}
+        self.assertEqual(acc, {("repository", "lib/app"): ["pull", "push"], ("registry", "catalog"): ["*"]})
+
+    def test_bad_credentials(self):
+        for hdr in (basic("admin", "wrong"), basic("nobody", ADMIN_PW), {"Authorization": "Basic !!"},
+                    {"Authorization": "Bearer abc"}):
+            st, body = self.b.request("GET", "/service/token?scope=repository:a/b:pull", headers=hdr)[0::2]
+            self.assertEqual((st, error_code(body)), (401, "UNAUTHORIZED"), hdr)
+        self.assertNotIn(ADMIN_PW, self.b.logs())
+
+    def test_anonymous_private_and_public(self):
+        self.b.push_blob("privproj/app", b"x")
+        self.b.push_blob("pubproj/app", b"y")
+        psql("UPDATE projects SET public = true WHERE name = 'pubproj'", dbname=self.b.dbname)
+        st, r = self.token("scope=repository:privproj/app:pull&scope=repository:pubproj/app:pull,push,delete")
+        self.assertEqual(st, 200)
+        _, claims = jwt_parts(r["token"])
+        # never more than permitted: pull on the public project only, nothing on the private one
+        self.assertEqual(claims["access"], [{"type": "repository", "name": "pubproj/app", "actions": ["pull"]}])
+        self.assertEqual(claims["sub"], "")
+
+    def test_garbage_scopes_grant_nothing(self):
+        st, r = self.token("scope=repository:UPPER:pull&scope=repository:a/../b:push&scope=nonsense",
+                           basic("admin", ADMIN_PW))
+        self.assertEqual(st, 200)
+        self.assertEqual(jwt_parts(r["token"])[1]["access"], [])
+
+    def test_wrong_service(self):
+        st, _ = self.token("service=elsewhere&scope=repository:a/b:pull", basic("admin", ADMIN_PW))
+        self.assertEqual(st, 400)
+
+
+@unittest.skipUnless(shutil.which("docker-registry") and shutil.which("skopeo"), "docker-registry/skopeo missing")
+class DistributionTrustsBerth(unittest.TestCase):
+    def test_skopeo_pushes_to_distribution_with_a_berth_token(self):
+        b = Berthd(env={"BERTH_ADMIN_PASSWORD": ADMIN_PW}).start()
+        tmp = tempfile.mkdtemp(prefix="dist-")
+        port = free_port()
+        cfg = os.path.join(tmp, "config.yml")
+        with open(cfg, "w") as f:
+            f.write("version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n    rootdirectory: %s/data\n"
+                    "http:\n  addr: 127.0.0.1:%d\nauth:\n  token:\n    realm: http://%s/service/token\n"
+                    "    service: berth-registry\n    issuer: berth\n    rootcertbundle: %s/keys/token.crt\n"
+                    % (tmp, port, b.host, b.storage))
+        dist = subprocess.Popen(["docker-registry", "serve", cfg], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            import http.client
+            for _ in range(100):
+                try:
+                    c = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+                    c.request("GET", "/v2/")
+                    r = c.getresponse()
+                    r.read()
+                    break
+                except OSError:
+                    time.sleep(0.05)
+            self.assertEqual(r.status, 401)
+            self.assertIn('realm="http://%s/service/token"' % b.host, r.getheader("WWW-Authenticate"))
+            layout = os.path.join(tmp, "layout")
+            write_oci_layout(layout, [{"f": b"trusted"}])
+            out = subprocess.run(["skopeo", "copy", "--dest-tls-verify=false", "--dest-creds", "admin:" + ADMIN_PW,
+                                  "oci:%s:latest" % layout, "docker://127.0.0.1:%d/interop/app:v1" % port],
+                                 capture_output=True, text=True, timeout=120)
+            self.assertEqual(out.returncode, 0, out.stderr)
+            # a token for another repository, or with pull only, does not let anyone push there
+            out = subprocess.run(["skopeo", "copy", "--dest-tls-verify=false", "--dest-creds", "admin:wrong",
+                                  "oci:%s:latest" % layout, "docker://127.0.0.1:%d/interop/other:v1" % port],
+                                 capture_output=True, text=True, timeout=120)
+            self.assertNotEqual(out.returncode, 0)
+        finally:
+            dist.terminate()
+            dist.wait(10)
+            b.cleanup()
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
