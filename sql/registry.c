@@ -281,7 +281,7 @@ static int delete_and_notify(berth_dbconn_t *c, int id, const char *repo, const 
     }
     if (n == 0) {
         berth_db_rollback(c);
-        return berth_err_set(err, unknown, msg);
+        return msg != NULL ? berth_err_set(err, unknown, "%s", msg) : berth_err_set(err, unknown, NULL);
     }
     return berth_db_commit(c, err);
 }
