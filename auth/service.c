@@ -10,6 +10,7 @@
 
 #include "auth/header.h"
 #include "auth/password.h"
+#include "auth/rbac.h"
 #include "registry/core/log.h"
 #include "registry/core/query.h"
 #include "sql/users.h"
@@ -32,18 +33,23 @@ static void unauthorized(berth_resp_t *resp, const char *why)
     berth_resp_error(resp, &err);
 }
 
-/* What `user` (NULL: anonymous) may do on one scope. */
+/* What `user` (NULL: anonymous) may do on one scope: Harbor's matrix (auth/rbac.c), nothing on error. */
 static unsigned permitted(berth_dbconn_t *c, const berth_db_user_t *user, const berth_scope_t *s)
 {
-    if (user != NULL && user->sysadmin)
+    berth_subject_t who = {.authenticated = user != NULL, .sysadmin = user != NULL && user->sysadmin};
+    if (who.sysadmin)
         return s->actions;
     if (strcmp(s->type, "repository") != 0)
-        return 0;
+        return 0; /* registry:catalog is for system admins */
     char project[BERTH_NAME_MAX + 1];
     size_t plen = berth_ref_project_len(s->name, strlen(s->name));
     memcpy(project, s->name, plen);
     project[plen] = '\0';
-    return berth_db_project_is_public(c, project, NULL) == 1 ? BERTH_ACTION_PULL : 0;
+    int is_public = 0, role = 0;
+    if (berth_db_project_access(c, project, user != NULL ? user->id : 0, &is_public, &role, NULL) != 0)
+        return 0;
+    who.role = (berth_role_t)role;
+    return berth_rbac_repository_scope(&who, is_public);
 }
 
 void berth_authsvc_token(berth_authsvc_t *a, const berth_token_req_t *rq, berth_resp_t *resp)

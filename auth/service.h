@@ -24,8 +24,8 @@ typedef struct st_berth_token_req_t {
 } berth_token_req_t;
 
 /**
- * Answer a token request. Blocking (password hashing, SQL): call on a worker. Grants requested ∩ permitted:
- * system admins everything requested, everyone (anonymous included) pull on public projects. Bad
+ * Answer a token request. Blocking (password hashing, SQL): call on a worker. Grants requested ∩ permitted,
+ * permitted being Harbor's role matrix (auth/rbac.h) for the user's project role, plus pull on public projects. Bad
  * credentials get 401 and nothing else; unknown users cost the same time as known ones.
  */
 void berth_authsvc_token(berth_authsvc_t *a, const berth_token_req_t *rq, berth_resp_t *resp);

@@ -7,7 +7,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "auth/password.h"
 #include "auth/service.h"
+#include <openssl/crypto.h>
 #include "registry/config.h"
 #include "registry/core/log.h"
 #include "registry/http/access_log.h"
@@ -25,7 +27,7 @@
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: berthd [--config FILE] [--check]\n"
+    fprintf(stderr, "usage: berthd [--config FILE] [--check] | berthd hash-password < password\n"
                     "  --config FILE  YAML configuration (see deploy/berth.example.yaml)\n"
                     "  --check        validate configuration and database access, then exit\n");
 }
@@ -34,6 +36,19 @@ int main(int argc, char **argv)
 {
     const char *config_path = NULL;
     int check_only = 0;
+    if (argc == 2 && strcmp(argv[1], "hash-password") == 0) {
+        /* for operators and tests: the argon2id PHC string of the password on stdin */
+        char pw[1025], hash[BERTH_PASSWORD_HASH_MAX];
+        if (fgets(pw, sizeof(pw), stdin) == NULL)
+            return 2;
+        pw[strcspn(pw, "\r\n")] = '\0';
+        int rc = berth_password_hash(hash, pw);
+        OPENSSL_cleanse(pw, sizeof(pw));
+        if (rc != 0)
+            return 1;
+        printf("%s\n", hash);
+        return 0;
+    }
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--config") == 0 && i + 1 < argc)
             config_path = argv[++i];

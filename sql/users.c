@@ -16,7 +16,10 @@ static const berth_db__stmt_t stmts[] = {
      "INSERT INTO users (username, password_hash, sysadmin) SELECT $1, $2, true "
      "WHERE NOT EXISTS (SELECT 1 FROM users) ON CONFLICT (username) DO NOTHING",
      2},
-    {S_PROJECT_PUBLIC, "SELECT public FROM projects WHERE name = $1", 1},
+    {S_PROJECT_PUBLIC,
+     "SELECT p.public, coalesce((SELECT m.role FROM project_members m WHERE m.project_id = p.id AND m.user_id = $2), 0) "
+     "FROM projects p WHERE p.name = $1",
+     2},
     {S_USER_ANY, "SELECT EXISTS (SELECT 1 FROM users)", 0},
 };
 
@@ -57,15 +60,19 @@ int berth_db_user_bootstrap_admin(berth_dbconn_t *c, const char *username, const
     return 0;
 }
 
-int berth_db_project_is_public(berth_dbconn_t *c, const char *project, berth_err_t *err)
+int berth_db_project_access(berth_dbconn_t *c, const char *project, int64_t user_id, int *is_public, int *role,
+                            berth_err_t *err)
 {
-    const char *p[] = {project};
+    char uid[24];
+    snprintf(uid, sizeof(uid), "%lld", (long long)user_id);
+    const char *p[] = {project, uid};
     PGresult *res = berth_db__run(c, stmt(S_PROJECT_PUBLIC), p, NULL, NULL, 0, err);
     if (res == NULL)
         return err != NULL ? err->code : BERTH_ERROR;
-    int pub = PQntuples(res) == 1 && PQgetvalue(res, 0, 0)[0] == 't';
+    *is_public = PQntuples(res) == 1 && PQgetvalue(res, 0, 0)[0] == 't';
+    *role = PQntuples(res) == 1 ? (int)strtol(PQgetvalue(res, 0, 1), NULL, 10) : 0;
     PQclear(res);
-    return pub;
+    return 0;
 }
 
 int berth_db_user_any(berth_dbconn_t *c, berth_err_t *err)

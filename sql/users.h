@@ -20,7 +20,8 @@ int berth_db_user_bootstrap_admin(berth_dbconn_t *c, const char *username, const
                                   berth_err_t *err);
 /** 1 if any user exists, 0 if none, <0 on error. */
 int berth_db_user_any(berth_dbconn_t *c, berth_err_t *err);
-/** 1 if the project exists and is public, 0 if private or absent, <0 on error. */
-int berth_db_project_is_public(berth_dbconn_t *c, const char *project, berth_err_t *err);
+/** What a user (id 0: anonymous) has in a project: whether it is public and the user's member role (0: none). */
+int berth_db_project_access(berth_dbconn_t *c, const char *project, int64_t user_id, int *is_public, int *role,
+                            berth_err_t *err);
 
 #endif

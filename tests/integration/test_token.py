@@ -69,6 +69,30 @@ class TokenService(BerthTestCase):
         self.assertEqual(claims["access"], [{"type": "repository", "name": "pubproj/app", "actions": ["pull"]}])
         self.assertEqual(claims["sub"], "")
 
+    def test_members_get_their_role(self):
+        """Harbor's matrix: projectAdmin/maintainer delete, developer push, guest/limitedGuest pull, others nothing."""
+        from harness import BERTHD
+        import subprocess
+        self.b.push_blob("team/app", b"z")
+        pw = "Member12345"
+        h = subprocess.run([BERTHD, "hash-password"], input=pw + "\n", capture_output=True, text=True, check=True).stdout.strip()
+        roles = {"padmin": 1, "dev": 2, "guest": 3, "maint": 4, "limited": 5, "outsider": None}
+        for user, role in roles.items():
+            psql("INSERT INTO users (username, password_hash) VALUES ('%s', '%s')" % (user, h), dbname=self.b.dbname)
+            if role:
+                psql("INSERT INTO project_members SELECT p.id, u.id, %d FROM projects p, users u WHERE p.name = 'team' "
+                     "AND u.username = '%s'" % (role, user), dbname=self.b.dbname)
+        expect = {"padmin": ["delete", "pull", "push"], "maint": ["delete", "pull", "push"], "dev": ["pull", "push"],
+                  "guest": ["pull"], "limited": ["pull"], "outsider": None}
+        for user, actions in expect.items():
+            st, r = self.token("scope=repository:team/app:pull,push,delete&scope=registry:catalog:*", basic(user, pw))
+            self.assertEqual(st, 200, user)
+            acc = jwt_parts(r["token"])[1]["access"]
+            want = [{"type": "repository", "name": "team/app", "actions": actions}] if actions else []
+            self.assertEqual([dict(a, actions=sorted(a["actions"])) for a in acc], want, user)
+        psql("UPDATE users SET disabled = true WHERE username = 'dev'", dbname=self.b.dbname)
+        self.assertEqual(self.token("scope=repository:team/app:pull", basic("dev", pw))[0], 401)
+
     def test_garbage_scopes_grant_nothing(self):
         st, r = self.token("scope=repository:UPPER:pull&scope=repository:a/../b:push&scope=nonsense",
                            basic("admin", ADMIN_PW))

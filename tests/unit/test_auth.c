@@ -10,6 +10,7 @@
 
 #include "auth/header.h"
 #include "auth/password.h"
+#include "auth/rbac.h"
 #include "auth/scope.h"
 #include "auth/token.h"
 #include "tests/unit/tap.h"
@@ -164,8 +165,36 @@ static void test_tokens(void)
     ok(system(cmd) == 0, "cleanup");
 }
 
+static void test_rbac(void)
+{
+    berth_subject_t anon = {0}, admin = {.authenticated = 1, .sysadmin = 1};
+    berth_subject_t pa = {1, 0, BERTH_ROLE_PROJECT_ADMIN}, mt = {1, 0, BERTH_ROLE_MAINTAINER}, dev = {1, 0, BERTH_ROLE_DEVELOPER},
+                    guest = {1, 0, BERTH_ROLE_GUEST}, lg = {1, 0, BERTH_ROLE_LIMITED_GUEST}, outsider = {1, 0, BERTH_ROLE_NONE};
+    unsigned pp = BERTH_ACTION_PULL | BERTH_ACTION_PUSH, all = pp | BERTH_ACTION_DELETE;
+    ok(berth_rbac_repository_scope(&admin, 0) == all, "system admin: everything");
+    ok(berth_rbac_repository_scope(&pa, 0) == all && berth_rbac_repository_scope(&mt, 0) == all, "projectAdmin, maintainer: delete");
+    ok(berth_rbac_repository_scope(&dev, 0) == pp, "developer: push, no delete");
+    ok(berth_rbac_repository_scope(&guest, 0) == BERTH_ACTION_PULL && berth_rbac_repository_scope(&lg, 0) == BERTH_ACTION_PULL,
+       "guest, limitedGuest: pull only");
+    ok(berth_rbac_repository_scope(&anon, 0) == 0 && berth_rbac_repository_scope(&outsider, 0) == 0,
+       "anonymous and non-members: nothing on a private project");
+    ok(berth_rbac_repository_scope(&anon, 1) == BERTH_ACTION_PULL && berth_rbac_repository_scope(&outsider, 1) == BERTH_ACTION_PULL,
+       "public project: pull for everyone");
+    ok(berth_rbac_repository_scope(&dev, 1) == pp, "public adds to a role, never removes");
+    ok(!berth_rbac_allows(&lg, 0, BERTH_RES_MEMBER, BERTH_ACT_LIST) && berth_rbac_allows(&guest, 0, BERTH_RES_MEMBER, BERTH_ACT_LIST),
+       "limitedGuest cannot list members, guest can");
+    ok(berth_rbac_allows(&pa, 0, BERTH_RES_LOG, BERTH_ACT_LIST) && !berth_rbac_allows(&mt, 0, BERTH_RES_LOG, BERTH_ACT_LIST),
+       "project logs: projectAdmin only");
+    ok(!berth_rbac_allows(&dev, 0, BERTH_RES_TAG, BERTH_ACT_DELETE) && berth_rbac_allows(&mt, 0, BERTH_RES_TAG, BERTH_ACT_DELETE),
+       "tag delete: maintainer and up");
+    ok(!berth_rbac_allows(&anon, 1, BERTH_RES_MEMBER, BERTH_ACT_READ), "public projects do not expose members");
+    ok(!berth_rbac_allows(&admin, 0, BERTH_RES__COUNT, BERTH_ACT_READ) && !berth_rbac_allows(&pa, 0, BERTH_RES_PROJECT, 0),
+       "unknown resources and empty requests are denied");
+}
+
 int main(void)
 {
+    test_rbac();
     test_scopes();
     test_headers();
     test_passwords();
