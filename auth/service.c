@@ -80,16 +80,14 @@ void berth_authsvc_token(berth_authsvc_t *a, const berth_token_req_t *rq, berth_
     }
     berth_db_user_t user, *who = NULL;
     if (h.kind == BERTH_AUTH_BASIC) {
-        int rc = berth_db_user_get(c, h.user, &user, &err);
-        int ok = berth_password_verify(rc == 0 && user.password_hash[0] ? user.password_hash : dummy_hash, h.secret);
-        if (rc != 0 || !ok || user.disabled) {
-            berth_db_release(a->db, c);
-            berth_auth_header_dispose(&h);
-            if (rc != 0 && rc != BERTH_ENOTFOUND)
-                return berth_resp_error(resp, &err);
+        berth_db_release(a->db, c);
+        int rc = berth_authsvc_login(a, h.user, h.secret, &user);
+        berth_auth_header_dispose(&h);
+        if (rc != 0)
             return unauthorized(resp, "bad credentials");
-        }
         who = &user;
+        if ((c = berth_db_acquire(a->db, &err)) == NULL)
+            return berth_resp_error(resp, &err);
     }
     berth_auth_header_dispose(&h);
 
@@ -124,6 +122,28 @@ void berth_authsvc_token(berth_authsvc_t *a, const berth_token_req_t *rq, berth_
     free(tok);
     berth_resp_body(resp, 200, body, strlen(body), "application/json");
     berth_log_info("token issued to %s (%zu scope(s))", who != NULL ? who->username : "anonymous", n);
+}
+
+int berth_authsvc_login(berth_authsvc_t *a, const char *username, const char *password, berth_db_user_t *out)
+{
+    pthread_once(&dummy_once, make_dummy);
+    berth_dbconn_t *c = berth_db_acquire(a->db, NULL);
+    if (c == NULL)
+        return BERTH_EUNAVAIL;
+    int rc = berth_db_user_get(c, username, out, NULL);
+    berth_db_release(a->db, c);
+    int ok = berth_password_verify(rc == 0 && out->password_hash[0] ? out->password_hash : dummy_hash, password);
+    return rc == 0 && ok && !out->disabled ? 0 : BERTH_EUNAUTH;
+}
+
+unsigned berth_authsvc_permitted(berth_authsvc_t *a, const berth_db_user_t *user, const berth_scope_t *scope)
+{
+    berth_dbconn_t *c = berth_db_acquire(a->db, NULL);
+    if (c == NULL)
+        return 0;
+    unsigned p = scope->actions & permitted(c, user, scope);
+    berth_db_release(a->db, c);
+    return p;
 }
 
 int berth_authsvc_bootstrap(berth_authsvc_t *a, const char *password, berth_err_t *err)

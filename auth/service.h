@@ -7,10 +7,12 @@
 #include "auth/token.h"
 #include "registry/core/resp.h"
 #include "sql/db.h"
+#include "sql/users.h"
 
 typedef struct st_berth_authsvc_t {
     berth_db_t *db;
     berth_token_keys_t *keys;
+    const char *realm;   /* external URL; the token endpoint is <realm>/service/token */
     const char *issuer;  /* iss */
     const char *service; /* aud, and the service= clients must name */
     int ttl_seconds;
@@ -29,6 +31,10 @@ typedef struct st_berth_token_req_t {
  * credentials get 401 and nothing else; unknown users cost the same time as known ones.
  */
 void berth_authsvc_token(berth_authsvc_t *a, const berth_token_req_t *rq, berth_resp_t *resp);
+/** Check a local user's password (constant time, same cost for unknown users). 0 with *out, or BERTH_EUNAUTH. */
+int berth_authsvc_login(berth_authsvc_t *a, const char *username, const char *password, berth_db_user_t *out);
+/** Token-scope actions `user` (NULL: anonymous) may have on `scope` (Harbor's matrix; 0 on any error). */
+unsigned berth_authsvc_permitted(berth_authsvc_t *a, const berth_db_user_t *user, const berth_scope_t *scope);
 /** Create the first admin from `password` (or a generated one, printed once to stderr) when no user exists. */
 int berth_authsvc_bootstrap(berth_authsvc_t *a, const char *password, berth_err_t *err);
 

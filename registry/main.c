@@ -103,7 +103,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "berthd: %s\n", err.msg);
         return 1;
     }
-    berth_authsvc_t auth = {.db = db, .keys = keys, .issuer = cfg.token_issuer, .service = cfg.token_service,
+    berth_authsvc_t auth = {.db = db, .keys = keys, .realm = cfg.external_url, .issuer = cfg.token_issuer, .service = cfg.token_service,
                             .ttl_seconds = cfg.token_ttl};
     if (berth_authsvc_bootstrap(&auth, cfg.admin_password, &err) != 0) {
         fprintf(stderr, "berthd: cannot create the first admin: %s\n", err.msg);

@@ -14,6 +14,7 @@
 #include <h2o.h>
 #include <openssl/crypto.h>
 
+#include "auth/gate.h"
 #include "auth/service.h"
 #include "registry/core/log.h"
 #include "registry/http/access_log.h"
@@ -56,6 +57,8 @@ struct job {
     berth_token_req_t token;
     char *authorization;
     berth_v2_req_t v2;
+    berth_scope_t need; /* what the request needs; has_need 0 for the base endpoint */
+    int has_need, gate_passed;
     char method[16];
     char *query, *accept, *ctype, *body;
     berth_resp_t resp;
@@ -148,7 +151,8 @@ static void run_job(berth_work_t *w)
     job_t *j = H2O_STRUCT_FROM_MEMBER(job_t, work, w);
     if (j->is_token)
         berth_authsvc_token(j->reg->auth, &j->token, &j->resp);
-    else
+    else if (j->gate_passed || berth_gate_check(j->reg->auth, j->authorization, j->authorization != NULL ? strlen(j->authorization) : 0,
+                                                j->has_need ? &j->need : NULL, &j->resp) == BERTH_GATE_ALLOW)
         berth_v2_handle(j->reg, &j->v2, &j->resp);
     h2o_multithread_send_message(&j->loop->done, &j->msg);
 }
@@ -278,8 +282,12 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
     j->v2.accept = j->accept;
     j->ctype = header_dup(req, H2O_TOKEN_CONTENT_TYPE, NULL);
     j->v2.content_type = j->ctype;
+    j->authorization = header_dup(req, H2O_TOKEN_AUTHORIZATION, NULL);
+    j->has_need = berth_gate_required(&j->need, j->v2.route.kind, j->v2.route.name, j->method);
     berth_resp_t cached;
-    if (berth_v2_cached(s->reg, &j->v2, &cached)) { /* hot pull path: no worker hop, no SQL */
+    j->gate_passed = berth_gate_fast(s->reg->auth, j->authorization, j->authorization != NULL ? strlen(j->authorization) : 0,
+                                     j->has_need ? &j->need : NULL, &cached) == BERTH_GATE_ALLOW;
+    if (j->gate_passed && berth_v2_cached(s->reg, &j->v2, &cached)) { /* hot pull path: no worker hop, no SQL */
         send_resp(req, &cached, j->v2.route.kind, &j->start);
         berth_resp_dispose(&cached);
         job_free(j);

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "auth/gate.h"
 #include "registry/core/digest.h"
 #include "registry/core/log.h"
 #include "registry/core/query.h"
@@ -160,6 +161,15 @@ static int try_mount(berth_registry_t *reg, berth_dbconn_t *c, const berth_uploa
     long fl = berth_query_get(rq->query, rq->query_len, "from", from, sizeof(from));
     if (fl < 0 || !berth_ref_name_valid(from, (size_t)fl))
         return 1; /* the spec allows a mount without from; we then start a normal upload */
+    /* mounting reads `from`: the caller must be allowed to pull there, or it is an ordinary upload (no leak) */
+    berth_scope_t pull_from = {.type = "repository", .actions = BERTH_ACTION_PULL};
+    snprintf(pull_from.name, sizeof(pull_from.name), "%s", from);
+    berth_resp_t denied;
+    if (berth_gate_check(reg->auth, rq->authorization, rq->authorization != NULL ? strlen(rq->authorization) : 0, &pull_from,
+                         &denied) != BERTH_GATE_ALLOW) {
+        berth_resp_dispose(&denied);
+        return 1;
+    }
     int64_t size;
     int rc = berth_db_blob_mount(c, rq->route->name, from, d.str, &size, err);
     if (rc == BERTH_ENOTFOUND) {
@@ -204,6 +214,14 @@ berth_upload_t *berth_upload_begin(berth_registry_t *reg, const berth_upload_req
         fail(resp, &err);
         return NULL;
     }
+    /* the gate runs before a single body byte is read: a refused push costs no bandwidth */
+    berth_scope_t need;
+    berth_gate_required(&need, BERTH_ROUTE_UPLOAD, rq->route->name, m);
+    berth_resp_dispose(resp);
+    if (berth_gate_check(reg->auth, rq->authorization, rq->authorization != NULL ? strlen(rq->authorization) : 0, &need, resp) !=
+        BERTH_GATE_ALLOW)
+        return NULL;
+    berth_resp_init(resp);
     berth_dbconn_t *c = berth_db_acquire(reg->db, &err);
     if (c == NULL) {
         fail(resp, &err);

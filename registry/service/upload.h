@@ -19,6 +19,7 @@ typedef struct st_berth_upload_req_t {
     size_t query_len;
     const char *content_range;  /* may be NULL */
     int64_t content_length;     /* -1 when unknown (chunked) */
+    const char *authorization;  /* header value or NULL */
 } berth_upload_req_t;
 
 /**

@@ -25,6 +25,10 @@ BERTH_PG = os.path.join(ROOT, "deploy", "berth-pg")
 PG_DIR = os.environ.get("BERTH_TEST_PG_DIR", "/tmp/berth-test-pg")
 PG_PORT = os.environ.get("BERTH_TEST_PG_PORT", "55433")
 
+ADMIN_PASSWORD = "Harbor12345"
+ADMIN_AUTH = "Basic " + __import__("base64").b64encode(("admin:" + ADMIN_PASSWORD).encode()).decode()
+ADMIN_CREDS = "admin:" + ADMIN_PASSWORD
+
 OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
 OCI_INDEX = "application/vnd.oci.image.index.v1+json"
 OCI_CONFIG = "application/vnd.oci.image.config.v1+json"
@@ -79,6 +83,7 @@ class Berthd:
             "BERTH_RUN_DIR": os.path.join(self.dir, "run"),
             "BERTH_ACCESS_LOG": os.path.join(self.dir, "access.log"),
             "BERTH_LOG_LEVEL": "info",
+            "BERTH_ADMIN_PASSWORD": ADMIN_PASSWORD,
         })
         self.env.update(env or {})
         self.proc = None
@@ -101,8 +106,8 @@ class Berthd:
             if self.proc.poll() is not None:
                 raise RuntimeError("berthd exited with %s:\n%s" % (self.proc.returncode, self.logs()))
             try:
-                st, _, _ = self.request("GET", "/v2/")
-                if st == 200:
+                st, _, _ = self.request("GET", "/v2/", auth=None)
+                if st == 401:
                     return
             except OSError:
                 pass
@@ -155,10 +160,15 @@ class Berthd:
         shutil.rmtree(self.dir, ignore_errors=True)
 
     # --- HTTP -------------------------------------------------------------------------------------------
-    def request(self, method, path, body=None, headers=None, timeout=60):
+    def request(self, method, path, body=None, headers=None, timeout=60, auth=ADMIN_AUTH):
+        """One request; as the first admin (Basic, which /v2 accepts like robots and CI do) unless
+        `auth` is None (anonymous) or the headers carry their own Authorization."""
+        headers = dict(headers or {})
+        if auth is not None and not any(k.lower() == "authorization" for k in headers):
+            headers["Authorization"] = auth
         conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
         try:
-            conn.request(method, path, body=body, headers=headers or {})
+            conn.request(method, path, body=body, headers=headers)
             r = conn.getresponse()
             data = r.read()
             return r.status, {k.lower(): v for k, v in r.getheaders()}, data

@@ -8,7 +8,7 @@ import subprocess
 import tempfile
 import unittest
 
-from harness import ACCEPT_ALL, BerthTestCase, Berthd, main, write_oci_layout
+from harness import ACCEPT_ALL, ADMIN_CREDS, BerthTestCase, Berthd, main, write_oci_layout
 
 TIMEOUT = 300
 
@@ -34,7 +34,12 @@ class Skopeo(BerthTestCase):
 
     def copy(self, src, dst, *extra, arch=None):
         glob = ["--override-arch", arch] if arch else []
-        return run(["skopeo", *glob, "copy", "--src-tls-verify=false", "--dest-tls-verify=false", *extra, src, dst])
+        creds = []
+        if src.startswith("docker://"):
+            creds += ["--src-creds", ADMIN_CREDS]
+        if dst.startswith("docker://"):
+            creds += ["--dest-creds", ADMIN_CREDS]
+        return run(["skopeo", *glob, "copy", "--src-tls-verify=false", "--dest-tls-verify=false", *creds, *extra, src, dst])
 
     def test_layout_push_mount_and_pull(self):
         layout = os.path.join(self.tmp, "layout")
@@ -97,7 +102,9 @@ class ContainerTools(BerthTestCase):
     def test_podman_push_pull(self):
         layout = os.path.join(self.tmp, "layout")
         write_oci_layout(layout, [{"hello": b"from podman"}])
-        run(["skopeo", "copy", "--dest-tls-verify=false", "oci:%s:latest" % layout, "docker://%s/pm/base:v1" % self.b.host])
+        run(["skopeo", "copy", "--dest-tls-verify=false", "--dest-creds", ADMIN_CREDS, "oci:%s:latest" % layout,
+             "docker://%s/pm/base:v1" % self.b.host])
+        self.podman("login", "--tls-verify=false", "-u", "admin", "-p", ADMIN_CREDS.split(":", 1)[1], self.b.host)
         self.podman("pull", "--tls-verify=false", "%s/pm/base:v1" % self.b.host)
         self.podman("tag", "%s/pm/base:v1" % self.b.host, "%s/pm/copy:v2" % self.b.host)
         self.podman("push", "--tls-verify=false", "%s/pm/copy:v2" % self.b.host)
@@ -115,7 +122,7 @@ class ContainerTools(BerthTestCase):
             fh.write("built by buildah\n")
         self.buildah("copy", ctr, f, "/payload.txt")
         self.buildah("commit", ctr, "bh/img:v1")
-        self.buildah("push", "--tls-verify=false", "bh/img:v1", "docker://%s/bh/img:v1" % self.b.host)
+        self.buildah("push", "--tls-verify=false", "--creds", ADMIN_CREDS, "bh/img:v1", "docker://%s/bh/img:v1" % self.b.host)
         st, h, body = self.b.request("GET", "/v2/bh/img/manifests/v1", headers={"Accept": ACCEPT_ALL})
         self.assertEqual(st, 200)
         m = json.loads(body)
@@ -145,7 +152,7 @@ class TLSAndLargeUploads(unittest.TestCase):
         shutil.rmtree(cls.tmp, ignore_errors=True)
 
     def curl(self, *args):
-        return run(["curl", "-sS", "--cacert", self.cert, *args])
+        return run(["curl", "-sS", "--cacert", self.cert, "-u", ADMIN_CREDS, *args])
 
     def test_http2_over_tls(self):
         out = self.curl("--http2", "-o", "/dev/null", "-w", "%{http_version} %{http_code}", self.url + "/v2/")
@@ -156,7 +163,7 @@ class TLSAndLargeUploads(unittest.TestCase):
         loc = self.curl("--http2", "-X", "POST", "-o", "/dev/null", "-w", "%header{location}",
                         self.url + "/v2/abort/h2/blobs/uploads/")
         src = subprocess.Popen(["head", "-c", str(4 * 1024 ** 3), "/dev/zero"], stdout=subprocess.PIPE)
-        up = subprocess.Popen(["curl", "-sS", "--http2", "--cacert", self.cert, "-X", "PATCH", "-T", "-", "-o", "/dev/null",
+        up = subprocess.Popen(["curl", "-sS", "--http2", "--cacert", self.cert, "-u", ADMIN_CREDS, "-X", "PATCH", "-T", "-", "-o", "/dev/null",
                                self.url + loc], stdin=src.stdout, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(1.0)
         up.kill()
@@ -191,7 +198,7 @@ class TLSAndLargeUploads(unittest.TestCase):
         loc = loc[loc.index("/v2/"):]
         t0 = time.time()
         src = subprocess.Popen(["head", "-c", str(size), "/dev/zero"], stdout=subprocess.PIPE)
-        out = subprocess.run(["curl", "-sS", "--http1.1", "--cacert", self.cert, "-T", "-", "-o", "/dev/null", "-w",
+        out = subprocess.run(["curl", "-sS", "--http1.1", "--cacert", self.cert, "-u", ADMIN_CREDS, "-T", "-", "-o", "/dev/null", "-w",
                               "%{http_code}", self.url + loc + "?digest=" + digest], stdin=src.stdout, capture_output=True,
                              text=True, timeout=TIMEOUT)
         src.wait()

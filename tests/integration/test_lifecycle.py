@@ -8,7 +8,7 @@ import threading
 import time
 import unittest
 
-from harness import BERTHD, Berthd, error_code, free_port, main, new_database, pg_conninfo, sha256
+from harness import ADMIN_AUTH, BERTHD, Berthd, error_code, free_port, main, new_database, pg_conninfo, sha256
 
 
 def run_berthd(args, env, timeout=30):
@@ -93,8 +93,8 @@ def read_until_status(s, status=None):
 def slow_patch(port, path, chunks, delay, result):
     """PATCH with a chunked body sent slowly over a raw socket; stores (status, body)."""
     s = socket.create_connection(("127.0.0.1", port), timeout=60)
-    s.sendall(("PATCH %s HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
-               "Content-Type: application/octet-stream\r\n\r\n" % path).encode())
+    s.sendall(("PATCH %s HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nAuthorization: %s\r\n"
+               "Content-Type: application/octet-stream\r\n\r\n" % (path, ADMIN_AUTH)).encode())
     for c in chunks:
         s.sendall(b"%x\r\n%s\r\n" % (len(c), c))
         time.sleep(delay)
@@ -205,7 +205,8 @@ class Lifecycle(unittest.TestCase):
             data = os.urandom(2_000_000)
             for _ in range(3):
                 s = socket.create_connection(("127.0.0.1", b.port))
-                s.sendall(("PATCH %s HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % (loc, len(data))).encode())
+                s.sendall(("PATCH %s HTTP/1.1\r\nHost: x\r\nAuthorization: %s\r\nContent-Length: %d\r\n\r\n"
+                           % (loc, ADMIN_AUTH, len(data))).encode())
                 s.sendall(data[:700000])
                 s.close()  # abort mid-body
                 time.sleep(0.3)
@@ -231,8 +232,8 @@ class Lifecycle(unittest.TestCase):
             before = sorted(os.listdir(uploads))
             data = os.urandom(100000)
             s = socket.create_connection(("127.0.0.1", b.port))
-            s.sendall(("POST /v2/trunc/repo/blobs/uploads/?digest=%s HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n"
-                       % (sha256(data), len(data))).encode())
+            s.sendall(("POST /v2/trunc/repo/blobs/uploads/?digest=%s HTTP/1.1\r\nHost: x\r\nAuthorization: %s\r\n"
+                       "Content-Length: %d\r\n\r\n" % (sha256(data), ADMIN_AUTH, len(data))).encode())
             s.sendall(data[:40000])
             s.close()
             deadline = time.time() + 10
@@ -249,6 +250,7 @@ class Lifecycle(unittest.TestCase):
         try:
             s = socket.create_connection(("127.0.0.1", b.port), timeout=10)
             s.sendall(b"PATCH /v2/x/y/blobs/uploads/00000000-0000-4000-8000-000000000000 HTTP/1.1\r\nHost: x\r\n"
+                      b"Authorization: " + ADMIN_AUTH.encode() + b"\r\n"
                       b"Content-Length: 1000000000\r\nExpect: 100-continue\r\n\r\n")
             # the edge may say 100 Continue; the final answer must come without a single body byte sent
             resp = read_until_status(s, b"404")

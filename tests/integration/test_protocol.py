@@ -4,7 +4,7 @@ import json
 import os
 import threading
 
-from harness import (ACCEPT_ALL, OCI_CONFIG, OCI_INDEX, OCI_LAYER, OCI_MANIFEST, BerthTestCase, error_code, main, sha256)
+from harness import (ACCEPT_ALL, ADMIN_AUTH, OCI_CONFIG, OCI_INDEX, OCI_LAYER, OCI_MANIFEST, BerthTestCase, error_code, main, sha256)
 
 
 class Base(BerthTestCase):
@@ -288,6 +288,7 @@ class Manifests(BerthTestCase):
         conn.putrequest("GET", "/v2/man/idx/manifests/multi")
         conn.putheader("Accept", OCI_MANIFEST)
         conn.putheader("Accept", OCI_INDEX)
+        conn.putheader("Authorization", ADMIN_AUTH)
         conn.endheaders()
         r = conn.getresponse()
         self.assertEqual((r.status, r.read()), (200, raw))

@@ -31,7 +31,7 @@ class TokenService(BerthTestCase):
         cls.b = Berthd(env={"BERTH_ADMIN_PASSWORD": ADMIN_PW}).start()
 
     def token(self, query, headers=None):
-        st, h, body = self.b.request("GET", "/service/token?" + query, headers=headers or {})
+        st, h, body = self.b.request("GET", "/service/token?" + query, headers=headers or {}, auth=None)
         return st, (json.loads(body) if body else None)
 
     def test_admin_gets_what_it_asks(self):
@@ -54,7 +54,7 @@ class TokenService(BerthTestCase):
     def test_bad_credentials(self):
         for hdr in (basic("admin", "wrong"), basic("nobody", ADMIN_PW), {"Authorization": "Basic !!"},
                     {"Authorization": "Bearer abc"}):
-            st, body = self.b.request("GET", "/service/token?scope=repository:a/b:pull", headers=hdr)[0::2]
+            st, body = self.b.request("GET", "/service/token?scope=repository:a/b:pull", headers=hdr, auth=None)[0::2]
             self.assertEqual((st, error_code(body)), (401, "UNAUTHORIZED"), hdr)
         self.assertNotIn(ADMIN_PW, self.b.logs())
 
@@ -102,6 +102,97 @@ class TokenService(BerthTestCase):
     def test_wrong_service(self):
         st, _ = self.token("service=elsewhere&scope=repository:a/b:pull", basic("admin", ADMIN_PW))
         self.assertEqual(st, 400)
+
+
+class Gatekeeper(BerthTestCase):
+    """Every /v2 request passes one gate; each test asserts the denial and that nothing changed."""
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        from harness import BERTHD
+        import subprocess
+        cls.pw = "Member12345"
+        h = subprocess.run([BERTHD, "hash-password"], input=cls.pw + "\n", capture_output=True, text=True,
+                           check=True).stdout.strip()
+        cls.digest, _ = cls.b.push_image("secret/app", "v1")
+        cls.b.push_image("open/app", "v1")
+        cls.b.push_image("other/app", "v1")
+        db = cls.b.dbname
+        psql("UPDATE projects SET public = true WHERE name = 'open'", dbname=db)
+        for user, role in (("guest", 3), ("dev", 2)):
+            psql("INSERT INTO users (username, password_hash) VALUES ('%s', '%s')" % (user, h), dbname=db)
+            psql("INSERT INTO project_members SELECT p.id, u.id, %d FROM projects p, users u WHERE p.name = 'secret' "
+                 "AND u.username = '%s'" % (role, user), dbname=db)
+
+    def bearer(self, scope, user="admin", pw=ADMIN_PW):
+        st, _, body = self.b.request("GET", "/service/token?service=berth-registry&scope=" + scope,
+                                     headers=basic(user, pw), auth=None)
+        self.assertEqual(st, 200)
+        return {"Authorization": "Bearer " + json.loads(body)["token"]}
+
+    def test_base_challenges_anonymous(self):
+        st, h, _ = self.b.request("GET", "/v2/", auth=None)
+        self.assertEqual(st, 401)
+        self.assertEqual(h["www-authenticate"], 'Bearer realm="http://%s/service/token",service="berth-registry"' % self.b.host)
+        self.assertEqual(self.b.request("GET", "/v2/", headers=self.bearer("repository:open/app:pull"))[0], 200)
+
+    def test_private_looks_like_absent(self):
+        a = self.b.request("GET", "/v2/secret/app/manifests/v1", auth=None)
+        b = self.b.request("GET", "/v2/nosuch/app/manifests/v1", auth=None)
+        self.assertEqual((a[0], b[0]), (401, 401))
+        self.assertEqual(a[2], b[2])
+        self.assertIn('scope="repository:secret/app:pull"', a[1]["www-authenticate"])
+        self.assertIn('scope="repository:nosuch/app:pull"', b[1]["www-authenticate"])
+
+    def test_anonymous_pull_of_public_project(self):
+        st, h, _ = self.b.request("GET", "/v2/open/app/manifests/v1", auth=None)
+        self.assertEqual(st, 200)
+        st, _, _ = self.b.request("POST", "/v2/open/app/blobs/uploads/", auth=None)
+        self.assertEqual(st, 401)
+
+    def test_token_for_a_used_on_b(self):
+        tok = self.bearer("repository:other/app:pull")
+        st, h, _ = self.b.request("GET", "/v2/secret/app/manifests/v1", headers=tok)
+        self.assertEqual(st, 401)
+        self.assertIn('error="insufficient_scope"', h["www-authenticate"])
+        self.assertEqual(self.b.request("GET", "/v2/other/app/manifests/v1", headers=tok)[0], 200)
+
+    def test_pull_token_cannot_push(self):
+        tok = self.bearer("repository:secret/app:pull")
+        before = sorted(os.listdir(os.path.join(self.b.storage, "uploads")))
+        st, h, _ = self.b.request("POST", "/v2/secret/app/blobs/uploads/", headers=tok)
+        self.assertEqual(st, 401)
+        self.assertIn('scope="repository:secret/app:push"', h["www-authenticate"])
+        self.assertEqual(sorted(os.listdir(os.path.join(self.b.storage, "uploads"))), before)
+        st, _, _ = self.b.request("PUT", "/v2/secret/app/manifests/v2", b"{}", headers=tok)
+        self.assertEqual(st, 401)
+
+    def test_bad_tokens(self):
+        for tok in ("abc.def.ghi", "x", self.bearer("repository:secret/app:pull")["Authorization"][7:][:-4] + "AAAA"):
+            st, h, _ = self.b.request("GET", "/v2/secret/app/manifests/v1", headers={"Authorization": "Bearer " + tok})
+            self.assertEqual(st, 401, tok)
+            self.assertIn('error="invalid_token"', h["www-authenticate"])
+
+    def test_roles_on_v2(self):
+        guest, dev = basic("guest", self.pw), basic("dev", self.pw)
+        self.assertEqual(self.b.request("GET", "/v2/secret/app/manifests/v1", headers=guest)[0], 200)
+        st, _, body = self.b.request("POST", "/v2/secret/app/blobs/uploads/", headers=guest)
+        self.assertEqual((st, error_code(body)), (403, "DENIED"))
+        st, _, body = self.b.request("DELETE", "/v2/secret/app/manifests/" + self.digest, headers=dev)
+        self.assertEqual((st, error_code(body)), (403, "DENIED"))
+        self.assertEqual(self.b.request("GET", "/v2/secret/app/manifests/" + self.digest)[0], 200, "nothing was deleted")
+        self.assertEqual(self.b.request("POST", "/v2/secret/app/blobs/uploads/", headers=dev)[0], 202)
+        self.assertEqual(self.b.request("GET", "/v2/_catalog", headers=dev)[0], 403)
+        self.assertEqual(self.b.request("GET", "/v2/_catalog")[0], 200)
+        self.assertEqual(self.b.request("GET", "/v2/secret/app/manifests/v1", headers=basic("guest", "wrong"))[0], 401)
+
+    def test_mount_needs_pull_on_source(self):
+        """A token for other/app only: a mount from secret/app must become a plain upload session (202)."""
+        layer = self.b.push_blob("secret/app", b"private layer")
+        tok = self.bearer("repository:other/app:push,pull")
+        st, h, _ = self.b.request("POST", "/v2/other/app/blobs/uploads/?mount=%s&from=secret/app" % layer, headers=tok)
+        self.assertEqual(st, 202, "a mount from a repository the token cannot pull must not happen")
 
 
 @unittest.skipUnless(shutil.which("docker-registry") and shutil.which("skopeo"), "docker-registry/skopeo missing")

@@ -1,0 +1,168 @@
+#include "auth/gate.h"
+
+#include <openssl/evp.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "auth/header.h"
+#include "auth/token.h"
+#include "registry/core/log.h"
+#include "registry/core/ref.h"
+
+/*
+ * Positive decisions only, keyed by sha256(Authorization value, scope): a refusal is never remembered, so new
+ * grants apply at once and guessing passwords cannot fill the table. Bearer decisions live as long as the
+ * token (at most a minute), Basic and anonymous ones ten seconds: that bounds how long a revoked membership
+ * still works through a remembered decision.
+ */
+#define SLOTS 4096
+#define BASIC_TTL 10
+#define BEARER_TTL_MAX 60
+
+typedef struct {
+    unsigned char key[32];
+    time_t until;
+} slot_t;
+static slot_t slots[SLOTS];
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void decision_key(unsigned char out[32], const char *authz, size_t len, const berth_scope_t *need)
+{
+    char scope[300] = "";
+    if (need != NULL)
+        berth_scope_format(need, scope, sizeof(scope));
+    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+    EVP_DigestInit_ex(ctx, EVP_sha256(), NULL);
+    EVP_DigestUpdate(ctx, authz != NULL ? authz : "", authz != NULL ? len : 0);
+    EVP_DigestUpdate(ctx, "\n", 1);
+    EVP_DigestUpdate(ctx, scope, strlen(scope));
+    EVP_DigestFinal_ex(ctx, out, NULL);
+    EVP_MD_CTX_free(ctx);
+}
+
+static int remembered(const unsigned char key[32])
+{
+    slot_t *s = &slots[(key[0] | key[1] << 8) % SLOTS];
+    pthread_mutex_lock(&mu);
+    int hit = memcmp(s->key, key, 32) == 0 && s->until > time(NULL);
+    pthread_mutex_unlock(&mu);
+    return hit;
+}
+
+static void remember(const unsigned char key[32], time_t until)
+{
+    slot_t *s = &slots[(key[0] | key[1] << 8) % SLOTS];
+    pthread_mutex_lock(&mu);
+    memcpy(s->key, key, 32);
+    s->until = until;
+    pthread_mutex_unlock(&mu);
+}
+
+int berth_gate_required(berth_scope_t *out, int route_kind, const char *name, const char *method)
+{
+    memset(out, 0, sizeof(*out));
+    if (route_kind == BERTH_ROUTE_BASE)
+        return 0;
+    if (route_kind == BERTH_ROUTE_CATALOG) {
+        strcpy(out->type, "registry");
+        strcpy(out->name, "catalog");
+        out->actions = BERTH_ACTION_ALL;
+        return 1;
+    }
+    strcpy(out->type, "repository");
+    snprintf(out->name, sizeof(out->name), "%s", name);
+    if (strcmp(method, "DELETE") == 0 && route_kind != BERTH_ROUTE_UPLOAD)
+        out->actions = BERTH_ACTION_DELETE;
+    else if (route_kind == BERTH_ROUTE_UPLOAD || strcmp(method, "PUT") == 0 || strcmp(method, "POST") == 0 ||
+             strcmp(method, "PATCH") == 0)
+        out->actions = BERTH_ACTION_PUSH;
+    else
+        out->actions = BERTH_ACTION_PULL;
+    return 1;
+}
+
+berth_gate_t berth_gate_fast(berth_authsvc_t *a, const char *authz, size_t len, const berth_scope_t *need, berth_resp_t *resp)
+{
+    unsigned char key[32];
+    decision_key(key, authz, len, need);
+    return remembered(key) ? BERTH_GATE_ALLOW : BERTH_GATE_UNKNOWN;
+}
+
+static berth_gate_t refuse(berth_authsvc_t *a, berth_resp_t *resp, int status, const berth_scope_t *need, const char *error,
+                           const char *why)
+{
+    berth_err_t err;
+    berth_resp_init(resp);
+    char scope[300] = "";
+    if (need != NULL)
+        berth_scope_format(need, scope, sizeof(scope));
+    if (status == 401) {
+        char ch[1024];
+        int n = snprintf(ch, sizeof(ch), "Bearer realm=\"%s/service/token\",service=\"%s\"", a->realm, a->service);
+        if (scope[0] != '\0' && n > 0 && (size_t)n < sizeof(ch))
+            n += snprintf(ch + n, sizeof(ch) - (size_t)n, ",scope=\"%s\"", scope);
+        if (error != NULL && n > 0 && (size_t)n < sizeof(ch))
+            snprintf(ch + n, sizeof(ch) - (size_t)n, ",error=\"%s\"", error);
+        berth_resp_header(resp, "www-authenticate", "%s", ch);
+        berth_err_set(&err, BERTH_OCI_UNAUTHORIZED, "authentication required");
+    } else {
+        berth_err_set(&err, BERTH_OCI_DENIED, NULL);
+    }
+    berth_resp_error(resp, &err);
+    berth_log_debug("access refused (%d): %s%s%s", status, why, scope[0] ? " for " : "", scope);
+    return BERTH_GATE_REFUSE;
+}
+
+berth_gate_t berth_gate_check(berth_authsvc_t *a, const char *authz, size_t len, const berth_scope_t *need, berth_resp_t *resp)
+{
+    unsigned char key[32];
+    decision_key(key, authz, len, need);
+    if (remembered(key))
+        return BERTH_GATE_ALLOW;
+    berth_auth_header_t h;
+    if (berth_auth_header_parse(&h, authz, len) != 0) {
+        berth_auth_header_dispose(&h);
+        return refuse(a, resp, 401, need, "invalid_request", "malformed Authorization header");
+    }
+    time_t now = time(NULL);
+    berth_gate_t out = BERTH_GATE_ALLOW;
+    if (h.kind == BERTH_AUTH_BEARER) {
+        berth_token_claims_t c;
+        berth_err_t err;
+        if (berth_token_verify(a->keys, h.token, a->issuer, a->service, now, &c, &err) != 0) {
+            out = refuse(a, resp, 401, need, "invalid_token", err.msg); /* the reason goes to the log only */
+        } else {
+            unsigned granted = need != NULL ? berth_token_allowed(&c, need->type, need->name) : 0;
+            if (need != NULL && (need->actions & ~granted) != 0)
+                out = refuse(a, resp, 401, need, "insufficient_scope", "token does not grant the scope");
+            else
+                remember(key, c.expires_at < now + BEARER_TTL_MAX ? c.expires_at : now + BEARER_TTL_MAX);
+            berth_token_claims_dispose(&c);
+        }
+        berth_auth_header_dispose(&h);
+        return out;
+    }
+    berth_db_user_t user;
+    int authenticated = 0;
+    if (h.kind == BERTH_AUTH_BASIC) {
+        int rc = berth_authsvc_login(a, h.user, h.secret, &user);
+        berth_auth_header_dispose(&h);
+        if (rc != 0)
+            return refuse(a, resp, 401, need, NULL, "bad credentials");
+        authenticated = 1;
+    }
+    if (need == NULL) { /* the base endpoint: tell anonymous callers where tokens come from */
+        if (!authenticated)
+            return refuse(a, resp, 401, NULL, NULL, "anonymous");
+        remember(key, now + BASIC_TTL);
+        return BERTH_GATE_ALLOW;
+    }
+    unsigned permitted = berth_authsvc_permitted(a, authenticated ? &user : NULL, need);
+    if ((need->actions & ~permitted) != 0)
+        return refuse(a, resp, authenticated ? 403 : 401, need, NULL, "not permitted");
+    remember(key, now + BASIC_TTL);
+    return BERTH_GATE_ALLOW;
+}
