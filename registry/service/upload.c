@@ -149,7 +149,8 @@ static int query_digest(const berth_upload_req_t *rq, berth_digest_t *out, int *
     return berth_digest_parse(out, v, (size_t)n, err);
 }
 
-/* POST ?mount=&from=: link the blob and answer 201, or return 1 to fall back to a new session */
+/* POST ?mount=&from=: link the blob and answer 201, return 1 to fall back to a new session, or BERTH_EDENIED
+ * with the refusal in resp */
 static int try_mount(berth_registry_t *reg, berth_dbconn_t *c, const berth_upload_req_t *rq, berth_resp_t *resp, berth_err_t *err)
 {
     char mount[BERTH_DIGEST_MAX + 8], from[BERTH_NAME_MAX + 1];
@@ -161,15 +162,15 @@ static int try_mount(berth_registry_t *reg, berth_dbconn_t *c, const berth_uploa
     long fl = berth_query_get(rq->query, rq->query_len, "from", from, sizeof(from));
     if (fl < 0 || !berth_ref_name_valid(from, (size_t)fl))
         return 1; /* the spec allows a mount without from; we then start a normal upload */
-    /* mounting reads `from`: the caller must be allowed to pull there, or it is an ordinary upload (no leak) */
+    /* mounting reads `from`: as Distribution does, a caller without pull there is challenged for that scope
+     * (clients then fetch a token that includes it); the answer does not depend on what `from` holds */
     berth_scope_t pull_from = {.type = "repository", .actions = BERTH_ACTION_PULL};
     snprintf(pull_from.name, sizeof(pull_from.name), "%s", from);
-    berth_resp_t denied;
+    berth_resp_dispose(resp);
     if (berth_gate_check(reg->auth, rq->authorization, rq->authorization != NULL ? strlen(rq->authorization) : 0, &pull_from,
-                         &denied) != BERTH_GATE_ALLOW) {
-        berth_resp_dispose(&denied);
-        return 1;
-    }
+                         resp) != BERTH_GATE_ALLOW)
+        return BERTH_EDENIED;
+    berth_resp_init(resp);
     int64_t size;
     int rc = berth_db_blob_mount(c, rq->route->name, from, d.str, &size, err);
     if (rc == BERTH_ENOTFOUND) {
@@ -233,6 +234,8 @@ berth_upload_t *berth_upload_begin(berth_registry_t *reg, const berth_upload_req
         if ((rc = query_digest(rq, &want, &has_digest, &err)) != 0)
             goto Fail;
         if (!has_digest && (rc = try_mount(reg, c, rq, resp, &err)) <= 0) {
+            if (rc == BERTH_EDENIED)
+                goto Done; /* resp holds the challenge */
             if (rc < 0)
                 goto Fail;
             goto Done; /* mounted */

@@ -9,7 +9,7 @@ import tempfile
 import time
 import unittest
 
-from harness import BerthTestCase, Berthd, error_code, free_port, main, psql, write_oci_layout
+from harness import BerthTestCase, Berthd, error_code, free_port, main, psql, sha256, write_oci_layout
 
 ADMIN_PW = "Harbor12345"
 
@@ -188,11 +188,18 @@ class Gatekeeper(BerthTestCase):
         self.assertEqual(self.b.request("GET", "/v2/secret/app/manifests/v1", headers=basic("guest", "wrong"))[0], 401)
 
     def test_mount_needs_pull_on_source(self):
-        """A token for other/app only: a mount from secret/app must become a plain upload session (202)."""
+        """A token for other/app only: a mount from secret/app is challenged for pull there (as Distribution
+        does), whether or not the blob exists, and nothing is linked; with both scopes it mounts."""
         layer = self.b.push_blob("secret/app", b"private layer")
         tok = self.bearer("repository:other/app:push,pull")
-        st, h, _ = self.b.request("POST", "/v2/other/app/blobs/uploads/?mount=%s&from=secret/app" % layer, headers=tok)
-        self.assertEqual(st, 202, "a mount from a repository the token cannot pull must not happen")
+        for d in (layer, sha256(b"not there")):
+            st, h, _ = self.b.request("POST", "/v2/other/app/blobs/uploads/?mount=%s&from=secret/app" % d, headers=tok)
+            self.assertEqual(st, 401)
+            self.assertIn('scope="repository:secret/app:pull"', h["www-authenticate"])
+        self.assertEqual(self.b.request("HEAD", "/v2/other/app/blobs/" + layer)[0], 404)
+        both = self.bearer("repository:other/app:push,pull&scope=repository:secret/app:pull")
+        st, _, _ = self.b.request("POST", "/v2/other/app/blobs/uploads/?mount=%s&from=secret/app" % layer, headers=both)
+        self.assertEqual(st, 201)
 
 
 @unittest.skipUnless(shutil.which("docker-registry") and shutil.which("skopeo"), "docker-registry/skopeo missing")
