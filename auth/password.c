@@ -2,6 +2,8 @@
 
 #include <argon2.h>
 #include <openssl/rand.h>
+#include <pthread.h>
+#include <semaphore.h>
 #include <string.h>
 
 /* OWASP's argon2id baseline (m=19 MiB, t=2, p=1): every concurrent login costs m of RAM on a worker */
@@ -11,13 +13,31 @@
 #define SALT_LEN 16
 #define HASH_LEN 32
 
+/* Each running hash holds M_COST_KIB of memory: at most this many run at once, whatever the login storm. */
+#define MAX_CONCURRENT 2
+static sem_t slots;
+static pthread_once_t slots_once = PTHREAD_ONCE_INIT;
+static void slots_init(void)
+{
+    sem_init(&slots, 0, MAX_CONCURRENT);
+}
+
+static void enter(void)
+{
+    pthread_once(&slots_once, slots_init);
+    while (sem_wait(&slots) != 0)
+        ;
+}
+
 int berth_password_hash(char out[BERTH_PASSWORD_HASH_MAX], const char *password)
 {
     unsigned char salt[SALT_LEN];
     if (RAND_bytes(salt, sizeof(salt)) != 1)
         return -1;
+    enter();
     int rc = argon2id_hash_encoded(T_COST, M_COST_KIB, PARALLELISM, password, strlen(password), salt, sizeof(salt), HASH_LEN,
                                    out, BERTH_PASSWORD_HASH_MAX);
+    sem_post(&slots);
     return rc == ARGON2_OK ? 0 : -1;
 }
 
@@ -25,7 +45,10 @@ int berth_password_verify(const char *encoded, const char *password)
 {
     if (encoded == NULL || strncmp(encoded, "$argon2id$", 10) != 0)
         return 0;
-    return argon2id_verify(encoded, password, strlen(password)) == ARGON2_OK;
+    enter();
+    int ok = argon2id_verify(encoded, password, strlen(password)) == ARGON2_OK;
+    sem_post(&slots);
+    return ok;
 }
 
 const char *berth_password_policy(const char *p)

@@ -1,5 +1,6 @@
 /* berthd: config -> database + migrations -> storage -> servers -> edge; SIGTERM drains and exits. */
 #include <errno.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,6 +60,9 @@ int main(int argc, char **argv)
             return 2;
         }
     }
+    /* allocations of 1 MiB and more (argon2's 19 MiB, 1 MiB upload buffers) go straight to mmap and back to the
+     * kernel on free; glibc's adaptive threshold would otherwise keep them in the heap for good */
+    mallopt(M_MMAP_THRESHOLD, 1 << 20);
     berth_config_t cfg;
     char errbuf[512];
     if (berth_config_load(&cfg, config_path, errbuf, sizeof(errbuf)) != 0) {
