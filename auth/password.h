@@ -7,7 +7,7 @@
 #define BERTH_PASSWORD_HASH_MAX 128
 
 /**
- * Hash with argon2id (t=2, m=19 MiB, p=1, 16-byte random salt) into `out` ("$argon2id$v=19$..."). Slow by
+ * Hash with argon2id (t=4, m=9 MiB, p=1, 16-byte random salt) into `out` ("$argon2id$v=19$..."). Slow by
  * design: call it on a worker thread. Returns 0 or -1.
  */
 int berth_password_hash(char out[BERTH_PASSWORD_HASH_MAX], const char *password);
