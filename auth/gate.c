@@ -149,6 +149,11 @@ berth_gate_t berth_gate_check(berth_authsvc_t *a, const char *authz, size_t len,
     int authenticated = 0;
     if (h.kind == BERTH_AUTH_BASIC) {
         int rc = berth_authsvc_login(a, h.user, h.secret, &user);
+        if (rc == BERTH_ERETRY) {
+            berth_authsvc_too_many(resp, h.user);
+            berth_auth_header_dispose(&h);
+            return BERTH_GATE_REFUSE;
+        }
         berth_auth_header_dispose(&h);
         if (rc != 0)
             return refuse(a, resp, 401, need, NULL, "bad credentials");

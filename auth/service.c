@@ -82,6 +82,11 @@ void berth_authsvc_token(berth_authsvc_t *a, const berth_token_req_t *rq, berth_
     if (h.kind == BERTH_AUTH_BASIC) {
         berth_db_release(a->db, c);
         int rc = berth_authsvc_login(a, h.user, h.secret, &user);
+        if (rc == BERTH_ERETRY) {
+            berth_authsvc_too_many(resp, h.user);
+            berth_auth_header_dispose(&h);
+            return;
+        }
         berth_auth_header_dispose(&h);
         if (rc != 0)
             return unauthorized(resp, "bad credentials");
@@ -124,16 +129,91 @@ void berth_authsvc_token(berth_authsvc_t *a, const berth_token_req_t *rq, berth_
     berth_log_info("token issued to %s (%zu scope(s))", who != NULL ? who->username : "anonymous", n);
 }
 
+/*
+ * Online password guessing: after FREE_FAILURES wrong passwords for one user name, further attempts are refused
+ * unverified for 1, 2, 4 ... MAX_BACKOFF seconds. Keyed by name, not address: a botnet gains nothing by rotating
+ * addresses; the price is that anyone can slow down a name's logins, never lock it for long.
+ */
+#define FREE_FAILURES 5
+#define MAX_BACKOFF 300
+#define LIMIT_SLOTS 1024
+static struct {
+    char name[64];
+    int failures;
+    time_t until;
+} limits[LIMIT_SLOTS];
+static pthread_mutex_t limits_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static unsigned limit_slot(const char *name)
+{
+    unsigned h = 2166136261u;
+    for (const char *p = name; *p; p++)
+        h = (h ^ (unsigned char)*p) * 16777619u;
+    return h % LIMIT_SLOTS;
+}
+
+/* seconds the caller must still wait, 0 if it may try */
+static long throttled(const char *name)
+{
+    unsigned i = limit_slot(name);
+    time_t now = time(NULL);
+    pthread_mutex_lock(&limits_mu);
+    long wait = strncmp(limits[i].name, name, sizeof(limits[i].name) - 1) == 0 && limits[i].until > now ? (long)(limits[i].until - now) : 0;
+    pthread_mutex_unlock(&limits_mu);
+    return wait;
+}
+
+static void record(const char *name, int ok)
+{
+    unsigned i = limit_slot(name);
+    pthread_mutex_lock(&limits_mu);
+    if (strncmp(limits[i].name, name, sizeof(limits[i].name) - 1) != 0) {
+        snprintf(limits[i].name, sizeof(limits[i].name), "%s", name);
+        limits[i].failures = 0;
+        limits[i].until = 0;
+    }
+    if (ok) {
+        limits[i].failures = 0;
+        limits[i].until = 0;
+    } else if (++limits[i].failures >= FREE_FAILURES) {
+        int shift = limits[i].failures - FREE_FAILURES;
+        long backoff = shift >= 9 ? MAX_BACKOFF : 1L << shift;
+        limits[i].until = time(NULL) + (backoff < MAX_BACKOFF ? backoff : MAX_BACKOFF);
+    }
+    pthread_mutex_unlock(&limits_mu);
+}
+
+long berth_authsvc_retry_after(const char *username)
+{
+    return throttled(username);
+}
+
 int berth_authsvc_login(berth_authsvc_t *a, const char *username, const char *password, berth_db_user_t *out)
 {
     pthread_once(&dummy_once, make_dummy);
+    if (throttled(username) > 0)
+        return BERTH_ERETRY;
     berth_dbconn_t *c = berth_db_acquire(a->db, NULL);
     if (c == NULL)
         return BERTH_EUNAVAIL;
     int rc = berth_db_user_get(c, username, out, NULL);
     berth_db_release(a->db, c);
     int ok = berth_password_verify(rc == 0 && out->password_hash[0] ? out->password_hash : dummy_hash, password);
-    return rc == 0 && ok && !out->disabled ? 0 : BERTH_EUNAUTH;
+    ok = rc == 0 && ok && !out->disabled;
+    record(username, ok);
+    if (!ok)
+        berth_log_info("login failed for user %s", username);
+    return ok ? 0 : BERTH_EUNAUTH;
+}
+
+void berth_authsvc_too_many(berth_resp_t *resp, const char *username)
+{
+    berth_err_t err;
+    berth_resp_init(resp);
+    berth_resp_header(resp, "retry-after", "%ld", berth_authsvc_retry_after(username) + 1);
+    berth_err_set(&err, BERTH_OCI_TOOMANYREQUESTS, "too many failed logins; retry later");
+    berth_resp_error(resp, &err);
+    berth_log_warn("login throttled for user %s", username);
 }
 
 unsigned berth_authsvc_permitted(berth_authsvc_t *a, const berth_db_user_t *user, const berth_scope_t *scope)

@@ -31,8 +31,15 @@ typedef struct st_berth_token_req_t {
  * credentials get 401 and nothing else; unknown users cost the same time as known ones.
  */
 void berth_authsvc_token(berth_authsvc_t *a, const berth_token_req_t *rq, berth_resp_t *resp);
-/** Check a local user's password (constant time, same cost for unknown users). 0 with *out, or BERTH_EUNAUTH. */
+/**
+ * Check a local user's password (constant time, same cost for unknown users). 0 with *out, BERTH_EUNAUTH, or
+ * BERTH_ERETRY while the name is throttled after repeated failures (answer with berth_authsvc_too_many).
+ */
 int berth_authsvc_login(berth_authsvc_t *a, const char *username, const char *password, berth_db_user_t *out);
+/** A 429 TOOMANYREQUESTS answer with Retry-After for a throttled name. */
+void berth_authsvc_too_many(berth_resp_t *resp, const char *username);
+/** Seconds a throttled name must still wait (0: none). */
+long berth_authsvc_retry_after(const char *username);
 /** Token-scope actions `user` (NULL: anonymous) may have on `scope` (Harbor's matrix; 0 on any error). */
 unsigned berth_authsvc_permitted(berth_authsvc_t *a, const berth_db_user_t *user, const berth_scope_t *scope);
 /** Create the first admin from `password` (or a generated one, printed once to stderr) when no user exists. */

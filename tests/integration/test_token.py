@@ -99,6 +99,27 @@ class TokenService(BerthTestCase):
         self.assertEqual(st, 200)
         self.assertEqual(jwt_parts(r["token"])[1]["access"], [])
 
+    def test_brute_force_backs_off(self):
+        """Five wrong passwords, then 429 with Retry-After even for the right one, on the token service and on /v2
+        alike; after the wait the right password works again."""
+        from harness import BERTHD
+        import subprocess
+        h = subprocess.run([BERTHD, "hash-password"], input="Victim12345\n", capture_output=True, text=True,
+                           check=True).stdout.strip()
+        psql("INSERT INTO users (username, password_hash, sysadmin) VALUES ('victim', '%s', true)" % h, dbname=self.b.dbname)
+        for i in range(5):
+            self.assertEqual(self.token("scope=repository:a/b:pull", basic("victim", "guess%d" % i))[0], 401)
+        st, hdr, body = self.b.request("GET", "/service/token?scope=repository:a/b:pull", headers=basic("victim", "Victim12345"),
+                                       auth=None)
+        self.assertEqual((st, error_code(body)), (429, "TOOMANYREQUESTS"))
+        self.assertGreaterEqual(int(hdr["retry-after"]), 1)
+        st, _, _ = self.b.request("GET", "/v2/", headers=basic("victim", "Victim12345"), auth=None)
+        self.assertEqual(st, 429)
+        time.sleep(int(hdr["retry-after"]) + 0.2)
+        self.assertEqual(self.token("scope=repository:a/b:pull", basic("victim", "Victim12345"))[0], 200)
+        # other users are not affected
+        self.assertEqual(self.token("scope=repository:a/b:pull", basic("admin", ADMIN_PW))[0], 200)
+
     def test_wrong_service(self):
         st, _ = self.token("service=elsewhere&scope=repository:a/b:pull", basic("admin", ADMIN_PW))
         self.assertEqual(st, 400)
