@@ -94,10 +94,22 @@ class Berthd:
         return "127.0.0.1:%d" % self.port
 
     def start(self, wait=True):
-        self.log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen([BERTHD], env=self.env, stdout=self.log, stderr=subprocess.STDOUT)
-        if wait:
-            self.wait_ready()
+        for attempt in range(3):
+            self.log = open(self.log_path, "ab")
+            self.proc = subprocess.Popen([BERTHD], env=self.env, stdout=self.log, stderr=subprocess.STDOUT)
+            if not wait:
+                return self
+            try:
+                self.wait_ready()
+                return self
+            except RuntimeError:
+                # free_port() is check-then-use: berthd's own ephemeral internal listener can take the port
+                # before its edge binds it. Only that is retried, with a new port.
+                if "Address already in use" not in self.logs() or attempt == 2:
+                    raise
+                self.stop()
+                self.port = free_port()
+                self.env["BERTH_HTTP_ADDR"] = "127.0.0.1:%d" % self.port
         return self
 
     def wait_ready(self, timeout=20):
