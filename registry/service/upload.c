@@ -396,6 +396,7 @@ void berth_upload_finish(berth_upload_t *u, berth_resp_t *resp)
 {
     berth_resp_init(resp);
     u->finished = 1;
+    __atomic_sub_fetch(&active, 1, __ATOMIC_RELAXED); /* the body is complete: no longer streaming */
     if (u->err.code == 0 && u->expect >= 0 && u->written != u->expect)
         berth_err_set(&u->err, BERTH_OCI_SIZE_INVALID, "received %lld of %lld bytes", (long long)u->written, (long long)u->expect);
     if (u->err.code != 0) {
@@ -433,6 +434,7 @@ void berth_upload_free(berth_upload_t *u)
     /* a monolithic upload has no session to resume: a truncated one leaves nothing behind */
     if (u->op == OP_MONOLITHIC && !u->finished)
         berth_store_upload_remove(u->reg->store, u->id);
-    __atomic_sub_fetch(&active, 1, __ATOMIC_RELAXED);
+    if (!u->finished)
+        __atomic_sub_fetch(&active, 1, __ATOMIC_RELAXED);
     free(u);
 }
