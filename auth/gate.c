@@ -67,12 +67,12 @@ int berth_gate_required(berth_scope_t *out, int route_kind, const char *name, co
     if (route_kind == BERTH_ROUTE_BASE)
         return 0;
     if (route_kind == BERTH_ROUTE_CATALOG) {
-        strcpy(out->type, "registry");
-        strcpy(out->name, "catalog");
+        snprintf(out->type, sizeof(out->type), "registry");
+        snprintf(out->name, sizeof(out->name), "catalog");
         out->actions = BERTH_ACTION_ALL;
         return 1;
     }
-    strcpy(out->type, "repository");
+    snprintf(out->type, sizeof(out->type), "repository");
     snprintf(out->name, sizeof(out->name), "%s", name);
     if (strcmp(method, "DELETE") == 0 && route_kind != BERTH_ROUTE_UPLOAD)
         out->actions = BERTH_ACTION_DELETE;

@@ -310,8 +310,8 @@ int berth_token_verify(const berth_token_keys_t *k, const char *token, const cha
         if (t == NULL || n == NULL || strlen(t) >= sizeof(out->access[0].type) || strlen(n) >= sizeof(out->access[0].name))
             continue;
         berth_scope_t *s = &out->access[out->naccess++];
-        strcpy(s->type, t);
-        strcpy(s->name, n);
+        snprintf(s->type, sizeof(s->type), "%s", t);
+        snprintf(s->name, sizeof(s->name), "%s", n);
         size_t j;
         json_t *a;
         json_array_foreach(json_object_get(e, "actions"), j, a)

@@ -1,6 +1,7 @@
 #include "registry/core/manifest.h"
 
 #include <jansson.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -42,7 +43,7 @@ static int descriptor(berth_manifest_info_t *out, json_t *d, berth_ref_kind_t ki
         abort();
     berth_manifest_ref_t *r = &out->refs[out->nrefs++];
     r->kind = kind;
-    strcpy(r->digest, parsed.str);
+    snprintf(r->digest, sizeof(r->digest), "%s", parsed.str);
     r->size = json_integer_value(sz);
     return 0;
 }
