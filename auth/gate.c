@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "auth/audit.h"
 #include "auth/header.h"
 #include "auth/token.h"
 #include "registry/core/log.h"
@@ -25,6 +26,7 @@
 typedef struct {
     unsigned char key[32];
     time_t until;
+    char who[BERTH_GATE_WHO_MAX]; /* who the decision was for ("" anonymous), for the audit log */
 } slot_t;
 static slot_t slots[SLOTS];
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
@@ -43,21 +45,24 @@ static void decision_key(unsigned char out[32], const char *authz, size_t len, c
     EVP_MD_CTX_free(ctx);
 }
 
-static int remembered(const unsigned char key[32])
+static int remembered(const unsigned char key[32], char *who)
 {
     slot_t *s = &slots[(key[0] | key[1] << 8) % SLOTS];
     pthread_mutex_lock(&mu);
     int hit = memcmp(s->key, key, 32) == 0 && s->until > time(NULL);
+    if (hit && who != NULL)
+        memcpy(who, s->who, BERTH_GATE_WHO_MAX);
     pthread_mutex_unlock(&mu);
     return hit;
 }
 
-static void remember(const unsigned char key[32], time_t until)
+static void remember(const unsigned char key[32], time_t until, const char *who)
 {
     slot_t *s = &slots[(key[0] | key[1] << 8) % SLOTS];
     pthread_mutex_lock(&mu);
     memcpy(s->key, key, 32);
     s->until = until;
+    snprintf(s->who, sizeof(s->who), "%s", who);
     pthread_mutex_unlock(&mu);
 }
 
@@ -84,11 +89,11 @@ int berth_gate_required(berth_scope_t *out, int route_kind, const char *name, co
     return 1;
 }
 
-berth_gate_t berth_gate_fast(berth_authsvc_t *a, const char *authz, size_t len, const berth_scope_t *need, berth_resp_t *resp)
+berth_gate_t berth_gate_fast(berth_authsvc_t *a, const char *authz, size_t len, const berth_scope_t *need, char *who)
 {
     unsigned char key[32];
     decision_key(key, authz, len, need);
-    return remembered(key) ? BERTH_GATE_ALLOW : BERTH_GATE_UNKNOWN;
+    return remembered(key, who) ? BERTH_GATE_ALLOW : BERTH_GATE_UNKNOWN;
 }
 
 static berth_gate_t refuse(berth_authsvc_t *a, berth_resp_t *resp, int status, const berth_scope_t *need, const char *error,
@@ -116,11 +121,14 @@ static berth_gate_t refuse(berth_authsvc_t *a, berth_resp_t *resp, int status, c
     return BERTH_GATE_REFUSE;
 }
 
-berth_gate_t berth_gate_check(berth_authsvc_t *a, const char *authz, size_t len, const berth_scope_t *need, berth_resp_t *resp)
+berth_gate_t berth_gate_check(berth_authsvc_t *a, const char *authz, size_t len, const berth_scope_t *need, const char *remote,
+                              berth_resp_t *resp, char *who)
 {
     unsigned char key[32];
     decision_key(key, authz, len, need);
-    if (remembered(key))
+    if (who != NULL)
+        who[0] = '\0';
+    if (remembered(key, who))
         return BERTH_GATE_ALLOW;
     berth_auth_header_t h;
     if (berth_auth_header_parse(&h, authz, len) != 0) {
@@ -139,7 +147,9 @@ berth_gate_t berth_gate_check(berth_authsvc_t *a, const char *authz, size_t len,
             if (need != NULL && (need->actions & ~granted) != 0)
                 out = refuse(a, resp, 401, need, "insufficient_scope", "token does not grant the scope");
             else
-                remember(key, c.expires_at < now + BEARER_TTL_MAX ? c.expires_at : now + BEARER_TTL_MAX);
+                remember(key, c.expires_at < now + BEARER_TTL_MAX ? c.expires_at : now + BEARER_TTL_MAX, c.subject);
+            if (out == BERTH_GATE_ALLOW && who != NULL)
+                snprintf(who, BERTH_GATE_WHO_MAX, "%s", c.subject);
             berth_token_claims_dispose(&c);
         }
         berth_auth_header_dispose(&h);
@@ -148,7 +158,7 @@ berth_gate_t berth_gate_check(berth_authsvc_t *a, const char *authz, size_t len,
     berth_db_user_t user;
     int authenticated = 0;
     if (h.kind == BERTH_AUTH_BASIC) {
-        int rc = berth_authsvc_login(a, h.user, h.secret, &user);
+        int rc = berth_authsvc_login(a, h.user, h.secret, remote, &user);
         if (rc == BERTH_ERETRY) {
             berth_authsvc_too_many(resp, h.user);
             berth_auth_header_dispose(&h);
@@ -162,12 +172,43 @@ berth_gate_t berth_gate_check(berth_authsvc_t *a, const char *authz, size_t len,
     if (need == NULL) { /* the base endpoint: tell anonymous callers where tokens come from */
         if (!authenticated)
             return refuse(a, resp, 401, NULL, NULL, "anonymous");
-        remember(key, now + BASIC_TTL);
+        remember(key, now + BASIC_TTL, user.username);
+        if (who != NULL)
+            snprintf(who, BERTH_GATE_WHO_MAX, "%s", user.username);
         return BERTH_GATE_ALLOW;
     }
     unsigned permitted = berth_authsvc_permitted(a, authenticated ? &user : NULL, need);
-    if ((need->actions & ~permitted) != 0)
+    if ((need->actions & ~permitted) != 0) {
+        if (authenticated) {
+            char what[16];
+            berth_scope_actions_str(need->actions, what, sizeof(what));
+            berth_audit(user.username, remote, what, "repository", need->name, NULL, 0, "permission denied");
+        }
         return refuse(a, resp, authenticated ? 403 : 401, need, NULL, "not permitted");
-    remember(key, now + BASIC_TTL);
+    }
+    remember(key, now + BASIC_TTL, authenticated ? user.username : "");
+    if (who != NULL)
+        snprintf(who, BERTH_GATE_WHO_MAX, "%s", authenticated ? user.username : "");
     return BERTH_GATE_ALLOW;
+}
+
+int berth_gate_identity(berth_authsvc_t *a, const char *authz, size_t len, const char *remote, berth_db_user_t *out)
+{
+    if (authz == NULL || len == 0)
+        return BERTH_ENOTFOUND;
+    unsigned char key[32];
+    char who[BERTH_GATE_WHO_MAX];
+    decision_key(key, authz, len, NULL); /* the same key the /v2 base endpoint remembers Basic callers under */
+    if (remembered(key, who) && who[0] != '\0')
+        return berth_authsvc_principal(a, who, out);
+    berth_auth_header_t h;
+    if (berth_auth_header_parse(&h, authz, len) != 0 || h.kind != BERTH_AUTH_BASIC) {
+        berth_auth_header_dispose(&h);
+        return BERTH_EINVAL; /* registry tokens carry repository scopes, not API rights */
+    }
+    int rc = berth_authsvc_login(a, h.user, h.secret, remote, out);
+    berth_auth_header_dispose(&h);
+    if (rc == 0)
+        remember(key, time(NULL) + BASIC_TTL, out->username);
+    return rc;
 }

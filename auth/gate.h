@@ -14,17 +14,28 @@
 #include "auth/service.h"
 #include "registry/core/resp.h"
 
+#define BERTH_GATE_WHO_MAX 256
+
 typedef enum { BERTH_GATE_ALLOW = 0, BERTH_GATE_REFUSE = 1, BERTH_GATE_UNKNOWN = 2 } berth_gate_t;
 
 /**
  * Decide without blocking (event loop): ALLOW or REFUSE (resp filled) when a remembered Bearer token settles it,
  * UNKNOWN when berth_gate_check must run on a worker. `need` may be NULL (the base endpoint: any valid caller).
+ * On ALLOW, `who` (BERTH_GATE_WHO_MAX bytes, may be NULL) names the caller ("" for anonymous).
  */
-berth_gate_t berth_gate_fast(berth_authsvc_t *a, const char *authorization, size_t len, const berth_scope_t *need,
-                             berth_resp_t *resp);
-/** Decide, blocking if needed (SQL, argon2, ECDSA). ALLOW, or REFUSE with the 401/403 answer in resp. */
+berth_gate_t berth_gate_fast(berth_authsvc_t *a, const char *authorization, size_t len, const berth_scope_t *need, char *who);
+/**
+ * Decide, blocking if needed (SQL, argon2, ECDSA). ALLOW (with `who` as above), or REFUSE with the 401/403
+ * answer in resp. `remote` is the client address for the audit log of failures.
+ */
 berth_gate_t berth_gate_check(berth_authsvc_t *a, const char *authorization, size_t len, const berth_scope_t *need,
-                              berth_resp_t *resp);
+                              const char *remote, berth_resp_t *resp, char *who);
+/**
+ * Who an API caller is, from Basic credentials (users and robots; remembered like /v2 decisions). 0 with *out,
+ * BERTH_ENOTFOUND without credentials, BERTH_EUNAUTH for bad ones, BERTH_ERETRY while throttled, BERTH_EINVAL
+ * for a malformed header or a Bearer token (registry tokens are not API credentials).
+ */
+int berth_gate_identity(berth_authsvc_t *a, const char *authorization, size_t len, const char *remote, berth_db_user_t *out);
 /** The scope a /v2 request needs; returns 0 when it needs none beyond a valid caller (base endpoint). */
 int berth_gate_required(berth_scope_t *out, int route_kind, const char *name, const char *method);
 

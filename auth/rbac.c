@@ -45,14 +45,19 @@ int berth_rbac_allows(const berth_subject_t *who, int project_public, berth_reso
     return actions != 0 && (berth_rbac_actions(who, project_public, res) & actions) == actions;
 }
 
-unsigned berth_rbac_repository_scope(const berth_subject_t *who, int project_public)
+unsigned berth_rbac_scope_bits(unsigned a)
 {
-    unsigned a = berth_rbac_actions(who, project_public, BERTH_RES_REPOSITORY), s = 0;
+    unsigned s = 0;
     if (a & PULL)
         s |= BERTH_ACTION_PULL;
-    if (a & PUSH)
+    if ((a & PUSH) && (a & PULL)) /* Harbor: push requires pull */
         s |= BERTH_ACTION_PUSH;
     if (a & D)
         s |= BERTH_ACTION_DELETE;
     return s;
+}
+
+unsigned berth_rbac_repository_scope(const berth_subject_t *who, int project_public)
+{
+    return berth_rbac_scope_bits(berth_rbac_actions(who, project_public, BERTH_RES_REPOSITORY));
 }

@@ -51,5 +51,7 @@ unsigned berth_rbac_actions(const berth_subject_t *who, int project_public, bert
 int berth_rbac_allows(const berth_subject_t *who, int project_public, berth_resource_t res, unsigned actions);
 /** Token-scope actions (BERTH_ACTION_PULL/PUSH/DELETE of auth/scope.h) on a repository of such a project. */
 unsigned berth_rbac_repository_scope(const berth_subject_t *who, int project_public);
+/** Token-scope actions for a set of repository actions (BERTH_ACT_*); push requires pull, as in Harbor. */
+unsigned berth_rbac_scope_bits(unsigned repository_actions);
 
 #endif

@@ -2,7 +2,9 @@
 
 #include <jansson.h>
 #include <pthread.h>
+#include <openssl/crypto.h>
 #include <openssl/rand.h>
+#include <openssl/sha.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,7 +12,8 @@
 
 #include "auth/header.h"
 #include "auth/password.h"
-#include "auth/rbac.h"
+#include "auth/audit.h"
+#include "auth/authz.h"
 #include "registry/core/log.h"
 #include "registry/core/query.h"
 #include "sql/users.h"
@@ -33,11 +36,10 @@ static void unauthorized(berth_resp_t *resp, const char *why)
     berth_resp_error(resp, &err);
 }
 
-/* What `user` (NULL: anonymous) may do on one scope: Harbor's matrix (auth/rbac.c), nothing on error. */
+/* What `user` (NULL: anonymous) may do on one scope: Harbor's matrix or the robot's grants, nothing on error. */
 static unsigned permitted(berth_dbconn_t *c, const berth_db_user_t *user, const berth_scope_t *s)
 {
-    berth_subject_t who = {.authenticated = user != NULL, .sysadmin = user != NULL && user->sysadmin};
-    if (who.sysadmin)
+    if (user != NULL && user->sysadmin)
         return s->actions;
     if (strcmp(s->type, "repository") != 0)
         return 0; /* registry:catalog is for system admins */
@@ -45,43 +47,119 @@ static unsigned permitted(berth_dbconn_t *c, const berth_db_user_t *user, const 
     size_t plen = berth_ref_project_len(s->name, strlen(s->name));
     memcpy(project, s->name, plen);
     project[plen] = '\0';
-    int is_public = 0, role = 0;
-    if (berth_db_project_access(c, project, user != NULL ? user->id : 0, &is_public, &role, NULL) != 0)
+    berth_authz_t z;
+    if (berth_authz_project(c, user, project, &z, NULL) != 0)
         return 0;
-    who.role = (berth_role_t)role;
-    return berth_rbac_repository_scope(&who, is_public);
+    return berth_authz_repository_scope(&z);
 }
+
+static void bad_request(berth_resp_t *resp, const char *why)
+{
+    berth_err_t err;
+    berth_err_set(&err, BERTH_OCI_UNSUPPORTED, "%s", why);
+    berth_resp_error(resp, &err);
+    resp->status = 400;
+}
+
+/* 32 random bytes as base64url: refresh tokens and session ids; *hex gets the SHA-256 that is stored */
+void berth_authsvc_random_secret(char out[48], char hex[65])
+{
+    unsigned char r[32], md[32];
+    RAND_bytes(r, sizeof(r));
+    static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    size_t o = 0;
+    for (size_t i = 0; i < 30; i += 3) {
+        unsigned v = (unsigned)r[i] << 16 | (unsigned)r[i + 1] << 8 | r[i + 2];
+        for (int k = 18; k >= 0; k -= 6)
+            out[o++] = b64[(v >> k) & 63];
+    }
+    unsigned v = (unsigned)r[30] << 8 | r[31];
+    out[o++] = b64[(v >> 10) & 63];
+    out[o++] = b64[(v >> 4) & 63];
+    out[o++] = b64[(v << 2) & 63];
+    out[o] = '\0';
+    berth_authsvc_sha256_hex(out, hex);
+    OPENSSL_cleanse(r, sizeof(r));
+    (void)md;
+}
+
+void berth_authsvc_sha256_hex(const char *s, char hex[65])
+{
+    unsigned char md[32];
+    SHA256((const unsigned char *)s, strlen(s), md);
+    for (int i = 0; i < 32; i++)
+        snprintf(hex + 2 * i, 3, "%02x", md[i]);
+}
+
+int berth_authsvc_principal(berth_authsvc_t *a, const char *name, berth_db_user_t *out)
+{
+    berth_dbconn_t *c = berth_db_acquire(a->db, NULL);
+    if (c == NULL)
+        return BERTH_EUNAVAIL;
+    int rc = strncmp(name, BERTH_ROBOT_PREFIX, strlen(BERTH_ROBOT_PREFIX)) == 0 ? berth_db_robot_get(c, name, out, NULL)
+                                                                                : berth_db_user_get(c, name, out, NULL);
+    berth_db_release(a->db, c);
+    return rc != 0 ? rc : out->disabled ? BERTH_EUNAUTH : 0;
+}
+
+#define REFRESH_TTL (30 * 24 * 3600)
 
 void berth_authsvc_token(berth_authsvc_t *a, const berth_token_req_t *rq, berth_resp_t *resp)
 {
     berth_resp_init(resp);
     pthread_once(&dummy_once, make_dummy);
+    int post = rq->method != NULL && strcmp(rq->method, "POST") == 0;
+    /* GET: parameters in the query, credentials in Basic. POST (OAuth2): an x-www-form-urlencoded body. */
+    const char *params = post ? (rq->body != NULL ? rq->body : "") : rq->query;
+    size_t plen = post ? rq->body_len : rq->query_len;
     berth_auth_header_t h;
     if (berth_auth_header_parse(&h, rq->authorization, rq->authorization_len) != 0 || h.kind == BERTH_AUTH_BEARER) {
         berth_auth_header_dispose(&h);
         return unauthorized(resp, "malformed Authorization header");
     }
-    char service[256];
-    if (berth_query_get(rq->query, rq->query_len, "service", service, sizeof(service)) >= 0 && strcmp(service, a->service) != 0) {
+    char service[256], grant[32] = "", flag[16] = "";
+    if (berth_query_get(params, plen, "service", service, sizeof(service)) >= 0 && strcmp(service, a->service) != 0) {
         berth_auth_header_dispose(&h);
-        berth_err_t err;
-        berth_err_set(&err, BERTH_OCI_UNSUPPORTED, "unknown service %s", service);
-        berth_resp_error(resp, &err);
-        resp->status = 400;
-        return;
+        return bad_request(resp, "unknown service");
     }
     berth_err_t err;
     berth_err_clear(&err);
-    berth_dbconn_t *c = berth_db_acquire(a->db, &err);
-    if (c == NULL) {
-        berth_auth_header_dispose(&h);
-        berth_resp_error(resp, &err);
-        return;
-    }
     berth_db_user_t user, *who = NULL;
+    int offline = 0;
+    if (post) {
+        berth_auth_header_dispose(&h);
+        berth_query_get(params, plen, "grant_type", grant, sizeof(grant));
+        if (strcmp(grant, "password") == 0) {
+            berth_query_get(params, plen, "username", h.user, sizeof(h.user));
+            berth_query_get(params, plen, "password", h.secret, sizeof(h.secret));
+            h.kind = BERTH_AUTH_BASIC;
+            berth_query_get(params, plen, "access_type", flag, sizeof(flag));
+            offline = strcmp(flag, "offline") == 0;
+        } else if (strcmp(grant, "refresh_token") == 0) {
+            char rt[256], hex[65], name[256];
+            if (berth_query_get(params, plen, "refresh_token", rt, sizeof(rt)) < 0)
+                return bad_request(resp, "refresh_token missing");
+            berth_authsvc_sha256_hex(rt, hex);
+            OPENSSL_cleanse(rt, sizeof(rt));
+            berth_dbconn_t *c = berth_db_acquire(a->db, &err);
+            if (c == NULL)
+                return berth_resp_error(resp, &err);
+            int rc = berth_db_refresh_get(c, hex, name, &err);
+            berth_db_release(a->db, c);
+            if (rc != 0 || berth_authsvc_principal(a, name, &user) != 0) {
+                berth_audit(rc == 0 ? name : "", rq->remote, "login", "token", "refresh_token", NULL, 0, "refresh token refused");
+                return unauthorized(resp, "refresh token unknown, expired or its principal disabled");
+            }
+            who = &user;
+        } else {
+            return bad_request(resp, "unsupported grant_type");
+        }
+    } else {
+        berth_query_get(params, plen, "offline_token", flag, sizeof(flag));
+        offline = strcmp(flag, "true") == 0;
+    }
     if (h.kind == BERTH_AUTH_BASIC) {
-        berth_db_release(a->db, c);
-        int rc = berth_authsvc_login(a, h.user, h.secret, &user);
+        int rc = berth_authsvc_login(a, h.user, h.secret, rq->remote, &user);
         if (rc == BERTH_ERETRY) {
             berth_authsvc_too_many(resp, h.user);
             berth_auth_header_dispose(&h);
@@ -91,15 +169,17 @@ void berth_authsvc_token(berth_authsvc_t *a, const berth_token_req_t *rq, berth_
         if (rc != 0)
             return unauthorized(resp, "bad credentials");
         who = &user;
-        if ((c = berth_db_acquire(a->db, &err)) == NULL)
-            return berth_resp_error(resp, &err);
+        berth_audit(user.username, rq->remote, "login", "token", a->service, NULL, 1, post ? "oauth2 password grant" : "");
     }
     berth_auth_header_dispose(&h);
 
+    berth_dbconn_t *c = berth_db_acquire(a->db, &err);
+    if (c == NULL)
+        return berth_resp_error(resp, &err);
     berth_scope_t granted[MAX_SCOPES];
     size_t n = 0;
     char param[1024];
-    for (int i = 0; n < MAX_SCOPES && berth_query_get_nth(rq->query, rq->query_len, "scope", i, param, sizeof(param)) >= 0; i++) {
+    for (int i = 0; n < MAX_SCOPES && berth_query_get_nth(params, plen, "scope", i, param, sizeof(param)) >= 0; i++) {
         /* one parameter may carry several space-separated scopes */
         for (char *save = NULL, *tok = strtok_r(param, " ", &save); tok != NULL && n < MAX_SCOPES; tok = strtok_r(NULL, " ", &save)) {
             berth_scope_t s;
@@ -110,6 +190,14 @@ void berth_authsvc_token(berth_authsvc_t *a, const berth_token_req_t *rq, berth_
                 granted[n++] = s;
         }
     }
+    char refresh[48] = "", rhex[65];
+    if (offline && who != NULL && grant[0] != 'r') {
+        berth_authsvc_random_secret(refresh, rhex);
+        if (berth_db_refresh_create(c, rhex, who->username, REFRESH_TTL, &err) != 0) {
+            berth_db_release(a->db, c);
+            return berth_resp_error(resp, &err);
+        }
+    }
     berth_db_release(a->db, c);
     time_t now = time(NULL);
     char *tok = berth_token_issue(a->keys, a->issuer, a->service, who != NULL ? who->username : "", granted, n, now, a->ttl_seconds);
@@ -117,15 +205,28 @@ void berth_authsvc_token(berth_authsvc_t *a, const berth_token_req_t *rq, berth_
         berth_err_set(&err, BERTH_OCI_INTERNAL, "token signing failed");
         return berth_resp_error(resp, &err);
     }
-    char issued[32];
+    char issued[32], scopes[MAX_SCOPES * 300] = "";
     struct tm tm;
     gmtime_r(&now, &tm);
     strftime(issued, sizeof(issued), "%Y-%m-%dT%H:%M:%SZ", &tm);
-    json_t *o = json_pack("{s:s,s:s,s:i,s:s}", "token", tok, "access_token", tok, "expires_in", a->ttl_seconds, "issued_at", issued);
+    for (size_t i = 0, o = 0; i < n; i++) {
+        int w = berth_scope_format(&granted[i], scopes + o + (i > 0), sizeof(scopes) - o - 1);
+        if (w < 0)
+            break;
+        if (i > 0)
+            scopes[o] = ' ';
+        o += (size_t)w + (i > 0);
+    }
+    json_t *o = json_pack("{s:s,s:s,s:i,s:s,s:s}", "token", tok, "access_token", tok, "expires_in", a->ttl_seconds, "issued_at",
+                          issued, "scope", scopes);
+    if (refresh[0] != '\0')
+        json_object_set_new(o, "refresh_token", json_string(refresh));
     char *body = json_dumps(o, JSON_COMPACT);
     json_decref(o);
+    OPENSSL_cleanse(refresh, sizeof(refresh));
     free(tok);
     berth_resp_body(resp, 200, body, strlen(body), "application/json");
+    berth_resp_header(resp, "cache-control", "no-store");
     berth_log_info("token issued to %s (%zu scope(s))", who != NULL ? who->username : "anonymous", n);
 }
 
@@ -188,7 +289,15 @@ long berth_authsvc_retry_after(const char *username)
     return throttled(username);
 }
 
-int berth_authsvc_login(berth_authsvc_t *a, const char *username, const char *password, berth_db_user_t *out)
+/* robots: SHA-256 of the presented secret against the stored one, compared in constant time */
+static int robot_secret_ok(const berth_db_user_t *r, const char *secret)
+{
+    char hex[65];
+    berth_authsvc_sha256_hex(secret, hex);
+    return strlen(r->secret_sha256) == 64 && CRYPTO_memcmp(hex, r->secret_sha256, 64) == 0;
+}
+
+int berth_authsvc_login(berth_authsvc_t *a, const char *username, const char *password, const char *remote, berth_db_user_t *out)
 {
     pthread_once(&dummy_once, make_dummy);
     if (throttled(username) > 0)
@@ -196,13 +305,20 @@ int berth_authsvc_login(berth_authsvc_t *a, const char *username, const char *pa
     berth_dbconn_t *c = berth_db_acquire(a->db, NULL);
     if (c == NULL)
         return BERTH_EUNAVAIL;
-    int rc = berth_db_user_get(c, username, out, NULL);
+    int robot = strncmp(username, BERTH_ROBOT_PREFIX, strlen(BERTH_ROBOT_PREFIX)) == 0;
+    int rc = robot ? berth_db_robot_get(c, username, out, NULL) : berth_db_user_get(c, username, out, NULL);
     berth_db_release(a->db, c);
-    int ok = berth_password_verify(rc == 0 && out->password_hash[0] ? out->password_hash : dummy_hash, password);
+    int ok;
+    if (robot)
+        ok = rc == 0 && robot_secret_ok(out, password);
+    else
+        ok = berth_password_verify(rc == 0 && out->password_hash[0] ? out->password_hash : dummy_hash, password);
     ok = rc == 0 && ok && !out->disabled;
     record(username, ok);
-    if (!ok)
-        berth_log_info("login failed for user %s", username);
+    if (!ok) {
+        berth_log_info("login failed for %s", username);
+        berth_audit(username, remote, "login", robot ? "robot" : "user", username, NULL, 0, "bad credentials");
+    }
     return ok ? 0 : BERTH_EUNAUTH;
 }
 

@@ -39,6 +39,8 @@ static const struct {
     {"auth.service", NULL, T_STR, FIELD(token_service)},
     {"auth.token_ttl_seconds", NULL, T_INT, FIELD(token_ttl)},
     {"uploads.purge_interval_seconds", "BERTH_UPLOAD_PURGE_INTERVAL", T_INT, FIELD(upload_purge_interval)},
+    {"auth.session_ttl_seconds", NULL, T_INT, FIELD(session_ttl)},
+    {"projects.creation", "BERTH_PROJECT_CREATION", T_STR, FIELD(project_creation)},
 };
 #define NDIR (sizeof(directives) / sizeof(directives[0]))
 
@@ -166,6 +168,8 @@ int berth_config_load(berth_config_t *cfg, const char *path, char *errbuf, size_
     cfg->token_issuer = strdup("berth");
     cfg->token_service = strdup("berth-registry");
     cfg->token_ttl = 300;
+    cfg->session_ttl = 1800; /* Harbor's session_timeout */
+    cfg->project_creation = strdup("adminonly");
     if (path != NULL && load_yaml(cfg, path, errbuf, errlen) != 0)
         return -1;
     for (size_t i = 0; i < NDIR; i++) {
@@ -183,6 +187,10 @@ int berth_config_load(berth_config_t *cfg, const char *path, char *errbuf, size_
     }
     if (cfg->tls_addr != NULL && (cfg->tls_cert == NULL || cfg->tls_key == NULL)) {
         snprintf(errbuf, errlen, "http.tls_addr needs http.tls_cert and http.tls_key");
+        return -1;
+    }
+    if (strcmp(cfg->project_creation, "adminonly") != 0 && strcmp(cfg->project_creation, "everyone") != 0) {
+        snprintf(errbuf, errlen, "projects.creation must be adminonly or everyone, got \"%s\"", cfg->project_creation);
         return -1;
     }
     if (cfg->run_dir == NULL) {

@@ -8,9 +8,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "auth/audit.h"
 #include "auth/password.h"
 #include "auth/service.h"
 #include <openssl/crypto.h>
+#include "registry/api/api.h"
 #include "registry/config.h"
 #include "registry/core/log.h"
 #include "registry/http/access_log.h"
@@ -117,6 +119,10 @@ int main(int argc, char **argv)
         printf("berthd: configuration and database OK\n");
         return 0;
     }
+    berth_api_conf_t api_conf = {.project_creation_admin_only = strcmp(cfg.project_creation, "adminonly") == 0,
+                                 .session_ttl = cfg.session_ttl, .external_url = cfg.external_url, .version = BERTH_VERSION};
+    berth_api_configure(&api_conf);
+    berth_audit_start(db);
     berth_db_listener_t *listener = berth_db_listen_start(cfg.database_url, berth_cache_invalidate, berth_cache_set_enabled);
     berth_registry_t reg = {.db = db, .auth = &auth, .store = store, .blob_redirect_prefix = BLOB_PREFIX};
     berth_workers_t *workers = berth_workers_start(cfg.workers);
@@ -175,6 +181,7 @@ int main(int argc, char **argv)
     berth_server_stop(server);
     berth_janitor_stop(janitor);
     berth_workers_stop(workers);
+    berth_audit_stop();
     berth_db_listen_stop(listener);
     berth_db_close(db);
     berth_store_close(store);

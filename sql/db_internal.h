@@ -6,7 +6,7 @@
 
 #include "sql/db.h"
 
-#define BERTH_DB__MAX_STMTS 64
+#define BERTH_DB__MAX_STMTS 256
 
 struct st_berth_dbconn_t {
     PGconn *pg;

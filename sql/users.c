@@ -1,5 +1,6 @@
 #include "sql/users.h"
 
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,33 +8,94 @@
 #include "sql/db_internal.h"
 
 /* statement ids continue after sql/registry.c's (they share the per-connection prepared[] table) */
-enum { S_USER_GET = 40, S_USER_BOOTSTRAP, S_PROJECT_PUBLIC, S_USER_ANY };
+enum {
+    S_USER_GET = 40,
+    S_USER_BOOTSTRAP,
+    S_PROJECT_FACTS,
+    S_USER_ANY,
+    S_ROBOT_GET,
+    S_SESSION_CREATE,
+    S_SESSION_GET,
+    S_SESSION_DELETE,
+    S_REFRESH_CREATE,
+    S_REFRESH_GET,
+    S_AUDIT_INSERT,
+    S__END
+};
 
 static const berth_db__stmt_t stmts[] = {
-    {S_USER_GET, "SELECT id, username, coalesce(password_hash, ''), sysadmin, disabled FROM users WHERE username = $1", 1},
+    /* principals: id, name, password hash, sysadmin, disabled, then one extra column (see read_principal) */
+    {S_USER_GET, "SELECT id, username, coalesce(password_hash, ''), sysadmin, disabled, '' FROM users WHERE username = $1", 1},
     /* one statement, so two berthd starting at once cannot both create a first admin */
     {S_USER_BOOTSTRAP,
      "INSERT INTO users (username, password_hash, sysadmin) SELECT $1, $2, true "
      "WHERE NOT EXISTS (SELECT 1 FROM users) ON CONFLICT (username) DO NOTHING",
      2},
-    {S_PROJECT_PUBLIC,
-     "SELECT p.public, coalesce((SELECT m.role FROM project_members m WHERE m.project_id = p.id AND m.user_id = $2), 0) "
+    /* $2 user or robot id, $3 whether it is a robot: a member role for users, the permission list for robots */
+    {S_PROJECT_FACTS,
+     "SELECT p.id, p.public, "
+     "CASE WHEN $3::bool THEN 0 ELSE coalesce((SELECT m.role FROM project_members m WHERE m.project_id = p.id "
+     "AND m.user_id = $2::bigint), 0) END, "
+     "CASE WHEN $3::bool THEN coalesce((SELECT string_agg(rp.resource || ':' || rp.action, ' ') FROM robot_permissions rp "
+     "WHERE rp.robot_id = $2::bigint AND rp.namespace IN (p.name, '*')), '') ELSE '' END "
      "FROM projects p WHERE p.name = $1",
-     2},
+     3},
     {S_USER_ANY, "SELECT EXISTS (SELECT 1 FROM users)", 0},
+    {S_ROBOT_GET,
+     "SELECT id, name, '', false, disabled OR (expires_at IS NOT NULL AND expires_at <= now()), "
+     "encode(secret_sha256, 'hex') FROM robots WHERE name = $1",
+     1},
+    {S_SESSION_CREATE,
+     "WITH gone AS (DELETE FROM sessions WHERE expires_at < now()) "
+     "INSERT INTO sessions (id_sha256, user_id, csrf, expires_at) "
+     "VALUES (decode($1, 'hex'), $2, $3, now() + make_interval(secs => $4::int))",
+     4},
+    {S_SESSION_GET,
+     "SELECT u.id, u.username, '', u.sysadmin, u.disabled, s.csrf FROM sessions s JOIN users u ON u.id = s.user_id "
+     "WHERE s.id_sha256 = decode($1, 'hex') AND s.expires_at > now()",
+     1},
+    {S_SESSION_DELETE, "DELETE FROM sessions WHERE id_sha256 = decode($1, 'hex')", 1},
+    {S_REFRESH_CREATE,
+     "WITH gone AS (DELETE FROM refresh_tokens WHERE expires_at < now()) "
+     "INSERT INTO refresh_tokens (token_sha256, principal, expires_at) "
+     "VALUES (decode($1, 'hex'), $2, now() + make_interval(secs => $3::int))",
+     3},
+    {S_REFRESH_GET, "SELECT principal FROM refresh_tokens WHERE token_sha256 = decode($1, 'hex') AND expires_at > now()", 1},
+    /* one round trip per batch: the rows, then pull counts and pull times for successful pulls */
+    {S_AUDIT_INSERT,
+     "WITH x AS (SELECT * FROM json_to_recordset($1::json) AS x(username text, remote text, operation text, "
+     "resource_type text, resource text, project text, result text, detail text, repo text, digest text)), "
+     "ins AS (INSERT INTO audit_log (username, remote, operation, resource_type, resource, project_id, result, detail) "
+     "SELECT x.username, x.remote, x.operation, x.resource_type, x.resource, (SELECT p.id FROM projects p WHERE p.name = "
+     "x.project), x.result, x.detail FROM x RETURNING 1), "
+     "pulls AS (SELECT repo, digest FROM x WHERE operation = 'pull' AND result = 'success' AND repo <> ''), "
+     "cnt AS (UPDATE repositories r SET pull_count = r.pull_count + y.n FROM (SELECT repo, count(*) AS n FROM pulls "
+     "GROUP BY repo) y WHERE r.name = y.repo RETURNING 1) "
+     "UPDATE manifests m SET pull_time = now() FROM (SELECT DISTINCT repo, digest FROM pulls WHERE digest <> '') z "
+     "JOIN repositories r ON r.name = z.repo WHERE m.repository_id = r.id AND m.digest = z.digest",
+     1},
 };
+_Static_assert(sizeof(stmts) / sizeof(stmts[0]) == S__END - S_USER_GET, "one statement per id, in order");
+_Static_assert(S__END <= 100, "ids 100 and up belong to sql/api.c");
 
-static const berth_db__stmt_t *stmt(int id)
+static PGresult *run(berth_dbconn_t *c, int id, const char *const *p, berth_err_t *err)
 {
-    return &stmts[id - S_USER_GET];
+    return berth_db__run(c, &stmts[id - S_USER_GET], p, NULL, NULL, 0, err);
 }
 
-int berth_db_user_get(berth_dbconn_t *c, const char *username, berth_db_user_t *out, berth_err_t *err)
+static int fail(berth_err_t *err)
 {
-    const char *p[] = {username};
-    PGresult *res = berth_db__run(c, stmt(S_USER_GET), p, NULL, NULL, 0, err);
+    return err != NULL ? err->code : BERTH_ERROR;
+}
+
+/* Run a principal query (one row: id, name, hash, sysadmin, disabled, extra) into *out; `extra` gets column 5. */
+static int read_principal(berth_dbconn_t *c, int id, const char *arg, berth_db_user_t *out, char *extra, size_t extrasz,
+                          berth_err_t *err)
+{
+    const char *p[] = {arg};
+    PGresult *res = run(c, id, p, err);
     if (res == NULL)
-        return err != NULL ? err->code : BERTH_ERROR;
+        return fail(err);
     int rc = BERTH_ENOTFOUND;
     if (PQntuples(res) == 1) {
         memset(out, 0, sizeof(*out));
@@ -42,9 +104,27 @@ int berth_db_user_get(berth_dbconn_t *c, const char *username, berth_db_user_t *
         snprintf(out->password_hash, sizeof(out->password_hash), "%s", PQgetvalue(res, 0, 2));
         out->sysadmin = PQgetvalue(res, 0, 3)[0] == 't';
         out->disabled = PQgetvalue(res, 0, 4)[0] == 't';
+        snprintf(extra, extrasz, "%s", PQgetvalue(res, 0, 5));
         rc = 0;
     }
     PQclear(res);
+    return rc;
+}
+
+int berth_db_user_get(berth_dbconn_t *c, const char *username, berth_db_user_t *out, berth_err_t *err)
+{
+    char unused[1];
+    return read_principal(c, S_USER_GET, username, out, unused, sizeof(unused), err);
+}
+
+int berth_db_robot_get(berth_dbconn_t *c, const char *name, berth_db_user_t *out, berth_err_t *err)
+{
+    char secret[65];
+    int rc = read_principal(c, S_ROBOT_GET, name, out, secret, sizeof(secret), err);
+    if (rc == 0) {
+        out->robot = 1;
+        memcpy(out->secret_sha256, secret, sizeof(secret));
+    }
     return rc;
 }
 
@@ -52,35 +132,120 @@ int berth_db_user_bootstrap_admin(berth_dbconn_t *c, const char *username, const
                                   berth_err_t *err)
 {
     const char *p[] = {username, password_hash};
-    PGresult *res = berth_db__run(c, stmt(S_USER_BOOTSTRAP), p, NULL, NULL, 0, err);
+    PGresult *res = run(c, S_USER_BOOTSTRAP, p, err);
     if (res == NULL)
-        return err != NULL ? err->code : BERTH_ERROR;
+        return fail(err);
     *created = strcmp(PQcmdTuples(res), "1") == 0;
     PQclear(res);
     return 0;
 }
 
-int berth_db_project_access(berth_dbconn_t *c, const char *project, int64_t user_id, int *is_public, int *role,
-                            berth_err_t *err)
+int berth_db_project_facts(berth_dbconn_t *c, const char *project, const berth_db_user_t *who, berth_db_project_facts_t *out,
+                           berth_err_t *err)
 {
-    char uid[24];
-    snprintf(uid, sizeof(uid), "%lld", (long long)user_id);
-    const char *p[] = {project, uid};
-    PGresult *res = berth_db__run(c, stmt(S_PROJECT_PUBLIC), p, NULL, NULL, 0, err);
+    memset(out, 0, sizeof(*out));
+    char id[24];
+    snprintf(id, sizeof(id), "%lld", who != NULL ? (long long)who->id : 0LL);
+    const char *p[] = {project, id, who != NULL && who->robot ? "true" : "false"};
+    PGresult *res = run(c, S_PROJECT_FACTS, p, err);
     if (res == NULL)
-        return err != NULL ? err->code : BERTH_ERROR;
-    *is_public = PQntuples(res) == 1 && PQgetvalue(res, 0, 0)[0] == 't';
-    *role = PQntuples(res) == 1 ? (int)strtol(PQgetvalue(res, 0, 1), NULL, 10) : 0;
+        return fail(err);
+    if (PQntuples(res) == 1) {
+        out->exists = 1;
+        out->id = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+        out->is_public = PQgetvalue(res, 0, 1)[0] == 't';
+        out->role = (int)strtol(PQgetvalue(res, 0, 2), NULL, 10);
+        if (PQgetvalue(res, 0, 3)[0] != '\0')
+            out->robot_perms = strdup(PQgetvalue(res, 0, 3));
+    }
     PQclear(res);
     return 0;
 }
 
+void berth_db_project_facts_dispose(berth_db_project_facts_t *f)
+{
+    free(f->robot_perms);
+    f->robot_perms = NULL;
+}
+
 int berth_db_user_any(berth_dbconn_t *c, berth_err_t *err)
 {
-    PGresult *res = berth_db__run(c, stmt(S_USER_ANY), NULL, NULL, NULL, 0, err);
+    PGresult *res = run(c, S_USER_ANY, NULL, err);
     if (res == NULL)
-        return err != NULL ? err->code : BERTH_ERROR;
+        return fail(err);
     int any = PQgetvalue(res, 0, 0)[0] == 't';
     PQclear(res);
     return any;
+}
+
+/* a statement whose result is only success or failure */
+static int exec(berth_dbconn_t *c, int id, const char *const *p, berth_err_t *err)
+{
+    PGresult *res = run(c, id, p, err);
+    if (res == NULL)
+        return fail(err);
+    PQclear(res);
+    return 0;
+}
+
+int berth_db_session_create(berth_dbconn_t *c, const char *id_hex, int64_t user_id, const char *csrf, int ttl, berth_err_t *err)
+{
+    char uid[24], t[16];
+    snprintf(uid, sizeof(uid), "%lld", (long long)user_id);
+    snprintf(t, sizeof(t), "%d", ttl);
+    const char *p[] = {id_hex, uid, csrf, t};
+    return exec(c, S_SESSION_CREATE, p, err);
+}
+
+int berth_db_session_get(berth_dbconn_t *c, const char *id_hex, berth_db_user_t *out, char csrf[65], berth_err_t *err)
+{
+    int rc = read_principal(c, S_SESSION_GET, id_hex, out, csrf, 65, err);
+    return rc == 0 && out->disabled ? BERTH_ENOTFOUND : rc;
+}
+
+int berth_db_session_delete(berth_dbconn_t *c, const char *id_hex, berth_err_t *err)
+{
+    const char *p[] = {id_hex};
+    return exec(c, S_SESSION_DELETE, p, err);
+}
+
+int berth_db_refresh_create(berth_dbconn_t *c, const char *hex, const char *principal, int ttl, berth_err_t *err)
+{
+    char t[16];
+    snprintf(t, sizeof(t), "%d", ttl);
+    const char *p[] = {hex, principal, t};
+    return exec(c, S_REFRESH_CREATE, p, err);
+}
+
+int berth_db_refresh_get(berth_dbconn_t *c, const char *hex, char principal[256], berth_err_t *err)
+{
+    const char *p[] = {hex};
+    PGresult *res = run(c, S_REFRESH_GET, p, err);
+    if (res == NULL)
+        return fail(err);
+    int rc = BERTH_ENOTFOUND;
+    if (PQntuples(res) == 1) {
+        snprintf(principal, 256, "%s", PQgetvalue(res, 0, 0));
+        rc = 0;
+    }
+    PQclear(res);
+    return rc;
+}
+
+int berth_db_audit_insert(berth_dbconn_t *c, const berth_db_audit_t *rows, size_t n, berth_err_t *err)
+{
+    json_t *arr = json_array();
+    for (size_t i = 0; i < n; i++) {
+        const berth_db_audit_t *r = &rows[i];
+        json_array_append_new(arr, json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "username", r->username, "remote",
+                                             r->remote, "operation", r->operation, "resource_type", r->resource_type, "resource",
+                                             r->resource, "project", r->project, "result", r->result, "detail", r->detail, "repo",
+                                             r->repo, "digest", r->digest));
+    }
+    char *doc = json_dumps(arr, JSON_COMPACT | JSON_ENSURE_ASCII);
+    json_decref(arr);
+    const char *p[] = {doc};
+    int rc = exec(c, S_AUDIT_INSERT, p, err);
+    free(doc);
+    return rc;
 }

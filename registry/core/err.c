@@ -35,6 +35,9 @@ static const struct {
     [BERTH_OCI_INTERNAL] = {"UNKNOWN", 500, BERTH_ERROR, "internal server error"},
     [BERTH_OCI_NOT_FOUND] = {"NOT_FOUND", 404, BERTH_ENOTFOUND, "not found"},
     [BERTH_OCI_METHOD] = {"UNSUPPORTED", 405, BERTH_EINVAL, "method not allowed"},
+    [BERTH_OCI_BAD_REQUEST] = {"BAD_REQUEST", 400, BERTH_EINVAL, "bad request"},
+    [BERTH_OCI_CONFLICT] = {"CONFLICT", 409, BERTH_EEXISTS, "already exists"},
+    [BERTH_OCI_PRECONDITION] = {"PRECONDITION", 412, BERTH_ECONFLICT, "precondition failed"},
 };
 
 int berth_err_set(berth_err_t *err, berth_oci_t oci, const char *fmt, ...)

@@ -44,6 +44,9 @@ typedef enum {
     BERTH_OCI_INTERNAL,       /* 500; detail only in the log */
     BERTH_OCI_NOT_FOUND,      /* plain 404 for unknown routes */
     BERTH_OCI_METHOD,         /* 405 */
+    BERTH_OCI_BAD_REQUEST,    /* REST API: 400 */
+    BERTH_OCI_CONFLICT,       /* REST API: 409, already exists */
+    BERTH_OCI_PRECONDITION,   /* REST API: 412, e.g. deleting a project that still has repositories */
     BERTH_OCI__COUNT
 } berth_oci_t;
 

@@ -13,6 +13,30 @@ static int hexval(char c)
     return -1;
 }
 
+long berth_query_decode(const char *s, size_t len, int plus_is_space, char *out, size_t outsz)
+{
+    size_t n = 0;
+    for (const char *v = s, *end = s + len; v < end; v++) {
+        char c = *v;
+        if (c == '%') {
+            int hi, lo;
+            if (end - v < 3 || (hi = hexval(v[1])) < 0 || (lo = hexval(v[2])) < 0)
+                return -2;
+            c = (char)(hi * 16 + lo);
+            v += 2;
+        } else if (c == '+' && plus_is_space) {
+            c = ' ';
+        }
+        if (c == '\0' || n + 1 >= outsz)
+            return -2;
+        out[n++] = c;
+    }
+    if (outsz == 0)
+        return -2;
+    out[n] = '\0';
+    return (long)n;
+}
+
 long berth_query_get(const char *query, size_t len, const char *key, char *out, size_t outsz)
 {
     return berth_query_get_nth(query, len, key, 0, out, outsz);
@@ -28,24 +52,8 @@ long berth_query_get_nth(const char *query, size_t len, const char *key, int ind
         const char *eq = memchr(p, '=', (size_t)(item_end - p));
         const char *kend = eq != NULL ? eq : item_end;
         if ((size_t)(kend - p) == klen && memcmp(p, key, klen) == 0 && index-- == 0) {
-            size_t n = 0;
-            for (const char *v = eq != NULL ? eq + 1 : item_end; v < item_end; v++) {
-                char c = *v;
-                if (c == '%') {
-                    int hi, lo;
-                    if (item_end - v < 3 || (hi = hexval(v[1])) < 0 || (lo = hexval(v[2])) < 0)
-                        return -2;
-                    c = (char)(hi * 16 + lo);
-                    v += 2;
-                } else if (c == '+') {
-                    c = ' ';
-                }
-                if (c == '\0' || n + 1 >= outsz)
-                    return -2;
-                out[n++] = c;
-            }
-            out[n] = '\0';
-            return (long)n;
+            const char *v = eq != NULL ? eq + 1 : item_end;
+            return berth_query_decode(v, (size_t)(item_end - v), 1, out, outsz);
         }
         p = item_end + 1;
     }

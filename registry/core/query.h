@@ -13,4 +13,7 @@ long berth_query_get(const char *query, size_t len, const char *key, char *out, 
 /** Like berth_query_get, for the `index`-th occurrence of `key` (0-based): repeated keys such as scope=. */
 long berth_query_get_nth(const char *query, size_t len, const char *key, int index, char *out, size_t outsz);
 
+/** Percent-decode `len` bytes of `s` (a path segment, or a form value with plus_is_space); same returns. */
+long berth_query_decode(const char *s, size_t len, int plus_is_space, char *out, size_t outsz);
+
 #endif

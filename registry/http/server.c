@@ -16,6 +16,7 @@
 
 #include "auth/gate.h"
 #include "auth/service.h"
+#include "registry/api/api.h"
 #include "registry/core/log.h"
 #include "registry/http/access_log.h"
 #include "registry/http/metrics.h"
@@ -53,9 +54,12 @@ struct job {
     h2o_req_t *req; /* loop thread only; NULL once the request is gone */
     guard_t *guard;
     berth_registry_t *reg;
-    int is_token; /* /service/token instead of /v2 */
+    enum { JOB_V2, JOB_TOKEN, JOB_API } kind;
     berth_token_req_t token;
-    char *authorization;
+    berth_api_req_t api;
+    char *authorization, *cookie, *csrf, *path;
+    char remote[64];
+    char who[BERTH_GATE_WHO_MAX];
     berth_v2_req_t v2;
     berth_scope_t need; /* what the request needs; has_need 0 for the base endpoint */
     int has_need, gate_passed;
@@ -84,6 +88,8 @@ static const char *reason(int status)
     case 403: return "Forbidden";
     case 404: return "Not Found";
     case 405: return "Method Not Allowed";
+    case 409: return "Conflict";
+    case 412: return "Precondition Failed";
     case 413: return "Payload Too Large";
     case 416: return "Range Not Satisfiable";
     case 429: return "Too Many Requests";
@@ -139,6 +145,9 @@ static void job_free(job_t *j)
     free(j->accept);
     free(j->ctype);
     free(j->body);
+    free(j->cookie);
+    free(j->csrf);
+    free(j->path);
     if (j->authorization != NULL) {
         OPENSSL_cleanse(j->authorization, strlen(j->authorization));
         free(j->authorization);
@@ -149,10 +158,12 @@ static void job_free(job_t *j)
 static void run_job(berth_work_t *w)
 {
     job_t *j = H2O_STRUCT_FROM_MEMBER(job_t, work, w);
-    if (j->is_token)
+    if (j->kind == JOB_TOKEN)
         berth_authsvc_token(j->reg->auth, &j->token, &j->resp);
+    else if (j->kind == JOB_API)
+        berth_api_handle(j->reg, &j->api, &j->resp);
     else if (j->gate_passed || berth_gate_check(j->reg->auth, j->authorization, j->authorization != NULL ? strlen(j->authorization) : 0,
-                                                j->has_need ? &j->need : NULL, &j->resp) == BERTH_GATE_ALLOW)
+                                                j->has_need ? &j->need : NULL, j->remote, &j->resp, j->who) == BERTH_GATE_ALLOW)
         berth_v2_handle(j->reg, &j->v2, &j->resp);
     h2o_multithread_send_message(&j->loop->done, &j->msg);
 }
@@ -232,21 +243,50 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
         return 0;
     }
     job_t *j = calloc(1, sizeof(*j));
-    if (plen == 14 && memcmp(path, "/service/token", 14) == 0 && s->reg->auth != NULL) {
-        j->is_token = 1;
+    ssize_t xri = h2o_find_header_by_str(&req->headers, H2O_STRLIT("x-real-ip"), -1);
+    if (xri >= 0)
+        snprintf(j->remote, sizeof(j->remote), "%.*s", (int)req->headers.entries[xri].value.len, req->headers.entries[xri].value.base);
+    snprintf(j->method, sizeof(j->method), "%.*s", (int)req->method.len, req->method.base);
+    int is_token = plen == 14 && memcmp(path, "/service/token", 14) == 0;
+    int is_api = (plen > 10 && memcmp(path, "/api/v2.0/", 10) == 0) || (plen > 3 && memcmp(path, "/c/", 3) == 0);
+    if ((is_token || is_api) && s->reg->auth != NULL) {
+        if (req->entity.len > MAX_BODY) {
+            berth_err_set(&err, BERTH_OCI_MANIFEST_TOO_BIG, "request body too large");
+            send_err(req, &err, BERTH_ROUTE_NONE);
+            free(j);
+            return 0;
+        }
+        j->kind = is_token ? JOB_TOKEN : JOB_API;
         clock_gettime(CLOCK_MONOTONIC, &j->start);
         j->loop = lt;
         j->req = req;
         j->reg = s->reg;
-        if (req->query_at != SIZE_MAX) {
-            j->token.query_len = req->path.len - req->query_at - 1;
-            j->query = strndup(req->path.base + req->query_at + 1, j->token.query_len);
-            j->token.query = j->query;
-        } else {
-            j->token.query = "";
+        size_t qlen = req->query_at != SIZE_MAX ? req->path.len - req->query_at - 1 : 0;
+        j->query = req->query_at != SIZE_MAX ? strndup(req->path.base + req->query_at + 1, qlen) : strdup("");
+        if (req->entity.base != NULL && req->entity.len > 0) {
+            j->body = malloc(req->entity.len + 1);
+            memcpy(j->body, req->entity.base, req->entity.len);
+            j->body[req->entity.len] = '\0';
         }
-        j->authorization = header_dup(req, H2O_TOKEN_AUTHORIZATION, &j->token.authorization_len);
-        j->token.authorization = j->authorization;
+        size_t alen = 0;
+        j->authorization = header_dup(req, H2O_TOKEN_AUTHORIZATION, &alen);
+        if (is_token) {
+            j->token = (berth_token_req_t){.query = j->query, .query_len = qlen, .authorization = j->authorization,
+                                           .authorization_len = alen, .method = j->method, .body = j->body,
+                                           .body_len = j->body != NULL ? req->entity.len : 0, .remote = j->remote};
+        } else {
+            j->path = strndup(path, plen);
+            j->cookie = header_dup(req, H2O_TOKEN_COOKIE, NULL);
+            ssize_t ci = h2o_find_header_by_str(&req->headers, H2O_STRLIT("x-harbor-csrf-token"), -1);
+            if (ci >= 0)
+                j->csrf = strndup(req->headers.entries[ci].value.base, req->headers.entries[ci].value.len);
+            ssize_t pi = h2o_find_header_by_str(&req->headers, H2O_STRLIT("x-forwarded-proto"), -1);
+            int secure = pi >= 0 && req->headers.entries[pi].value.len == 5 && memcmp(req->headers.entries[pi].value.base, "https", 5) == 0;
+            j->api = (berth_api_req_t){.method = j->method, .path = j->path, .path_len = plen, .query = j->query, .query_len = qlen,
+                                       .body = j->body, .body_len = j->body != NULL ? req->entity.len : 0,
+                                       .authorization = j->authorization, .cookie = j->cookie, .csrf = j->csrf,
+                                       .remote = j->remote, .secure = secure};
+        }
         j->guard = h2o_mem_alloc_shared(&req->pool, sizeof(guard_t), on_guard_dispose);
         j->guard->job = j;
         j->work.run = run_job;
@@ -271,8 +311,9 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
     j->loop = lt;
     j->req = req;
     j->reg = s->reg;
-    snprintf(j->method, sizeof(j->method), "%.*s", (int)req->method.len, req->method.base);
     j->v2.method = j->method;
+    j->v2.who = j->who;
+    j->v2.remote = j->remote;
     if (req->query_at != SIZE_MAX) {
         j->v2.query_len = req->path.len - req->query_at - 1;
         j->query = strndup(req->path.base + req->query_at + 1, j->v2.query_len);
@@ -286,7 +327,7 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
     j->has_need = berth_gate_required(&j->need, j->v2.route.kind, j->v2.route.name, j->method);
     berth_resp_t cached;
     j->gate_passed = berth_gate_fast(s->reg->auth, j->authorization, j->authorization != NULL ? strlen(j->authorization) : 0,
-                                     j->has_need ? &j->need : NULL, &cached) == BERTH_GATE_ALLOW;
+                                     j->has_need ? &j->need : NULL, j->who) == BERTH_GATE_ALLOW;
     if (j->gate_passed && berth_v2_cached(s->reg, &j->v2, &cached)) { /* hot pull path: no worker hop, no SQL */
         send_resp(req, &cached, j->v2.route.kind, &j->start);
         berth_resp_dispose(&cached);

@@ -30,6 +30,8 @@ typedef struct st_berth_v2_req_t {
     const char *content_type;
     const char *body;
     size_t body_len;
+    const char *who;    /* the caller as the gate named it ("" anonymous), for the audit log */
+    const char *remote; /* client address */
 } berth_v2_req_t;
 
 /** Answer every /v2 route except uploads (see upload.h). Fills `resp`; never fails without a response. */

@@ -167,8 +167,8 @@ static int try_mount(berth_registry_t *reg, berth_dbconn_t *c, const berth_uploa
     berth_scope_t pull_from = {.type = "repository", .actions = BERTH_ACTION_PULL};
     snprintf(pull_from.name, sizeof(pull_from.name), "%s", from);
     berth_resp_dispose(resp);
-    if (berth_gate_check(reg->auth, rq->authorization, rq->authorization != NULL ? strlen(rq->authorization) : 0, &pull_from,
-                         resp) != BERTH_GATE_ALLOW)
+    if (berth_gate_check(reg->auth, rq->authorization, rq->authorization != NULL ? strlen(rq->authorization) : 0, &pull_from, NULL,
+                         resp, NULL) != BERTH_GATE_ALLOW)
         return BERTH_EDENIED;
     berth_resp_init(resp);
     int64_t size;
@@ -219,7 +219,7 @@ berth_upload_t *berth_upload_begin(berth_registry_t *reg, const berth_upload_req
     berth_scope_t need;
     berth_gate_required(&need, BERTH_ROUTE_UPLOAD, rq->route->name, m);
     berth_resp_dispose(resp);
-    if (berth_gate_check(reg->auth, rq->authorization, rq->authorization != NULL ? strlen(rq->authorization) : 0, &need, resp) !=
+    if (berth_gate_check(reg->auth, rq->authorization, rq->authorization != NULL ? strlen(rq->authorization) : 0, &need, NULL, resp, NULL) !=
         BERTH_GATE_ALLOW)
         return NULL;
     berth_resp_init(resp);

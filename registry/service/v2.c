@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "auth/audit.h"
 #include "registry/core/digest.h"
 #include "registry/core/log.h"
 #include "registry/core/manifest.h"
@@ -126,6 +127,21 @@ static void blob_resp(berth_registry_t *reg, berth_resp_t *resp, const berth_dig
     berth_resp_body(resp, 200, NULL, 0, "application/octet-stream");
 }
 
+/* Harbor counts a manifest GET as a pull (HEAD is a client checking, blobs follow a manifest) */
+static void audit_pull(const berth_v2_req_t *rq, const char *digest)
+{
+    if (is(rq->method, "GET"))
+        berth_audit_pull(rq->who, rq->remote, rq->route.name, rq->route.ref, digest);
+}
+
+static void audit_ok(const berth_v2_req_t *rq, const char *op, const char *rtype, const char *sep, const char *ref)
+{
+    char resource[BERTH_NAME_MAX + BERTH_DIGEST_MAX + 2], project[BERTH_NAME_MAX + 1];
+    snprintf(resource, sizeof(resource), "%s%s%s", rq->route.name, sep, ref);
+    snprintf(project, sizeof(project), "%.*s", (int)berth_ref_project_len(rq->route.name, strlen(rq->route.name)), rq->route.name);
+    berth_audit(rq->who, rq->remote, op, rtype, resource, project, 1, "");
+}
+
 static int do_manifest_get(berth_registry_t *reg, berth_dbconn_t *c, const berth_v2_req_t *rq, berth_resp_t *resp,
                            berth_err_t *err)
 {
@@ -143,6 +159,7 @@ static int do_manifest_get(berth_registry_t *reg, berth_dbconn_t *c, const berth
         return berth_err_set(err, BERTH_OCI_MANIFEST_UNKNOWN, "manifest media type not in Accept");
     }
     manifest_resp(resp, m.digest, m.media_type, m.content, m.len);
+    audit_pull(rq, m.digest);
     m.content = NULL;
     berth_db_manifest_dispose(&m);
     return 0;
@@ -162,6 +179,7 @@ int berth_v2_cached(berth_registry_t *reg, const berth_v2_req_t *rq, berth_resp_
         }
         berth_resp_init(resp);
         manifest_resp(resp, v.digest, v.media_type, v.content, v.len);
+        audit_pull(rq, v.digest);
         v.content = NULL;
         berth_cache_val_dispose(&v);
         return 1;
@@ -226,6 +244,7 @@ static int do_manifest_put(berth_registry_t *reg, berth_dbconn_t *c, const berth
         berth_resp_header(resp, "oci-subject", "%s", info.subject);
     berth_resp_body(resp, 201, NULL, 0, NULL);
     berth_cache_invalidate(rq->route.name);
+    audit_ok(rq, "push", "artifact", rq->route.ref_is_digest ? "@" : ":", rq->route.ref);
     berth_log_info("manifest %s@%s stored%s%s", rq->route.name, d.str, rq->route.ref_is_digest ? "" : " as ",
                    rq->route.ref_is_digest ? "" : rq->route.ref);
 Exit:
@@ -244,6 +263,7 @@ static int do_manifest(berth_registry_t *reg, berth_dbconn_t *c, const berth_v2_
                                          : berth_db_tag_delete(c, rq->route.name, rq->route.ref, err);
         if (rc == 0) {
             berth_cache_invalidate(rq->route.name);
+            audit_ok(rq, "delete", rq->route.ref_is_digest ? "artifact" : "tag", rq->route.ref_is_digest ? "@" : ":", rq->route.ref);
             berth_resp_body(resp, 202, NULL, 0, NULL);
         }
         return rc;

@@ -1,0 +1,169 @@
+#include "auth/audit.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "registry/core/log.h"
+#include "registry/core/ref.h"
+#include "sql/users.h"
+
+#define QUEUE_MAX 4096 /* ~6 MiB; the writer drains 256 per round trip */
+#define BATCH 256
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cv = PTHREAD_COND_INITIALIZER, idle_cv = PTHREAD_COND_INITIALIZER;
+static berth_db_audit_t *queue; /* ring */
+static size_t qhead, qlen;
+static int running, stopping, busy;
+static unsigned long dropped;
+static berth_db_t *audit_db;
+static pthread_t writer;
+
+/* JSON needs valid UTF-8: anything else (a hostile user name) is stored with '?' in place of high bytes */
+static void copy(char *dst, size_t sz, const char *src)
+{
+    size_t i = 0;
+    for (; src != NULL && src[i] != '\0' && i + 1 < sz; i++)
+        dst[i] = (unsigned char)src[i] < 0x80 ? src[i] : '?';
+    dst[i] = '\0';
+}
+
+static void write_batch(berth_db_audit_t *rows, size_t n)
+{
+    for (int attempt = 0; attempt < 3; attempt++) {
+        berth_err_t err;
+        berth_err_clear(&err);
+        berth_dbconn_t *c = berth_db_acquire(audit_db, &err);
+        int rc = c != NULL ? berth_db_audit_insert(c, rows, n, &err) : BERTH_EUNAVAIL;
+        if (c != NULL)
+            berth_db_release(audit_db, c);
+        if (rc == 0)
+            return;
+        berth_log_warn("audit log write failed (%s), attempt %d", err.msg, attempt + 1);
+    }
+    pthread_mutex_lock(&mu);
+    dropped += n;
+    pthread_mutex_unlock(&mu);
+}
+
+static void *writer_main(void *arg)
+{
+    berth_db_audit_t *batch = malloc(BATCH * sizeof(*batch));
+    pthread_mutex_lock(&mu);
+    for (;;) {
+        while (qlen == 0 && !stopping)
+            pthread_cond_wait(&cv, &mu);
+        if (qlen == 0 && stopping)
+            break;
+        size_t n = 0;
+        while (qlen > 0 && n < BATCH) {
+            batch[n++] = queue[qhead];
+            qhead = (qhead + 1) % QUEUE_MAX;
+            qlen--;
+        }
+        busy = 1;
+        pthread_mutex_unlock(&mu);
+        write_batch(batch, n);
+        pthread_mutex_lock(&mu);
+        busy = 0;
+        pthread_cond_broadcast(&idle_cv);
+    }
+    pthread_mutex_unlock(&mu);
+    free(batch);
+    return NULL;
+}
+
+int berth_audit_start(berth_db_t *db)
+{
+    audit_db = db;
+    queue = calloc(QUEUE_MAX, sizeof(*queue));
+    if (queue == NULL)
+        return BERTH_ERROR;
+    running = 1;
+    return pthread_create(&writer, NULL, writer_main, NULL) == 0 ? 0 : BERTH_ERROR;
+}
+
+void berth_audit_flush(void)
+{
+    pthread_mutex_lock(&mu);
+    while (running && (qlen > 0 || busy))
+        pthread_cond_wait(&idle_cv, &mu);
+    pthread_mutex_unlock(&mu);
+}
+
+void berth_audit_stop(void)
+{
+    if (!running)
+        return;
+    pthread_mutex_lock(&mu);
+    stopping = 1;
+    pthread_cond_signal(&cv);
+    pthread_mutex_unlock(&mu);
+    pthread_join(writer, NULL);
+    pthread_mutex_lock(&mu);
+    running = 0;
+    pthread_cond_broadcast(&idle_cv);
+    pthread_mutex_unlock(&mu);
+    free(queue);
+    queue = NULL;
+}
+
+unsigned long berth_audit_dropped(void)
+{
+    pthread_mutex_lock(&mu);
+    unsigned long d = dropped;
+    pthread_mutex_unlock(&mu);
+    return d;
+}
+
+static void enqueue(const berth_db_audit_t *e)
+{
+    pthread_mutex_lock(&mu);
+    if (!running || stopping || qlen == QUEUE_MAX) {
+        dropped += running;
+        pthread_mutex_unlock(&mu);
+        return;
+    }
+    queue[(qhead + qlen) % QUEUE_MAX] = *e;
+    qlen++;
+    pthread_cond_signal(&cv);
+    pthread_mutex_unlock(&mu);
+}
+
+static void fill(berth_db_audit_t *e, const char *username, const char *remote, const char *operation, const char *rtype,
+                 const char *resource, const char *project, int ok, const char *detail)
+{
+    copy(e->username, sizeof(e->username), username != NULL && username[0] ? username : "anonymous");
+    copy(e->remote, sizeof(e->remote), remote);
+    copy(e->operation, sizeof(e->operation), operation);
+    copy(e->resource_type, sizeof(e->resource_type), rtype);
+    copy(e->resource, sizeof(e->resource), resource);
+    copy(e->project, sizeof(e->project), project);
+    copy(e->result, sizeof(e->result), ok ? "success" : "failure");
+    copy(e->detail, sizeof(e->detail), detail);
+    e->repo[0] = e->digest[0] = '\0';
+}
+
+void berth_audit(const char *username, const char *remote, const char *operation, const char *rtype, const char *resource,
+                 const char *project, int ok, const char *detail)
+{
+    berth_db_audit_t e;
+    fill(&e, username, remote, operation, rtype, resource, project, ok, detail);
+    enqueue(&e);
+}
+
+void berth_audit_pull(const char *username, const char *remote, const char *repo, const char *ref, const char *digest)
+{
+    berth_db_audit_t e;
+    char resource[sizeof(e.resource)], project[BERTH_NAME_MAX + 1];
+    int is_digest = strchr(ref, ':') != NULL;
+    snprintf(resource, sizeof(resource), "%s%s%s", repo, is_digest ? "@" : ":", ref);
+    size_t plen = berth_ref_project_len(repo, strlen(repo));
+    snprintf(project, sizeof(project), "%.*s", (int)plen, repo);
+    fill(&e, username, remote, "pull", "artifact", resource, project, 1, "");
+    copy(e.repo, sizeof(e.repo), repo);
+    copy(e.digest, sizeof(e.digest), digest);
+    enqueue(&e);
+}

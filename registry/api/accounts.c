@@ -1,0 +1,575 @@
+/* /api/v2.0/users and /api/v2.0/robots: local users, the caller's own view, robot accounts. */
+#include <ctype.h>
+#include <openssl/crypto.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "auth/password.h"
+#include "auth/service.h"
+#include "registry/api/internal.h"
+
+#define ROBOT_DEFAULT_DAYS 30 /* Harbor's robot_token_duration */
+
+static int id_ok(const char *s)
+{
+    size_t n = strlen(s);
+    return n > 0 && n <= 18 && strspn(s, "0123456789") == n;
+}
+
+static char *copy_str(json_t *o, const char *key)
+{
+    const char *v = json_string_value(json_object_get(o, key));
+    return v != NULL ? strdup(v) : NULL;
+}
+
+/* User names: printable, no ':' (Basic auth splits on it), not the robot prefix */
+static int username_ok(const char *u)
+{
+    size_t n = strlen(u);
+    if (n == 0 || n > 255 || strncmp(u, BERTH_ROBOT_PREFIX, strlen(BERTH_ROBOT_PREFIX)) == 0)
+        return 0;
+    for (const char *p = u; *p; p++)
+        if ((unsigned char)*p < 0x21 || *p == ':' || *p == 0x7f || *p == '"' || *p == '\\')
+            return 0;
+    return 1;
+}
+
+static int self_or_admin(berth_api_t *a, const char *id)
+{
+    if (berth_api_need_login(a) != 0)
+        return -1;
+    if (a->who.sysadmin || (!a->who.robot && a->who.id == strtoll(id, NULL, 10)))
+        return 0;
+    return berth_api_fail(a, BERTH_OCI_DENIED, "system administrators only");
+}
+
+static int create_user(berth_api_t *a)
+{
+    if (berth_api_need_admin(a) != 0)
+        return -1;
+    json_t *body = berth_api_body(a);
+    if (body == NULL)
+        return -1;
+    const char *user = json_string_value(json_object_get(body, "username"));
+    const char *pw = json_string_value(json_object_get(body, "password"));
+    const char *why = pw != NULL ? berth_password_policy(pw) : "password is required";
+    if (user == NULL || !username_ok(user) || why != NULL) {
+        json_decref(body);
+        return berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "%s", why != NULL ? why : "invalid username");
+    }
+    char hash[BERTH_PASSWORD_HASH_MAX];
+    if (berth_password_hash(hash, pw) != 0) {
+        json_decref(body);
+        return berth_api_fail(a, BERTH_OCI_INTERNAL, "cannot hash the password");
+    }
+    char *name = strdup(user), *email = copy_str(body, "email"), *real = copy_str(body, "realname"), *comment = copy_str(body, "comment");
+    json_decref(body);
+    const char *p[] = {name, hash, email, real, comment};
+    berth_db_json_t r;
+    int rc = berth_api_query(a, BERTH_Q_USER_CREATE, p, &r);
+    berth_api_audit(a, "create", "user", name, NULL, rc == 0);
+    if (rc == 0) {
+        json_t *v = json_loads(r.json, 0, NULL);
+        berth_resp_header(a->resp, "location", "/api/v2.0/users/%lld", (long long)json_integer_value(json_object_get(v, "user_id")));
+        json_decref(v);
+        free(r.json);
+        berth_api_empty(a, 201);
+    }
+    free(name);
+    free(email);
+    free(real);
+    free(comment);
+    return rc;
+}
+
+/* GET users/current/permissions?scope=/project/<id or name>: what the caller may do there */
+static int permissions(berth_api_t *a)
+{
+    if (berth_api_need_login(a) != 0)
+        return -1;
+    const char *scope = berth_api_param(a, "scope");
+    json_t *arr = json_array();
+    if (scope != NULL && strncmp(scope, "/project/", 9) == 0) {
+        char name[256];
+        snprintf(name, sizeof(name), "%s", scope + 9);
+        berth_authz_t z;
+        char canonical[256];
+        if (berth_api_project(a, name, &z, canonical) != 0) {
+            json_decref(arr);
+            return -1;
+        }
+        for (int r = 0; r < BERTH_RES__COUNT; r++)
+            for (unsigned bit = 1; bit <= BERTH_ACT_PUSH; bit <<= 1)
+                if (z.actions[r] & bit)
+                    json_array_append_new(arr, json_pack("{s:s,s:s}", "resource", berth_authz_resource_name((berth_resource_t)r),
+                                                         "action", berth_authz_action_name(bit)));
+    }
+    return berth_api_jsonv(a, 200, arr);
+}
+
+static int current(berth_api_t *a)
+{
+    if (berth_api_need_login(a) != 0)
+        return -1;
+    if (a->who.robot)
+        return berth_api_jsonv(a, 200, json_pack("{s:s,s:b}", "username", a->who.username, "robot", 1));
+    char id[24];
+    snprintf(id, sizeof(id), "%lld", (long long)a->who.id);
+    const char *p[] = {id};
+    return berth_api_object(a, BERTH_Q_USER_GET, p, "user");
+}
+
+static int change_password(berth_api_t *a, const char *id)
+{
+    if (self_or_admin(a, id) != 0)
+        return -1;
+    json_t *body = berth_api_body(a);
+    if (body == NULL)
+        return -1;
+    const char *oldpw = json_string_value(json_object_get(body, "old_password"));
+    const char *newpw = json_string_value(json_object_get(body, "new_password"));
+    const char *why = newpw != NULL ? berth_password_policy(newpw) : "new_password is required";
+    int self = a->who.id == strtoll(id, NULL, 10);
+    char hash[BERTH_PASSWORD_HASH_MAX];
+    int rc = 0;
+    if (why != NULL) {
+        rc = berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "%s", why);
+    } else if (self) { /* changing one's own password needs the old one, even for admins */
+        berth_db_user_t u;
+        berth_err_t err;
+        if (oldpw == NULL || berth_db_user_get(a->c, a->who.username, &u, &err) != 0 || u.password_hash[0] == '\0' ||
+            !berth_password_verify(u.password_hash, oldpw))
+            rc = berth_api_fail(a, BERTH_OCI_DENIED, "old_password is wrong");
+        OPENSSL_cleanse(&u, sizeof(u));
+    }
+    if (rc == 0 && berth_password_hash(hash, newpw) != 0)
+        rc = berth_api_fail(a, BERTH_OCI_INTERNAL, "cannot hash the password");
+    json_decref(body);
+    if (rc != 0)
+        return rc;
+    const char *p[] = {id, hash};
+    berth_db_json_t r;
+    if (berth_api_query(a, BERTH_Q_USER_PASSWORD, p, &r) != 0)
+        return -1;
+    berth_api_audit(a, "update", "user", id, NULL, r.affected == 1);
+    return r.affected == 1 ? berth_api_empty(a, 200) : berth_api_fail(a, BERTH_OCI_NOT_FOUND, "user not found");
+}
+
+static int users(berth_api_t *a)
+{
+    char limit[24], offset[24];
+    if (a->nseg == 1 && berth_api_match(a, "GET", "users")) {
+        if (berth_api_need_admin(a) != 0 || berth_api_page(a, limit, offset) != 0)
+            return -1;
+        char name[256] = "";
+        const char *v = berth_api_param(a, "username");
+        if (v != NULL)
+            snprintf(name, sizeof(name), "%s", v);
+        else
+            berth_api_qterm(a, "username", name, sizeof(name));
+        const char *p[] = {name[0] ? name : NULL, limit, offset};
+        return berth_api_list(a, BERTH_Q_USERS_LIST, p, limit, offset);
+    }
+    if (a->nseg == 1 && berth_api_match(a, "POST", "users"))
+        return create_user(a);
+    if (berth_api_match(a, "GET", "users/current"))
+        return current(a);
+    if (berth_api_match(a, "GET", "users/current/permissions"))
+        return permissions(a);
+    if (berth_api_match(a, "GET", "users/search")) {
+        if (berth_api_need_login(a) != 0 || berth_api_page(a, limit, offset) != 0)
+            return -1;
+        char name[256] = "";
+        const char *v = berth_api_param(a, "username");
+        if (v == NULL)
+            return berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "username is required");
+        snprintf(name, sizeof(name), "%s", v);
+        const char *p[] = {name, limit, offset};
+        return berth_api_list(a, BERTH_Q_USERS_SEARCH, p, limit, offset);
+    }
+    if (a->nseg < 2 || !id_ok(a->seg[1]))
+        return a->nseg >= 2 ? berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "user id must be a number") : 1;
+    const char *id = a->seg[1];
+    berth_db_json_t r;
+    if (berth_api_match(a, "GET", "users/{}")) {
+        if (self_or_admin(a, id) != 0)
+            return -1;
+        const char *p[] = {id};
+        return berth_api_object(a, BERTH_Q_USER_GET, p, "user");
+    }
+    if (berth_api_match(a, "PUT", "users/{}")) {
+        if (self_or_admin(a, id) != 0)
+            return -1;
+        json_t *body = berth_api_body(a);
+        if (body == NULL)
+            return -1;
+        char *email = copy_str(body, "email"), *real = copy_str(body, "realname"), *comment = copy_str(body, "comment");
+        json_decref(body);
+        const char *p[] = {id, email, real, comment};
+        int rc = berth_api_query(a, BERTH_Q_USER_UPDATE, p, &r);
+        free(email);
+        free(real);
+        free(comment);
+        if (rc != 0)
+            return -1;
+        return r.affected == 1 ? berth_api_empty(a, 200) : berth_api_fail(a, BERTH_OCI_NOT_FOUND, "user not found");
+    }
+    if (berth_api_match(a, "PUT", "users/{}/password"))
+        return change_password(a, id);
+    if (berth_api_match(a, "PUT", "users/{}/sysadmin")) {
+        if (berth_api_need_admin(a) != 0)
+            return -1;
+        json_t *body = berth_api_body(a);
+        if (body == NULL)
+            return -1;
+        json_t *flag = json_object_get(body, "sysadmin_flag");
+        int ok = json_is_boolean(flag), on = json_is_true(flag);
+        json_decref(body);
+        if (!ok)
+            return berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "sysadmin_flag must be true or false");
+        const char *p[] = {id, on ? "true" : "false"};
+        if (berth_api_query(a, BERTH_Q_USER_SYSADMIN, p, &r) != 0)
+            return -1;
+        berth_api_audit(a, on ? "grant_admin" : "revoke_admin", "user", id, NULL, r.affected == 1);
+        return r.affected == 1 ? berth_api_empty(a, 200) : berth_api_fail(a, BERTH_OCI_NOT_FOUND, "user not found");
+    }
+    if (berth_api_match(a, "DELETE", "users/{}")) {
+        if (berth_api_need_admin(a) != 0)
+            return -1;
+        if (a->who.id == strtoll(id, NULL, 10))
+            return berth_api_fail(a, BERTH_OCI_PRECONDITION, "you cannot delete yourself");
+        const char *p[] = {id};
+        return berth_api_delete(a, BERTH_Q_USER_DELETE, p, "user", id, NULL);
+    }
+    return 1;
+}
+
+/* ---- robots ---- */
+
+static int robot_name_ok(const char *n)
+{
+    size_t len = strlen(n);
+    if (len == 0 || len > 128)
+        return 0;
+    for (const char *p = n; *p; p++)
+        if (!(islower((unsigned char)*p) || isdigit((unsigned char)*p) || *p == '.' || *p == '_' || *p == '-'))
+            return 0;
+    return 1;
+}
+
+/*
+ * The caller may manage robots of this level/project: system robots are for system admins; project robots for
+ * whoever holds `act` on the project's robots. *z is filled for project robots.
+ */
+static int robot_rights(berth_api_t *a, const char *level, const char *project, unsigned act, berth_authz_t *z)
+{
+    if (strcmp(level, "system") == 0)
+        return berth_api_need_admin(a);
+    char canonical[256];
+    if (project == NULL)
+        return berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "a project robot needs exactly one project");
+    if (berth_api_project(a, project, z, canonical) != 0)
+        return -1;
+    return berth_api_need(a, z, BERTH_RES_ROBOT, act);
+}
+
+/*
+ * Permissions from the request into [{namespace, resource, action}]. Project robots may hold grants on their
+ * own project only; nobody may hand a robot a right they do not hold themselves (Harbor checks less).
+ */
+static json_t *robot_permissions(berth_api_t *a, json_t *perms, const char *level, const char *project)
+{
+    if (!json_is_array(perms) || json_array_size(perms) == 0) {
+        berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "permissions must be a non-empty list");
+        return NULL;
+    }
+    json_t *rows = json_array();
+    size_t i, j;
+    json_t *perm, *acc;
+    json_array_foreach(perms, i, perm)
+    {
+        const char *ns = json_string_value(json_object_get(perm, "namespace"));
+        const char *kind = json_string_value(json_object_get(perm, "kind"));
+        if (ns == NULL || (kind != NULL && strcmp(kind, "project") != 0) ||
+            (strcmp(level, "project") == 0 && (project == NULL || strcmp(ns, project) != 0)) ||
+            (strcmp(ns, "*") != 0 && !berth_ref_name_valid(ns, strlen(ns)))) {
+            json_decref(rows);
+            berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "permission namespace must be %s", strcmp(level, "project") == 0 ? "the robot's project" : "a project or *");
+            return NULL;
+        }
+        berth_authz_t z = {0};
+        char canonical[256];
+        int all = strcmp(ns, "*") == 0;
+        if (!all && berth_api_project(a, ns, &z, canonical) != 0) {
+            json_decref(rows);
+            return NULL;
+        }
+        json_array_foreach(json_object_get(perm, "access"), j, acc)
+        {
+            const char *res = json_string_value(json_object_get(acc, "resource"));
+            const char *act = json_string_value(json_object_get(acc, "action"));
+            berth_resource_t r;
+            unsigned bit;
+            if (res == NULL || act == NULL || berth_authz_parse_permission(res, act, &r, &bit) != 0) {
+                json_decref(rows);
+                berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "unknown permission %s:%s", res != NULL ? res : "?", act != NULL ? act : "?");
+                return NULL;
+            }
+            if (!a->who.sysadmin && (all || !berth_authz_can(&z, r, bit))) {
+                json_decref(rows);
+                berth_api_fail(a, BERTH_OCI_DENIED, "you cannot grant %s:%s you do not hold", res, act);
+                return NULL;
+            }
+            json_array_append_new(rows, json_pack("{s:s,s:s,s:s}", "namespace", ns, "resource", res, "action", act));
+        }
+    }
+    if (json_array_size(rows) == 0) {
+        json_decref(rows);
+        berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "permissions grant nothing");
+        return NULL;
+    }
+    return rows;
+}
+
+static int duration_ok(json_t *d, int *days)
+{
+    if (d == NULL || json_is_null(d)) {
+        *days = ROBOT_DEFAULT_DAYS;
+        return 1;
+    }
+    json_int_t v = json_integer_value(d);
+    *days = (int)v;
+    return json_is_integer(d) && (v == -1 || (v >= 1 && v <= 36500));
+}
+
+/* Store permissions for robot `id` (inside the caller's transaction) */
+static int store_permissions(berth_api_t *a, const char *id, json_t *rows)
+{
+    char *doc = json_dumps(rows, JSON_COMPACT);
+    const char *p[] = {id, doc};
+    berth_db_json_t r;
+    int rc = berth_api_query(a, BERTH_Q_ROBOT_PERMS_ADD, p, &r);
+    free(doc);
+    return rc;
+}
+
+static int create_robot(berth_api_t *a)
+{
+    json_t *body = berth_api_body(a);
+    if (body == NULL)
+        return -1;
+    const char *name = json_string_value(json_object_get(body, "name"));
+    const char *level = json_string_value(json_object_get(body, "level"));
+    json_t *perms = json_object_get(body, "permissions");
+    int days, rc = -1;
+    char project[256] = "", full[300], idbuf[24], secret[48], hex[65];
+    json_t *rows = NULL;
+    if (name == NULL || !robot_name_ok(name) || level == NULL || (strcmp(level, "system") != 0 && strcmp(level, "project") != 0) ||
+        !duration_ok(json_object_get(body, "duration"), &days)) {
+        rc = berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "name ([a-z0-9._-]), level (system or project) and duration (-1 or days) are required");
+        goto Exit;
+    }
+    if (strcmp(level, "project") == 0 && json_array_size(perms) == 1)
+        snprintf(project, sizeof(project), "%s", json_string_value(json_object_get(json_array_get(perms, 0), "namespace")) ?: "");
+    berth_authz_t z;
+    if (robot_rights(a, level, project[0] ? project : NULL, BERTH_ACT_CREATE, &z) != 0)
+        goto Exit;
+    if ((rows = robot_permissions(a, perms, level, project)) == NULL)
+        goto Exit;
+    if (strcmp(level, "project") == 0)
+        snprintf(full, sizeof(full), "%s%s+%s", BERTH_ROBOT_PREFIX, project, name);
+    else
+        snprintf(full, sizeof(full), "%s%s", BERTH_ROBOT_PREFIX, name);
+    berth_authsvc_random_secret(secret, hex);
+    char pid[24], dur[16];
+    snprintf(pid, sizeof(pid), "%lld", (long long)z.project_id);
+    snprintf(dur, sizeof(dur), "%d", days);
+    const char *desc = json_string_value(json_object_get(body, "description"));
+    const char *p[] = {full, desc, level, strcmp(level, "project") == 0 ? pid : NULL, hex, dur, a->who.username};
+    berth_err_t err;
+    berth_db_json_t r;
+    if (berth_db_begin(a->c, &err) != 0) {
+        rc = berth_api_err(a, &err);
+        goto Exit;
+    }
+    if (berth_api_query(a, BERTH_Q_ROBOT_CREATE, p, &r) != 0)
+        goto Exit;
+    json_t *made = json_loads(r.json, 0, NULL);
+    free(r.json);
+    snprintf(idbuf, sizeof(idbuf), "%lld", (long long)json_integer_value(json_object_get(made, "id")));
+    if (store_permissions(a, idbuf, rows) != 0 || berth_db_commit(a->c, &err) != 0) {
+        json_decref(made);
+        if (a->resp->status == 200)
+            berth_api_err(a, &err);
+        goto Exit;
+    }
+    json_object_set_new(made, "secret", json_string(secret)); /* shown once; only its hash is kept */
+    berth_resp_header(a->resp, "location", "/api/v2.0/robots/%s", idbuf);
+    berth_api_jsonv(a, 201, made);
+    berth_api_audit(a, "create", "robot", full, project[0] ? project : NULL, 1);
+    rc = 0;
+Exit:
+    OPENSSL_cleanse(secret, sizeof(secret));
+    if (rc != 0 && a->c != NULL)
+        berth_db_rollback(a->c);
+    json_decref(rows);
+    json_decref(body);
+    return rc;
+}
+
+/* Load robot `id` and check the caller's right `act` on it; *robot is the JSON (caller decrefs) */
+static int robot_load(berth_api_t *a, const char *id, unsigned act, json_t **robot)
+{
+    const char *p[] = {id};
+    berth_db_json_t r;
+    if (berth_api_query(a, BERTH_Q_ROBOT_GET, p, &r) != 0)
+        return -1;
+    json_t *v = r.json != NULL ? json_loads(r.json, 0, NULL) : NULL;
+    free(r.json);
+    if (v == NULL) {
+        if (!a->authed)
+            return berth_api_fail(a, BERTH_OCI_UNAUTHORIZED, "authentication required");
+        return berth_api_fail(a, BERTH_OCI_NOT_FOUND, "robot not found");
+    }
+    berth_authz_t z;
+    if (robot_rights(a, json_string_value(json_object_get(v, "level")), json_string_value(json_object_get(v, "project_name")), act,
+                     &z) != 0) {
+        json_decref(v);
+        return -1;
+    }
+    *robot = v;
+    return 0;
+}
+
+static int update_robot(berth_api_t *a, const char *id, json_t *robot)
+{
+    json_t *body = berth_api_body(a);
+    if (body == NULL)
+        return -1;
+    int rc = -1, days = 0;
+    json_t *rows = NULL, *d = json_object_get(body, "duration"), *dis = json_object_get(body, "disable");
+    const char *level = json_string_value(json_object_get(robot, "level"));
+    const char *project = json_string_value(json_object_get(robot, "project_name"));
+    char dur[16];
+    berth_err_t err;
+    berth_db_json_t r;
+    if (d != NULL && !duration_ok(d, &days)) {
+        rc = berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "duration must be -1 or a number of days");
+        goto Exit;
+    }
+    snprintf(dur, sizeof(dur), "%d", days);
+    if (json_object_get(body, "permissions") != NULL &&
+        (rows = robot_permissions(a, json_object_get(body, "permissions"), level, project)) == NULL)
+        goto Exit;
+    const char *p[] = {id, json_string_value(json_object_get(body, "description")), json_is_boolean(dis) ? (json_is_true(dis) ? "true" : "false") : NULL,
+                       d != NULL ? dur : NULL};
+    const char *cp[] = {id};
+    if (berth_db_begin(a->c, &err) != 0) {
+        rc = berth_api_err(a, &err);
+        goto Exit;
+    }
+    if (berth_api_query(a, BERTH_Q_ROBOT_UPDATE, p, &r) != 0)
+        goto Exit;
+    if (rows != NULL && (berth_api_query(a, BERTH_Q_ROBOT_PERMS_CLEAR, cp, &r) != 0 || store_permissions(a, id, rows) != 0))
+        goto Exit;
+    if (berth_db_commit(a->c, &err) != 0) {
+        rc = berth_api_err(a, &err);
+        goto Exit;
+    }
+    berth_api_audit(a, "update", "robot", json_string_value(json_object_get(robot, "name")), project, 1);
+    rc = berth_api_empty(a, 200);
+Exit:
+    if (rc != 0)
+        berth_db_rollback(a->c);
+    json_decref(rows);
+    json_decref(body);
+    return rc;
+}
+
+static int refresh_secret(berth_api_t *a, const char *id, json_t *robot)
+{
+    json_t *body = berth_api_body(a);
+    if (body == NULL)
+        return -1;
+    const char *given = json_string_value(json_object_get(body, "secret"));
+    char secret[256], hex[65];
+    if (given != NULL && given[0] != '\0') {
+        const char *why = berth_password_policy(given);
+        if (why != NULL) {
+            json_decref(body);
+            return berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "%s", why);
+        }
+        snprintf(secret, sizeof(secret), "%s", given);
+        berth_authsvc_sha256_hex(secret, hex);
+    } else {
+        char gen[48];
+        berth_authsvc_random_secret(gen, hex);
+        snprintf(secret, sizeof(secret), "%s", gen);
+        OPENSSL_cleanse(gen, sizeof(gen));
+    }
+    json_decref(body);
+    const char *p[] = {id, hex};
+    berth_db_json_t r;
+    int rc = berth_api_query(a, BERTH_Q_ROBOT_SECRET, p, &r);
+    berth_api_audit(a, "refresh_secret", "robot", json_string_value(json_object_get(robot, "name")),
+                    json_string_value(json_object_get(robot, "project_name")), rc == 0);
+    if (rc == 0)
+        berth_api_jsonv(a, 200, json_pack("{s:s}", "secret", secret));
+    OPENSSL_cleanse(secret, sizeof(secret));
+    return rc;
+}
+
+static int robots(berth_api_t *a)
+{
+    char limit[24], offset[24];
+    if (a->nseg == 1 && berth_api_match(a, "GET", "robots")) {
+        if (berth_api_page(a, limit, offset) != 0)
+            return -1;
+        char level[16] = "", pid[24] = "";
+        berth_api_qterm(a, "Level", level, sizeof(level));
+        berth_api_qterm(a, "ProjectID", pid, sizeof(pid));
+        if (pid[0] != '\0') { /* a project's robots: whoever may list them there */
+            berth_authz_t z;
+            char canonical[256];
+            if (berth_api_project(a, pid, &z, canonical) != 0 || berth_api_need(a, &z, BERTH_RES_ROBOT, BERTH_ACT_LIST) != 0)
+                return -1;
+            snprintf(pid, sizeof(pid), "%lld", (long long)z.project_id);
+        } else if (berth_api_need_admin(a) != 0) {
+            return -1;
+        }
+        const char *p[] = {pid[0] ? pid : NULL, level[0] ? level : NULL, limit, offset};
+        return berth_api_list(a, BERTH_Q_ROBOTS_LIST, p, limit, offset);
+    }
+    if (a->nseg == 1 && berth_api_match(a, "POST", "robots"))
+        return berth_api_need_login(a) != 0 ? -1 : create_robot(a);
+    if (a->nseg != 2)
+        return 1;
+    if (!id_ok(a->seg[1]))
+        return berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "robot id must be a number");
+    const char *id = a->seg[1];
+    json_t *robot = NULL;
+    int rc = 1;
+    if (berth_api_match(a, "GET", "robots/{}")) {
+        if ((rc = robot_load(a, id, BERTH_ACT_READ, &robot)) == 0)
+            berth_api_jsonv(a, 200, json_incref(robot));
+    } else if (berth_api_match(a, "PUT", "robots/{}")) {
+        if ((rc = robot_load(a, id, BERTH_ACT_UPDATE, &robot)) == 0)
+            rc = update_robot(a, id, robot);
+    } else if (berth_api_match(a, "PATCH", "robots/{}")) {
+        if ((rc = robot_load(a, id, BERTH_ACT_UPDATE, &robot)) == 0)
+            rc = refresh_secret(a, id, robot);
+    } else if (berth_api_match(a, "DELETE", "robots/{}")) {
+        if ((rc = robot_load(a, id, BERTH_ACT_DELETE, &robot)) == 0) {
+            const char *p[] = {id};
+            rc = berth_api_delete(a, BERTH_Q_ROBOT_DELETE, p, "robot", id, json_string_value(json_object_get(robot, "project_name")));
+        }
+    }
+    json_decref(robot);
+    return rc;
+}
+
+int berth_api_accounts_route(berth_api_t *a)
+{
+    return strcmp(a->seg[0], "users") == 0 ? users(a) : robots(a);
+}

@@ -1,0 +1,79 @@
+/* Shared by the files of registry/api/: the request context and the helpers every endpoint uses. */
+#ifndef BERTH_API_INTERNAL_H
+#define BERTH_API_INTERNAL_H
+
+#include <jansson.h>
+
+#include "auth/authz.h"
+#include "registry/api/api.h"
+#include "sql/api.h"
+
+#define BERTH_API_MAX_SEGS 12
+
+typedef struct st_berth_api_t {
+    berth_registry_t *reg;
+    const berth_api_req_t *rq;
+    berth_resp_t *resp;
+    berth_dbconn_t *c;
+    berth_db_user_t who; /* valid when authed */
+    int authed;
+    char *seg[BERTH_API_MAX_SEGS]; /* decoded path segments after /api/v2.0/ (route parameters) */
+    int nseg;
+    char qbuf[1024]; /* last value berth_api_param returned */
+} berth_api_t;
+
+typedef int (*berth_api_fn)(berth_api_t *a);
+
+extern const berth_api_conf_t *berth_api_conf;
+
+/* Answers. Each returns 0 so handlers can `return berth_api_...(a, ...)`. */
+int berth_api_json(berth_api_t *a, int status, char *json); /* takes json */
+int berth_api_jsonv(berth_api_t *a, int status, json_t *v); /* takes v */
+int berth_api_empty(berth_api_t *a, int status);
+int berth_api_fail(berth_api_t *a, berth_oci_t oci, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/** Answer from err (database failures and the like). */
+int berth_api_err(berth_api_t *a, const berth_err_t *err);
+
+/** Decoded query parameter or NULL when absent (points into a->qbuf: copy before the next call). */
+const char *berth_api_param(berth_api_t *a, const char *key);
+/** A q= filter term ("key=value" exact or "key=~value" substring), copied into out; returns 1 exact, 2 fuzzy, 0 absent. */
+int berth_api_qterm(berth_api_t *a, const char *key, char *out, size_t outsz);
+/** page/page_size into limit/offset strings; 0, or answered 400. */
+int berth_api_page(berth_api_t *a, char limit[24], char offset[24]);
+/** Run a list query and answer 200 with X-Total-Count and Link (page navigation). */
+int berth_api_list(berth_api_t *a, berth_q_t q, const char *const *params, const char *limit, const char *offset);
+/** Run a query returning one object and answer 200 with it, or 404 `what` when there is none. */
+int berth_api_object(berth_api_t *a, berth_q_t q, const char *const *params, const char *what);
+/** Run a query; 0 with *out, or answered the error (returns -1). */
+int berth_api_query(berth_api_t *a, berth_q_t q, const char *const *params, berth_db_json_t *out);
+/** The request body as a JSON object, or NULL answered 400. */
+json_t *berth_api_body(berth_api_t *a);
+
+/**
+ * Authorization for project `name` (a route segment; digits-only names that are not a project are taken as
+ * project ids). 0 with *z, or answered (and -1): callers who cannot read the project get the answer a
+ * nonexistent one gets (401 anonymous, 404 otherwise), so existence does not leak.
+ */
+int berth_api_project(berth_api_t *a, const char *name, berth_authz_t *z, char canonical[256]);
+/** 0 if `z` grants `actions` on `res`, else answered 403 (-1). */
+int berth_api_need(berth_api_t *a, const berth_authz_t *z, berth_resource_t res, unsigned actions);
+/** 0 for a system admin, else answered 401/403 (-1). */
+int berth_api_need_admin(berth_api_t *a);
+/** 0 for any authenticated caller, else answered 401 (-1). */
+int berth_api_need_login(berth_api_t *a);
+/** Run a delete query that returns the deleted object's name (JSON string), audit it, answer 200 or 404. */
+int berth_api_delete(berth_api_t *a, berth_q_t q, const char *const *params, const char *rtype, const char *fallback,
+                     const char *project);
+/** Audit an API change by the caller. */
+void berth_api_audit(berth_api_t *a, const char *op, const char *rtype, const char *resource, const char *project, int ok);
+
+/* endpoint groups */
+int berth_api_projects_route(berth_api_t *a);
+int berth_api_accounts_route(berth_api_t *a);
+int berth_api_system_route(berth_api_t *a);
+int berth_api_session(berth_api_t *a, int login);
+
+/** 1 if method and segments match `pattern` ("projects/{}/members"; "{}" matches one segment). */
+int berth_api_match(berth_api_t *a, const char *method, const char *pattern);
+
+#endif

@@ -1,0 +1,142 @@
+/* System endpoints (ping, health, systeminfo, search, audit-logs, the OpenAPI document) and browser sessions. */
+#include <openssl/crypto.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "auth/audit.h"
+#include "auth/service.h"
+#include "registry/api/internal.h"
+#include "registry/core/query.h"
+
+extern const char berth_openapi_yaml[]; /* generated from registry/api/openapi.yaml */
+
+static int health(berth_api_t *a)
+{
+    berth_db_json_t r;
+    berth_err_t err;
+    int db_ok = berth_db_api(a->c, BERTH_Q_PING, NULL, &r, &err) == 0;
+    free(r.json);
+    json_t *v = json_pack("{s:s,s:[{s:s,s:s},{s:s,s:s}]}", "status", db_ok ? "healthy" : "unhealthy", "components", "name", "core",
+                          "status", "healthy", "name", "database", "status", db_ok ? "healthy" : "unhealthy");
+    return berth_api_jsonv(a, db_ok ? 200 : 503, v);
+}
+
+static int systeminfo(berth_api_t *a)
+{
+    json_t *v = json_pack("{s:s,s:s,s:s,s:b,s:s,s:s}", "harbor_version", berth_api_conf->version, "auth_mode", "db_auth",
+                          "project_creation_restriction", berth_api_conf->project_creation_admin_only ? "adminonly" : "everyone",
+                          "self_registration", 0, "external_url", berth_api_conf->external_url, "registry_url",
+                          berth_api_conf->external_url);
+    return berth_api_jsonv(a, 200, v);
+}
+
+static int search(berth_api_t *a)
+{
+    const char *q = berth_api_param(a, "q");
+    if (q == NULL)
+        return berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "q is required");
+    char term[256], id[24];
+    snprintf(term, sizeof(term), "%s", q);
+    snprintf(id, sizeof(id), "%lld", a->authed ? (long long)a->who.id : 0LL);
+    const char *p[] = {id, a->authed && a->who.sysadmin ? "true" : "false", a->authed && a->who.robot ? "true" : "false", term};
+    return berth_api_object(a, BERTH_Q_SEARCH, p, "search");
+}
+
+static int audit_logs(berth_api_t *a)
+{
+    char limit[24], offset[24], id[24];
+    if (berth_api_need_login(a) != 0 || berth_api_page(a, limit, offset) != 0)
+        return -1;
+    /* robots see no global log; users see the projects they administer; system admins see everything */
+    snprintf(id, sizeof(id), "%lld", a->who.robot ? -1LL : (long long)a->who.id);
+    char op[32] = "", rtype[32] = "", user[256] = "", res[512] = "";
+    berth_api_qterm(a, "operation", op, sizeof(op));
+    berth_api_qterm(a, "resource_type", rtype, sizeof(rtype));
+    berth_api_qterm(a, "username", user, sizeof(user));
+    berth_api_qterm(a, "resource", res, sizeof(res));
+    const char *p[] = {id, a->who.sysadmin ? "true" : "false", NULL, op[0] ? op : NULL, rtype[0] ? rtype : NULL, user[0] ? user : NULL,
+                       res[0] ? res : NULL, limit, offset};
+    return berth_api_list(a, BERTH_Q_AUDIT_LIST, p, limit, offset);
+}
+
+int berth_api_system_route(berth_api_t *a)
+{
+    if (berth_api_match(a, "GET", "ping")) {
+        berth_resp_body(a->resp, 200, strdup("Pong"), 4, "text/plain");
+        return 0;
+    }
+    if (berth_api_match(a, "GET", "health"))
+        return health(a);
+    if (berth_api_match(a, "GET", "systeminfo"))
+        return systeminfo(a);
+    if (berth_api_match(a, "GET", "search"))
+        return search(a);
+    if (berth_api_match(a, "GET", "audit-logs"))
+        return audit_logs(a);
+    if (berth_api_match(a, "GET", "openapi.yaml")) {
+        berth_resp_body(a->resp, 200, strdup(berth_openapi_yaml), strlen(berth_openapi_yaml), "application/yaml");
+        return 0;
+    }
+    return 1;
+}
+
+/*
+ * POST /c/login (form: principal, password) opens a browser session: an HttpOnly, SameSite=Strict cookie and a
+ * CSRF token the page must echo in X-Harbor-CSRF-Token on every change. Robots have no sessions (Harbor).
+ * POST /c/log_out ends it.
+ */
+int berth_api_session(berth_api_t *a, int login)
+{
+    const berth_api_req_t *rq = a->rq;
+    const char *cookie_attrs = rq->secure ? "; Path=/; HttpOnly; SameSite=Strict; Secure" : "; Path=/; HttpOnly; SameSite=Strict";
+    if (!login) {
+        char sid[128] = "";
+        const char *c = rq->cookie != NULL ? strstr(rq->cookie, "sid=") : NULL;
+        if (c != NULL) {
+            size_t n = strcspn(c + 4, "; ");
+            if (n < sizeof(sid)) {
+                memcpy(sid, c + 4, n);
+                sid[n] = '\0';
+            }
+        }
+        if (sid[0] != '\0') {
+            char hex[65];
+            berth_authsvc_sha256_hex(sid, hex);
+            berth_db_session_delete(a->c, hex, NULL);
+        }
+        berth_resp_header(a->resp, "set-cookie", "sid=deleted; Max-Age=0%s", cookie_attrs);
+        return berth_api_empty(a, 200);
+    }
+    char user[256] = "", pw[256] = "";
+    const char *body = rq->body != NULL ? rq->body : "";
+    if (berth_query_get(body, rq->body_len, "principal", user, sizeof(user)) < 0 ||
+        berth_query_get(body, rq->body_len, "password", pw, sizeof(pw)) < 0)
+        return berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "principal and password are required");
+    if (strncmp(user, BERTH_ROBOT_PREFIX, strlen(BERTH_ROBOT_PREFIX)) == 0) {
+        OPENSSL_cleanse(pw, sizeof(pw));
+        return berth_api_fail(a, BERTH_OCI_UNAUTHORIZED, "robot accounts cannot open sessions");
+    }
+    int rc = berth_authsvc_login(a->reg->auth, user, pw, rq->remote, &a->who);
+    OPENSSL_cleanse(pw, sizeof(pw));
+    if (rc == BERTH_ERETRY) {
+        berth_authsvc_too_many(a->resp, user);
+        return -1;
+    }
+    if (rc != 0)
+        return berth_api_fail(a, BERTH_OCI_UNAUTHORIZED, "invalid credentials");
+    char sid[48], hex[65], csrf[48], csrf_hex[65];
+    berth_authsvc_random_secret(sid, hex);
+    berth_authsvc_random_secret(csrf, csrf_hex);
+    berth_err_t err;
+    if (berth_db_session_create(a->c, hex, a->who.id, csrf, berth_api_conf->session_ttl, &err) != 0) {
+        OPENSSL_cleanse(sid, sizeof(sid));
+        return berth_api_err(a, &err);
+    }
+    a->authed = 1;
+    berth_audit(a->who.username, rq->remote, "login", "session", "web", NULL, 1, "");
+    berth_resp_header(a->resp, "set-cookie", "sid=%s; Max-Age=%d%s", sid, berth_api_conf->session_ttl, cookie_attrs);
+    berth_resp_header(a->resp, "x-harbor-csrf-token", "%s", csrf);
+    OPENSSL_cleanse(sid, sizeof(sid));
+    return berth_api_jsonv(a, 200, json_pack("{s:s,s:s}", "username", a->who.username, "csrf_token", csrf));
+}

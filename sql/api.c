@@ -1,0 +1,280 @@
+#include "sql/api.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "sql/db_internal.h"
+
+/*
+ * Harbor's JSON shapes, built by PostgreSQL. Lists return (json array of one page, total). Every parameter is
+ * cast where it is used, so that the prepared statement's types are fixed.
+ */
+
+/* Projects the caller may see: $1 user/robot id, $2 system admin, $3 robot. */
+#define VISIBLE(p)                                                                                                     \
+    "($2::bool OR " p ".public OR (NOT $3::bool AND EXISTS (SELECT 1 FROM project_members m WHERE m.project_id = " p \
+    ".id AND m.user_id = $1::bigint)) OR ($3::bool AND EXISTS (SELECT 1 FROM robot_permissions rp WHERE rp.robot_id = " \
+    "$1::bigint AND rp.namespace IN (" p ".name, '*'))))"
+
+#define ROLE_NAME(r)                                                                                                   \
+    "CASE " r " WHEN 1 THEN 'projectAdmin' WHEN 2 THEN 'developer' WHEN 3 THEN 'guest' WHEN 4 THEN 'maintainer' "     \
+    "WHEN 5 THEN 'limitedGuest' END"
+
+/* A project as Harbor shows it; `uid` and `robot` name the caller's parameters for its role. */
+#define PROJECT_JSON(uid, robot)                                                                                       \
+    "json_build_object('project_id', p.id, 'name', p.name, 'owner_id', p.owner_id, 'owner_name', "                   \
+    "coalesce((SELECT u.username FROM users u WHERE u.id = p.owner_id), ''), 'creation_time', p.created_at, "         \
+    "'update_time', p.updated_at, 'repo_count', (SELECT count(*) FROM repositories r WHERE r.project_id = p.id), "     \
+    "'metadata', json_build_object('public', CASE WHEN p.public THEN 'true' ELSE 'false' END), "                      \
+    "'current_user_role_id', CASE WHEN " robot "::bool THEN 0 ELSE coalesce((SELECT m.role FROM project_members m "   \
+    "WHERE m.project_id = p.id AND m.user_id = " uid "::bigint), 0) END)"
+
+/* Artifacts a repository lists: not a referrer, and not only the child of an index (tagged children count) */
+#define TOP_LEVEL                                                                                                      \
+    "m.subject_digest IS NULL AND (EXISTS (SELECT 1 FROM tags t WHERE t.manifest_id = m.id) OR NOT EXISTS "          \
+    "(SELECT 1 FROM manifest_refs mr JOIN manifests pm ON pm.id = mr.manifest_id WHERE pm.repository_id = "           \
+    "m.repository_id AND mr.digest = m.digest AND mr.kind = 1))"
+
+#define INDEX_TYPES "('application/vnd.oci.image.index.v1+json', 'application/vnd.docker.distribution.manifest.list.v2+json')"
+
+#define ARTIFACT_JSON                                                                                                  \
+    "json_build_object('id', m.id, 'repository_id', m.repository_id, 'repository_name', (SELECT r2.name FROM "         \
+    "repositories r2 WHERE r2.id = m.repository_id), 'digest', m.digest, 'manifest_media_type', m.media_type, "       \
+    "'media_type', m.media_type, 'artifact_type', m.artifact_type, "                                                  \
+    "'type', CASE WHEN m.artifact_type IS NULL THEN 'IMAGE' ELSE 'ARTIFACT' END, "                                    \
+    "'size', m.size + coalesce((SELECT sum(mr.size) FROM manifest_refs mr WHERE mr.manifest_id = m.id AND mr.kind = 0), 0), " \
+    "'push_time', m.created_at, 'pull_time', m.pull_time, 'annotations', m.annotations, "                             \
+    "'tags', coalesce((SELECT json_agg(json_build_object('name', t.name, 'push_time', t.updated_at, 'repository_id', " \
+    "t.repository_id, 'artifact_id', m.id) ORDER BY t.name) FROM tags t WHERE t.manifest_id = m.id), '[]'), "         \
+    "'references', CASE WHEN m.media_type IN " INDEX_TYPES " THEN coalesce((SELECT json_agg(json_build_object("       \
+    "'child_digest', e->>'digest', 'child_media_type', e->>'mediaType', 'platform', e->'platform', 'annotations', "    \
+    "e->'annotations')) FROM jsonb_array_elements(convert_from(m.content, 'UTF8')::jsonb->'manifests') e), '[]') END, " \
+    "'accessories', coalesce((SELECT json_agg(json_build_object('digest', a.digest, 'artifact_type', a.artifact_type, " \
+    "'size', a.size) ORDER BY a.digest) FROM manifests a WHERE a.repository_id = m.repository_id AND a.subject_digest " \
+    "= m.digest), '[]'))"
+
+#define REPO_JSON                                                                                                      \
+    "json_build_object('id', r.id, 'project_id', r.project_id, 'name', r.name, 'artifact_count', (SELECT count(*) "   \
+    "FROM manifests m WHERE m.repository_id = r.id AND " TOP_LEVEL "), 'pull_count', r.pull_count, 'creation_time', " \
+    "r.created_at, 'update_time', r.updated_at)"
+
+#define USER_JSON                                                                                                      \
+    "json_build_object('user_id', u.id, 'username', u.username, 'email', u.email, 'realname', u.realname, "           \
+    "'comment', u.comment, 'sysadmin_flag', u.sysadmin, 'creation_time', u.created_at, 'update_time', u.updated_at)"
+
+#define MEMBER_JSON                                                                                                    \
+    "json_build_object('id', x.id, 'project_id', x.project_id, 'entity_name', x.username, 'entity_id', x.user_id, "   \
+    "'entity_type', 'u', 'role_id', x.role, 'role_name', " ROLE_NAME("x.role") ")"
+
+#define ROBOT_JSON                                                                                                     \
+    "json_build_object('id', r.id, 'name', r.name, 'description', r.description, 'level', r.level, 'project_id', "    \
+    "r.project_id, 'project_name', (SELECT p.name FROM projects p WHERE p.id = r.project_id), 'disable', r.disabled, 'expires_at', coalesce(extract(epoch FROM r.expires_at)::bigint, -1), "     \
+    "'duration', CASE WHEN r.expires_at IS NULL THEN -1 ELSE ceil(extract(epoch FROM r.expires_at - r.created_at) "   \
+    "/ 86400)::int END, 'creation_time', r.created_at, 'update_time', r.updated_at, 'creator', r.creator, "          \
+    "'permissions', coalesce((SELECT json_agg(json_build_object('kind', 'project', 'namespace', g.namespace, "        \
+    "'access', g.access) ORDER BY g.namespace) FROM (SELECT rp.namespace, json_agg(json_build_object('resource', "    \
+    "rp.resource, 'action', rp.action) ORDER BY rp.resource, rp.action) AS access FROM robot_permissions rp WHERE "   \
+    "rp.robot_id = r.id GROUP BY rp.namespace) g), '[]'))"
+
+/* One page of `row` over the CTE f, ordered by `order`, plus the total; $lim and $off are the last two. */
+#define PAGE(row, alias, order, lim, off)                                                                              \
+    "SELECT coalesce((SELECT json_agg(" row " ORDER BY " order ") FROM (SELECT * FROM f ORDER BY " order " LIMIT "      \
+    lim "::bigint OFFSET " off "::bigint) " alias "), '[]')::text, (SELECT count(*) FROM f)"
+
+#define Q(id, sql, n) [id] = {100 + id, sql, n}
+
+static const berth_db__stmt_t queries[BERTH_Q__COUNT] = {
+    /* $1 uid, $2 admin, $3 robot, $4 name exact, $5 name substring, $6 public, $7 owner, $8 limit, $9 offset */
+    Q(BERTH_Q_PROJECTS_LIST,
+      "WITH f AS (SELECT p.* FROM projects p WHERE " VISIBLE("p") " AND ($4::text IS NULL OR p.name = $4::text) AND "
+      "($5::text IS NULL OR strpos(p.name, $5::text) > 0) AND ($6::bool IS NULL OR p.public = $6::bool) AND "
+      "($7::text IS NULL OR p.owner_id = (SELECT id FROM users WHERE username = $7::text))) " PAGE(PROJECT_JSON("$1", "$3"), "p", "name", "$8", "$9"),
+      9),
+    /* $1 uid, $2 robot, $3 name */
+    Q(BERTH_Q_PROJECT_GET, "SELECT " PROJECT_JSON("$1", "$2") "::text FROM projects p WHERE p.name = $3::text", 3),
+    Q(BERTH_Q_PROJECT_NAME_BY_ID, "SELECT to_json(name)::text FROM projects WHERE id = $1::bigint", 1),
+    /* $1 name, $2 public, $3 owner id (NULL for robots): the creator becomes project admin */
+    Q(BERTH_Q_PROJECT_CREATE,
+      "WITH p AS (INSERT INTO projects (name, public, owner_id) VALUES ($1::text, $2::bool, $3::bigint) RETURNING id), "
+      "m AS (INSERT INTO project_members (project_id, user_id, role) SELECT p.id, $3::bigint, 1 FROM p WHERE $3::bigint "
+      "IS NOT NULL) SELECT json_build_object('project_id', id)::text FROM p",
+      3),
+    /* $1 id, $2 public */
+    Q(BERTH_Q_PROJECT_UPDATE,
+      "UPDATE projects SET public = coalesce($2::bool, public), updated_at = now() WHERE id = $1::bigint", 2),
+    /* $1 id: only an empty project goes */
+    Q(BERTH_Q_PROJECT_DELETE,
+      "DELETE FROM projects p WHERE p.id = $1::bigint AND NOT EXISTS (SELECT 1 FROM repositories r WHERE r.project_id = p.id)",
+      1),
+    /* $1 id: counts and the storage its repositories hold (each blob and manifest once) */
+    Q(BERTH_Q_PROJECT_SUMMARY,
+      "SELECT json_build_object('repo_count', (SELECT count(*) FROM repositories WHERE project_id = $1::bigint), "
+      "'project_admin_count', (SELECT count(*) FROM project_members WHERE project_id = $1::bigint AND role = 1), "
+      "'maintainer_count', (SELECT count(*) FROM project_members WHERE project_id = $1::bigint AND role = 4), "
+      "'developer_count', (SELECT count(*) FROM project_members WHERE project_id = $1::bigint AND role = 2), "
+      "'guest_count', (SELECT count(*) FROM project_members WHERE project_id = $1::bigint AND role = 3), "
+      "'limited_guest_count', (SELECT count(*) FROM project_members WHERE project_id = $1::bigint AND role = 5), "
+      "'quota', json_build_object('used', json_build_object('storage', "
+      "(SELECT coalesce(sum(b.size), 0) FROM blobs b WHERE b.digest IN (SELECT rb.digest FROM repository_blobs rb "
+      "JOIN repositories r ON r.id = rb.repository_id WHERE r.project_id = $1::bigint)) + "
+      "(SELECT coalesce(sum(s.size), 0) FROM (SELECT DISTINCT m.digest, m.size FROM manifests m JOIN repositories r ON "
+      "r.id = m.repository_id WHERE r.project_id = $1::bigint) s))))::text",
+      1),
+    /* $1 project id, $2 name substring, $3 limit, $4 offset */
+    Q(BERTH_Q_MEMBERS_LIST,
+      "WITH f AS (SELECT m.id, m.project_id, m.user_id, m.role, u.username FROM project_members m JOIN users u ON "
+      "u.id = m.user_id WHERE m.project_id = $1::bigint AND ($2::text IS NULL OR strpos(u.username, $2::text) > 0)) "
+      PAGE(MEMBER_JSON, "x", "username", "$3", "$4"),
+      4),
+    /* $1 project id, $2 member id */
+    Q(BERTH_Q_MEMBER_GET,
+      "SELECT " MEMBER_JSON "::text FROM (SELECT m.id, m.project_id, m.user_id, m.role, u.username FROM project_members m "
+      "JOIN users u ON u.id = m.user_id WHERE m.project_id = $1::bigint AND m.id = $2::bigint) x",
+      2),
+    /* $1 project id, $2 username, $3 role */
+    Q(BERTH_Q_MEMBER_ADD,
+      "INSERT INTO project_members (project_id, user_id, role) SELECT $1::bigint, u.id, $3::smallint FROM users u "
+      "WHERE u.username = $2::text RETURNING json_build_object('id', id)::text",
+      3),
+    /* $1 project id, $2 member id, $3 role */
+    Q(BERTH_Q_MEMBER_UPDATE,
+      "UPDATE project_members SET role = $3::smallint WHERE project_id = $1::bigint AND id = $2::bigint", 3),
+    /* $1 project id, $2 member id */
+    Q(BERTH_Q_MEMBER_DELETE,
+      "DELETE FROM project_members m USING users u WHERE u.id = m.user_id AND m.project_id = $1::bigint AND m.id = "
+      "$2::bigint RETURNING to_json(u.username)::text",
+      2),
+    /* $1 project id, $2 name substring, $3 limit, $4 offset */
+    Q(BERTH_Q_REPOS_LIST,
+      "WITH f AS (SELECT r.* FROM repositories r WHERE r.project_id = $1::bigint AND ($2::text IS NULL OR "
+      "strpos(r.name, $2::text) > 0)) " PAGE(REPO_JSON, "r", "name", "$3", "$4"),
+      4),
+    /* $1 full repository name */
+    Q(BERTH_Q_REPO_GET, "SELECT " REPO_JSON "::text FROM repositories r WHERE r.name = $1::text", 1),
+    /* $1 full repository name: everything in it goes; other berthd drop their cached copies at commit */
+    Q(BERTH_Q_REPO_DELETE,
+      "WITH d AS (DELETE FROM repositories WHERE name = $1::text RETURNING id), "
+      "n AS (SELECT pg_notify('berth_invalidate', $1::text) FROM d) SELECT (SELECT count(*) FROM d)::text, "
+      "(SELECT count(*) FROM n)",
+      1),
+    /* $1 repository, $2 tag (exact, NULL for all), $3 limit, $4 offset; newest first */
+    Q(BERTH_Q_ARTIFACTS_LIST,
+      "WITH f AS (SELECT m.* FROM repositories r JOIN manifests m ON m.repository_id = r.id WHERE r.name = $1::text AND "
+      TOP_LEVEL " AND ($2::text IS NULL OR EXISTS (SELECT 1 FROM tags t WHERE t.manifest_id = m.id AND t.name = $2::text))) "
+      PAGE(ARTIFACT_JSON, "m", "created_at DESC, id DESC", "$3", "$4"),
+      4),
+    /* $1 repository, $2 digest or tag */
+    Q(BERTH_Q_ARTIFACT_GET,
+      "SELECT " ARTIFACT_JSON "::text FROM repositories r JOIN manifests m ON m.repository_id = r.id WHERE r.name = $1::text "
+      "AND (m.digest = $2::text OR m.id = (SELECT t.manifest_id FROM tags t WHERE t.repository_id = r.id AND t.name = $2::text))",
+      2),
+    /* $1 repository, $2 digest, $3 limit, $4 offset */
+    Q(BERTH_Q_TAGS_LIST,
+      "WITH f AS (SELECT t.*, m.id AS artifact_id FROM repositories r JOIN manifests m ON m.repository_id = r.id JOIN tags t "
+      "ON t.manifest_id = m.id WHERE r.name = $1::text AND m.digest = $2::text) "
+      PAGE("json_build_object('name', x.name, 'repository_id', x.repository_id, 'artifact_id', x.artifact_id, 'push_time', x.updated_at)",
+           "x", "name", "$3", "$4"),
+      4),
+    /* $1 repository, $2 digest, $3 tag: "1" when created, "0" when the artifact is unknown */
+    Q(BERTH_Q_TAG_CREATE,
+      "WITH i AS (INSERT INTO tags (repository_id, name, manifest_id) SELECT r.id, $3::text, m.id FROM repositories r "
+      "JOIN manifests m ON m.repository_id = r.id WHERE r.name = $1::text AND m.digest = $2::text RETURNING 1), "
+      "n AS (SELECT pg_notify('berth_invalidate', $1::text) FROM i) SELECT (SELECT count(*) FROM i)::text, "
+      "(SELECT count(*) FROM n)",
+      3),
+    /* $1 username substring, $2 limit, $3 offset */
+    Q(BERTH_Q_USERS_LIST,
+      "WITH f AS (SELECT u.* FROM users u WHERE $1::text IS NULL OR strpos(u.username, $1::text) > 0) "
+      PAGE(USER_JSON, "u", "username", "$2", "$3"),
+      3),
+    Q(BERTH_Q_USERS_SEARCH,
+      "WITH f AS (SELECT u.id, u.username FROM users u WHERE u.disabled = false AND ($1::text IS NULL OR "
+      "strpos(u.username, $1::text) > 0)) " PAGE("json_build_object('user_id', u.id, 'username', u.username)", "u", "username", "$2", "$3"),
+      3),
+    Q(BERTH_Q_USER_GET, "SELECT " USER_JSON "::text FROM users u WHERE u.id = $1::bigint", 1),
+    /* $1 username, $2 hash, $3 email, $4 realname, $5 comment */
+    Q(BERTH_Q_USER_CREATE,
+      "INSERT INTO users (username, password_hash, email, realname, comment) VALUES ($1::text, $2::text, "
+      "coalesce($3::text, ''), coalesce($4::text, ''), coalesce($5::text, '')) RETURNING json_build_object('user_id', id)::text",
+      5),
+    /* $1 id, $2 email, $3 realname, $4 comment (NULL keeps) */
+    Q(BERTH_Q_USER_UPDATE,
+      "UPDATE users SET email = coalesce($2::text, email), realname = coalesce($3::text, realname), comment = "
+      "coalesce($4::text, comment), updated_at = now() WHERE id = $1::bigint",
+      4),
+    /* $1 id, $2 hash: the user's browser sessions end with the old password */
+    Q(BERTH_Q_USER_PASSWORD,
+      "WITH s AS (DELETE FROM sessions WHERE user_id = $1::bigint) UPDATE users SET password_hash = $2::text, "
+      "updated_at = now() WHERE id = $1::bigint",
+      2),
+    Q(BERTH_Q_USER_SYSADMIN, "UPDATE users SET sysadmin = $2::bool, updated_at = now() WHERE id = $1::bigint", 2),
+    Q(BERTH_Q_USER_DELETE, "DELETE FROM users WHERE id = $1::bigint RETURNING to_json(username)::text", 1),
+    /* $1 project id (NULL: every robot), $2 level, $3 limit, $4 offset */
+    Q(BERTH_Q_ROBOTS_LIST,
+      "WITH f AS (SELECT r.* FROM robots r WHERE ($1::bigint IS NULL OR r.project_id = $1::bigint) AND ($2::text IS NULL "
+      "OR r.level = $2::text)) " PAGE(ROBOT_JSON, "r", "id", "$3", "$4"),
+      4),
+    Q(BERTH_Q_ROBOT_GET, "SELECT " ROBOT_JSON "::text FROM robots r WHERE r.id = $1::bigint", 1),
+    /* $1 full name, $2 description, $3 level, $4 project id, $5 secret sha256 hex, $6 duration days (-1 never), $7 creator */
+    Q(BERTH_Q_ROBOT_CREATE,
+      "INSERT INTO robots (name, description, level, project_id, secret_sha256, expires_at, creator) VALUES ($1::text, "
+      "coalesce($2::text, ''), $3::text, $4::bigint, decode($5::text, 'hex'), CASE WHEN $6::int < 0 THEN NULL ELSE now() + "
+      "make_interval(days => $6::int) END, $7::text) RETURNING json_build_object('id', id, 'name', name, 'creation_time', "
+      "created_at, 'expires_at', coalesce(extract(epoch FROM expires_at)::bigint, -1))::text",
+      7),
+    Q(BERTH_Q_ROBOT_PERMS_CLEAR, "DELETE FROM robot_permissions WHERE robot_id = $1::bigint", 1),
+    /* $1 robot id, $2 [{namespace, resource, action}] */
+    Q(BERTH_Q_ROBOT_PERMS_ADD,
+      "INSERT INTO robot_permissions (robot_id, namespace, resource, action) SELECT DISTINCT $1::bigint, x.namespace, "
+      "x.resource, x.action FROM json_to_recordset($2::json) AS x(namespace text, resource text, action text)",
+      2),
+    /* $1 id, $2 description, $3 disable, $4 duration days (NULL keeps, -1 never) */
+    Q(BERTH_Q_ROBOT_UPDATE,
+      "UPDATE robots SET description = coalesce($2::text, description), disabled = coalesce($3::bool, disabled), "
+      "expires_at = CASE WHEN $4::int IS NULL THEN expires_at WHEN $4::int < 0 THEN NULL ELSE created_at + "
+      "make_interval(days => $4::int) END, updated_at = now() WHERE id = $1::bigint",
+      4),
+    Q(BERTH_Q_ROBOT_SECRET, "UPDATE robots SET secret_sha256 = decode($2::text, 'hex'), updated_at = now() WHERE id = $1::bigint", 2),
+    Q(BERTH_Q_ROBOT_DELETE, "DELETE FROM robots WHERE id = $1::bigint RETURNING to_json(name)::text", 1),
+    /* $1 uid, $2 admin, $3 project id, $4 operation, $5 resource type, $6 username, $7 resource substring, $8 limit,
+     * $9 offset. Without a project, non-admins see the projects they administer. */
+    Q(BERTH_Q_AUDIT_LIST,
+      "WITH f AS (SELECT a.* FROM audit_log a WHERE ($3::bigint IS NULL OR a.project_id = $3::bigint) AND ($2::bool OR "
+      "$3::bigint IS NOT NULL OR a.project_id IN (SELECT m.project_id FROM project_members m WHERE m.user_id = $1::bigint "
+      "AND m.role = 1)) AND ($4::text IS NULL OR a.operation = $4::text) AND ($5::text IS NULL OR a.resource_type = "
+      "$5::text) AND ($6::text IS NULL OR a.username = $6::text) AND ($7::text IS NULL OR strpos(a.resource, $7::text) > 0)) "
+      PAGE("json_build_object('id', x.id, 'username', x.username, 'resource', x.resource, 'resource_type', "
+           "x.resource_type, 'operation', x.operation, 'op_time', x.op_time, 'remote', x.remote, 'result', x.result, "
+           "'detail', x.detail)",
+           "x", "id DESC", "$8", "$9"),
+      9),
+    /* $1 uid, $2 admin, $3 robot, $4 substring */
+    Q(BERTH_Q_SEARCH,
+      "SELECT json_build_object('project', coalesce((SELECT json_agg(" PROJECT_JSON("$1", "$3") " ORDER BY p.name) FROM "
+      "(SELECT * FROM projects p WHERE " VISIBLE("p") " AND strpos(p.name, $4::text) > 0 ORDER BY p.name LIMIT 100) p), '[]'), "
+      "'repository', coalesce((SELECT json_agg(json_build_object('project_id', x.project_id, 'project_name', x.pname, "
+      "'project_public', x.public, 'repository_name', x.name, 'pull_count', x.pull_count) ORDER BY x.name) FROM "
+      "(SELECT r.*, p.name AS pname, p.public FROM repositories r JOIN projects p ON p.id = r.project_id WHERE " VISIBLE("p")
+      " AND strpos(r.name, $4::text) > 0 ORDER BY r.name LIMIT 100) x), '[]'))::text",
+      4),
+    Q(BERTH_Q_PING, "SELECT '\"ok\"'::text", 0),
+};
+
+int berth_db_api(berth_dbconn_t *c, berth_q_t q, const char *const *params, berth_db_json_t *out, berth_err_t *err)
+{
+    memset(out, 0, sizeof(*out));
+    out->total = -1;
+    if ((unsigned)q >= BERTH_Q__COUNT || queries[q].sql == NULL)
+        return berth_err_set(err, BERTH_OCI_INTERNAL, "unknown query %d", (int)q);
+    PGresult *res = berth_db__run(c, &queries[q], params, NULL, NULL, 0, err);
+    if (res == NULL)
+        return err != NULL ? err->code : BERTH_ERROR;
+    const char *aff = PQcmdTuples(res);
+    out->affected = aff[0] != '\0' ? strtol(aff, NULL, 10) : 0;
+    if (PQntuples(res) >= 1 && PQnfields(res) >= 1 && !PQgetisnull(res, 0, 0))
+        out->json = strdup(PQgetvalue(res, 0, 0));
+    if (PQntuples(res) >= 1 && PQnfields(res) >= 2 && !PQgetisnull(res, 0, 1))
+        out->total = strtoll(PQgetvalue(res, 0, 1), NULL, 10);
+    PQclear(res);
+    return 0;
+}
