@@ -69,6 +69,7 @@ int berth_authz_project(berth_dbconn_t *c, const berth_db_user_t *who, const cha
             *colon = '\0';
             if (berth_authz_parse_permission(tok, colon + 1, &res, &act) == 0)
                 out->actions[res] |= act;
+            out->actions[BERTH_RES_PROJECT] |= BERTH_ACT_READ; /* a robot granted anything here may see the project */
         }
     } else if (who != NULL && who->sysadmin) {
         for (int r = 0; r < BERTH_RES__COUNT; r++)
