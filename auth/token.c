@@ -19,6 +19,7 @@ struct st_berth_token_keys_t {
     size_t priv_len, pub_len;
     char *x5c; /* base64 DER certificate */
     char kid[64];
+    jwt_alg_t alg; /* the one algorithm issued and accepted: ES256 (P-256 key) or RS256 (RSA key) */
 };
 
 static char *read_file(const char *path, size_t *len)
@@ -73,9 +74,9 @@ static char *bio_string(BIO *b, size_t *len)
     return s;
 }
 
-static int generate(const char *key_path, const char *crt_path)
+static int generate(const char *key_path, const char *crt_path, int rsa)
 {
-    EVP_PKEY *key = EVP_EC_gen("P-256");
+    EVP_PKEY *key = rsa ? EVP_RSA_gen(3072) : EVP_EC_gen("P-256");
     X509 *crt = X509_new();
     int rc = -1;
     if (key == NULL || crt == NULL)
@@ -136,13 +137,16 @@ static void libtrust_kid(EVP_PKEY *pub, char out[64])
     out[n] = '\0';
 }
 
-int berth_token_keys_load(berth_token_keys_t **out, const char *dir, berth_err_t *err)
+int berth_token_keys_load(berth_token_keys_t **out, const char *dir, const char *alg, berth_err_t *err)
 {
     char kp[4096], cp[4096];
+    int rsa = alg != NULL && strcmp(alg, "RS256") == 0;
+    if (alg != NULL && !rsa && strcmp(alg, "ES256") != 0)
+        return berth_err_set(err, BERTH_OCI_INTERNAL, "token algorithm must be ES256 or RS256, not %s", alg);
     snprintf(kp, sizeof(kp), "%s/token.key", dir);
     snprintf(cp, sizeof(cp), "%s/token.crt", dir);
     mkdir(dir, 0700);
-    if (access(kp, F_OK) != 0 && generate(kp, cp) != 0)
+    if (access(kp, F_OK) != 0 && generate(kp, cp, rsa) != 0)
         return berth_err_set(err, BERTH_OCI_INTERNAL, "cannot create the token signing key in %s", dir);
     berth_token_keys_t *k = calloc(1, sizeof(*k));
     size_t cl;
@@ -161,6 +165,13 @@ int berth_token_keys_load(berth_token_keys_t **out, const char *dir, berth_err_t
         return berth_err_set(err, BERTH_OCI_INTERNAL, "cannot read the token key or certificate in %s", dir);
     }
     EVP_PKEY *pub = X509_get0_pubkey(crt);
+    if (EVP_PKEY_get_base_id(pub) != (rsa ? EVP_PKEY_RSA : EVP_PKEY_EC)) {
+        X509_free(crt);
+        berth_token_keys_free(k);
+        return berth_err_set(err, BERTH_OCI_INTERNAL, "the key in %s is not for %s (move it away to generate a new one)", dir,
+                             rsa ? "RS256" : "ES256");
+    }
+    k->alg = rsa ? JWT_ALG_RS256 : JWT_ALG_ES256;
     BIO *pb = BIO_new(BIO_s_mem());
     PEM_write_bio_PUBKEY(pb, pub);
     k->pub_pem = bio_string(pb, &k->pub_len);
@@ -228,7 +239,7 @@ char *berth_token_issue(const berth_token_keys_t *k, const char *issuer, const c
     snprintf(x5c, sizeof(x5c), "{\"x5c\":[\"%s\"]}", k->x5c);
     if (jwt_add_grants_json(jwt, claims_s) == 0 && jwt_add_header(jwt, "kid", k->kid) == 0 &&
         jwt_add_headers_json(jwt, x5c) == 0 &&
-        jwt_set_alg(jwt, JWT_ALG_ES256, (const unsigned char *)k->priv_pem, (int)k->priv_len) == 0)
+        jwt_set_alg(jwt, k->alg, (const unsigned char *)k->priv_pem, (int)k->priv_len) == 0)
         out = jwt_encode_str(jwt);
     free(claims_s);
     jwt_free(jwt);
@@ -267,7 +278,7 @@ int berth_token_verify(const berth_token_keys_t *k, const char *token, const cha
     if (jwt_decode(&jwt, token, (const unsigned char *)k->pub_pem, (int)k->pub_len) != 0 || jwt == NULL)
         return berth_err_set(err, BERTH_OCI_UNAUTHORIZED, "token signature or encoding invalid");
     int rc = BERTH_EUNAUTH;
-    if (jwt_get_alg(jwt) != JWT_ALG_ES256) {
+    if (jwt_get_alg(jwt) != k->alg) {
         berth_err_set(err, BERTH_OCI_UNAUTHORIZED, "token algorithm not allowed");
         goto Exit;
     }

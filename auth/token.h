@@ -17,10 +17,11 @@
 typedef struct st_berth_token_keys_t berth_token_keys_t;
 
 /**
- * Load `dir`/token.key and `dir`/token.crt, generating them (P-256 key, 10-year self-signed certificate, key
- * file mode 0600, written atomically) when absent. Returns 0 or BERTH_ERROR with err set.
+ * Load `dir`/token.key and `dir`/token.crt, generating them (P-256 key for "ES256", RSA-3072 for "RS256";
+ * 10-year self-signed certificate, key file mode 0600, written atomically) when absent. `alg` NULL means ES256;
+ * an existing key of the other kind is refused. Returns 0 or BERTH_ERROR with err set.
  */
-int berth_token_keys_load(berth_token_keys_t **out, const char *dir, berth_err_t *err);
+int berth_token_keys_load(berth_token_keys_t **out, const char *dir, const char *alg, berth_err_t *err);
 void berth_token_keys_free(berth_token_keys_t *k);
 /** The public key as PEM (what verification uses). */
 const char *berth_token_public_pem(const berth_token_keys_t *k);
@@ -39,8 +40,8 @@ void berth_token_claims_dispose(berth_token_claims_t *c);
 char *berth_token_issue(const berth_token_keys_t *k, const char *issuer, const char *audience, const char *subject,
                         const berth_scope_t *access, size_t naccess, int64_t now, int ttl_seconds);
 /**
- * Verify signature (ES256 only: any other alg, including "none" and HS256 keyed with our public key, is
- * refused), issuer, audience, exp and nbf with BERTH_TOKEN_LEEWAY. Returns 0 with *out filled (dispose it), or
+ * Verify signature (the keys' algorithm only: any other alg, including "none" and HS256 keyed with our public key,
+ * is refused), issuer, audience, exp and nbf with BERTH_TOKEN_LEEWAY. Returns 0 with *out filled (dispose it), or
  * BERTH_EUNAUTH with the reason in err (for the log; clients only ever see invalid_token).
  */
 int berth_token_verify(const berth_token_keys_t *k, const char *token, const char *issuer, const char *audience, int64_t now,

@@ -40,6 +40,7 @@ static const struct {
     {"auth.token_ttl_seconds", NULL, T_INT, FIELD(token_ttl)},
     {"uploads.purge_interval_seconds", "BERTH_UPLOAD_PURGE_INTERVAL", T_INT, FIELD(upload_purge_interval)},
     {"auth.session_ttl_seconds", NULL, T_INT, FIELD(session_ttl)},
+    {"auth.token_algorithm", "BERTH_TOKEN_ALGORITHM", T_STR, FIELD(token_alg)},
     {"projects.creation", "BERTH_PROJECT_CREATION", T_STR, FIELD(project_creation)},
 };
 #define NDIR (sizeof(directives) / sizeof(directives[0]))
@@ -170,6 +171,7 @@ int berth_config_load(berth_config_t *cfg, const char *path, char *errbuf, size_
     cfg->token_ttl = 300;
     cfg->session_ttl = 1800; /* Harbor's session_timeout */
     cfg->project_creation = strdup("adminonly");
+    cfg->token_alg = strdup("ES256");
     if (path != NULL && load_yaml(cfg, path, errbuf, errlen) != 0)
         return -1;
     for (size_t i = 0; i < NDIR; i++) {

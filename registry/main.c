@@ -105,7 +105,7 @@ int main(int argc, char **argv)
         return 1;
     }
     berth_token_keys_t *keys = NULL;
-    if (berth_token_keys_load(&keys, cfg.keys_dir, &err) != 0) {
+    if (berth_token_keys_load(&keys, cfg.keys_dir, cfg.token_alg, &err) != 0) {
         fprintf(stderr, "berthd: %s\n", err.msg);
         return 1;
     }

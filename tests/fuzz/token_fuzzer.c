@@ -14,7 +14,7 @@ static berth_token_keys_t *keys;
 static void init(void)
 {
     char dir[] = "/tmp/berth-fuzz-token-XXXXXX";
-    if (mkdtemp(dir) == NULL || berth_token_keys_load(&keys, dir, NULL) != 0)
+    if (mkdtemp(dir) == NULL || berth_token_keys_load(&keys, dir, NULL, NULL) != 0)
         abort();
 }
 

@@ -425,6 +425,24 @@ class Api(BerthTestCase):
         self.assertTrue(len(self.audit("/audit-logs?page_size=5", auth=basic("padmin"))) > 0)
         self.assertEqual(self.audit("/audit-logs", auth=basic("outsider")), [])
 
+    def test_login_time_does_not_reveal_which_users_exist(self):
+        """Unknown names are verified against a dummy argon2 hash: a wrong password for a real user and any password
+        for a name that does not exist cost the same (without the dummy, unknown names answer ~50x faster)."""
+        for i in range(2):
+            self.api("POST", "/users", {"username": "timing%d" % i, "password": PW})
+
+        def cost(user):
+            t0 = time.monotonic()
+            st = self.b.request("GET", "/service/token?service=berth-registry", auth=basic(user, "Wrong-pass1"))[0]
+            self.assertEqual(st, 401)
+            return time.monotonic() - t0
+        known = sorted(cost("timing%d" % (i % 2)) for i in range(8))  # 4 failures per name: under the back-off
+        unknown = sorted(cost("ghost%d" % i) for i in range(8))
+        ratio = unknown[4] / known[4]  # medians
+        self.assertTrue(0.5 < ratio < 2.0, "unknown %.4fs vs known %.4fs" % (unknown[4], known[4]))
+        for i in range(2):  # reset their failure counters
+            self.assertEqual(self.b.request("GET", "/service/token?service=berth-registry", auth=basic("timing%d" % i))[0], 200)
+
     # --- search, health, OpenAPI --------------------------------------------------------------------------
     def test_search_respects_visibility(self):
         self.b.push_image("team/searchable", "s")

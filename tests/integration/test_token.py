@@ -267,5 +267,24 @@ class DistributionTrustsBerth(unittest.TestCase):
             shutil.rmtree(tmp, ignore_errors=True)
 
 
+class RS256(BerthTestCase):
+    """auth.token_algorithm: RS256 — an RSA key is generated and only RS256 tokens are issued and accepted."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.b = Berthd(env={"BERTH_ADMIN_PASSWORD": ADMIN_PW, "BERTH_TOKEN_ALGORITHM": "RS256"}).start()
+
+    def test_rs256_round_trip(self):
+        self.b.push_image("rsa/app", "v1")
+        st, h, body = self.b.request("GET", "/service/token?service=berth-registry&scope=repository:rsa/app:pull",
+                                     headers=basic("admin", ADMIN_PW), auth=None)
+        tok = json.loads(body)["token"]
+        hdr, _ = jwt_parts(tok)
+        self.assertEqual(hdr["alg"], "RS256")
+        self.assertEqual(self.b.request("GET", "/v2/rsa/app/manifests/v1", headers={"Authorization": "Bearer " + tok}, auth=None)[0], 200)
+        with open(os.path.join(self.b.storage, "keys", "token.key")) as f:
+            self.assertIn("BEGIN PRIVATE KEY", f.read())
+
+
 if __name__ == "__main__":
     main()

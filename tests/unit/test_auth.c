@@ -98,17 +98,17 @@ static void test_tokens(void)
     mkdtemp(dir2);
     berth_token_keys_t *k = NULL, *foreign = NULL, *again = NULL;
     berth_err_t err;
-    ok(berth_token_keys_load(&k, dir, &err) == 0, "keys generated");
-    ok(berth_token_keys_load(&again, dir, &err) == 0 && strcmp(berth_token_kid(k), berth_token_kid(again)) == 0,
+    ok(berth_token_keys_load(&k, dir, "ES256", &err) == 0, "keys generated");
+    ok(berth_token_keys_load(&again, dir, NULL, &err) == 0 && strcmp(berth_token_kid(k), berth_token_kid(again)) == 0,
        "keys reloaded, same kid");
-    ok(berth_token_keys_load(&foreign, dir2, &err) == 0 && strcmp(berth_token_kid(k), berth_token_kid(foreign)) != 0,
+    ok(berth_token_keys_load(&foreign, dir2, NULL, &err) == 0 && strcmp(berth_token_kid(k), berth_token_kid(foreign)) != 0,
        "another key, another kid");
     ok(strlen(berth_token_kid(k)) == 59 && berth_token_kid(k)[4] == ':', "libtrust kid format");
 
     berth_scope_t grant;
     berth_scope_parse(&grant, S("repository:lib/app:pull"), &err);
     time_t now = time(NULL);
-    char *tok = berth_token_issue(k, "berth", "berth-registry", "alice", &grant, 1, now, 300);
+    char *tok = berth_token_issue(k, "berth", "berth-registry", "alice", &grant, 1, now, 300), *tok2 = NULL;
     berth_token_claims_t c;
     ok(tok != NULL && berth_token_verify(k, tok, "berth", "berth-registry", now, &c, &err) == 0, "round trip");
     ok(strcmp(c.subject, "alice") == 0 && berth_token_allowed(&c, "repository", "lib/app") == BERTH_ACTION_PULL &&
@@ -157,11 +157,33 @@ static void test_tokens(void)
     free(hs);
     free(p64);
     free(tok);
+    /* RS256, when configured: its own key kind, and only RS256 accepted by it */
+    char dir3[] = "/tmp/berth-token-XXXXXX";
+    mkdtemp(dir3);
+    berth_token_keys_t *rsa = NULL, *wrong = NULL;
+    ok(berth_token_keys_load(&wrong, dir, "RS256", &err) != 0 && strstr(err.msg, "not for RS256") != NULL,
+       "an EC key is not silently used for RS256");
+    ok(berth_token_keys_load(&rsa, dir3, "RS256", &err) == 0, "RSA key generated for RS256");
+    ok(berth_token_keys_load(&wrong, dir3, "HS256", &err) != 0, "other algorithms refused in configuration");
+    char *rtok = berth_token_issue(rsa, "berth", "berth-registry", "alice", &grant, 1, now, 300);
+    char *rdot = rtok != NULL ? strchr(rtok, '.') : NULL;
+    char rhdr[256] = "";
+    if (rdot != NULL)
+        snprintf(rhdr, sizeof(rhdr), "%.*s", (int)(rdot - rtok), rtok);
+    ok(rtok != NULL && berth_token_verify(rsa, rtok, "berth", "berth-registry", now, &c, &err) == 0, "RS256 round trip");
+    berth_token_claims_dispose(&c);
+    ok(berth_token_verify(k, rtok, "berth", "berth-registry", now, &c, &err) != 0, "an ES256 service refuses RS256 tokens");
+    ok(berth_token_verify(rsa, tok2 = berth_token_issue(k, "berth", "berth-registry", "alice", &grant, 1, now, 300), "berth",
+                          "berth-registry", now, &c, &err) != 0,
+       "an RS256 service refuses ES256 tokens");
+    free(tok2);
+    free(rtok);
+    berth_token_keys_free(rsa);
     berth_token_keys_free(k);
     berth_token_keys_free(again);
     berth_token_keys_free(foreign);
-    char cmd[128];
-    snprintf(cmd, sizeof(cmd), "rm -rf %s %s", dir, dir2);
+    char cmd[160];
+    snprintf(cmd, sizeof(cmd), "rm -rf %s %s %s", dir, dir2, dir3);
     ok(system(cmd) == 0, "cleanup");
 }
 
