@@ -71,22 +71,7 @@ const char *berth_api_param(berth_api_t *a, const char *key)
 int berth_api_qterm(berth_api_t *a, const char *key, char *out, size_t outsz)
 {
     const char *q = berth_api_param(a, "q");
-    size_t klen = strlen(key);
-    for (const char *p = q; p != NULL && *p != '\0';) {
-        const char *end = strchr(p, ',');
-        size_t len = end != NULL ? (size_t)(end - p) : strlen(p);
-        if (len > klen && strncmp(p, key, klen) == 0 && p[klen] == '=') {
-            int fuzzy = len > klen + 1 && p[klen + 1] == '~';
-            size_t off = klen + 1 + (size_t)fuzzy, vlen = len - off;
-            if (vlen + 1 > outsz)
-                return 0;
-            memcpy(out, p + off, vlen);
-            out[vlen] = '\0';
-            return fuzzy ? 2 : 1;
-        }
-        p = end != NULL ? end + 1 : NULL;
-    }
-    return 0;
+    return q != NULL ? berth_query_term(q, key, out, outsz) : 0;
 }
 
 static long num_param(berth_api_t *a, const char *key, long dflt, long min, long max, int *bad)
@@ -293,25 +278,6 @@ int berth_api_match(berth_api_t *a, const char *method, const char *pattern)
     return i == a->nseg;
 }
 
-/* The value of cookie `name` in a Cookie header, copied into out */
-static int cookie_get(const char *header, const char *name, char *out, size_t outsz)
-{
-    size_t nlen = strlen(name);
-    for (const char *p = header; p != NULL && *p != '\0';) {
-        while (*p == ' ' || *p == ';')
-            p++;
-        const char *end = strchr(p, ';');
-        size_t len = end != NULL ? (size_t)(end - p) : strlen(p);
-        if (len > nlen && strncmp(p, name, nlen) == 0 && p[nlen] == '=' && len - nlen - 1 < outsz) {
-            memcpy(out, p + nlen + 1, len - nlen - 1);
-            out[len - nlen - 1] = '\0';
-            return 0;
-        }
-        p = end;
-    }
-    return -1;
-}
-
 static int is_safe(const char *method)
 {
     return strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
@@ -322,7 +288,7 @@ static int authenticate(berth_api_t *a)
 {
     const berth_api_req_t *rq = a->rq;
     char sid[128];
-    if (rq->cookie != NULL && cookie_get(rq->cookie, "sid", sid, sizeof(sid)) == 0) {
+    if (rq->cookie != NULL && berth_query_cookie(rq->cookie, "sid", sid, sizeof(sid)) == 0) {
         char hex[65], csrf[65];
         berth_authsvc_sha256_hex(sid, hex);
         berth_err_t err;

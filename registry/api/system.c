@@ -92,14 +92,8 @@ int berth_api_session(berth_api_t *a, int login)
     const char *cookie_attrs = rq->secure ? "; Path=/; HttpOnly; SameSite=Strict; Secure" : "; Path=/; HttpOnly; SameSite=Strict";
     if (!login) {
         char sid[128] = "";
-        const char *c = rq->cookie != NULL ? strstr(rq->cookie, "sid=") : NULL;
-        if (c != NULL) {
-            size_t n = strcspn(c + 4, "; ");
-            if (n < sizeof(sid)) {
-                memcpy(sid, c + 4, n);
-                sid[n] = '\0';
-            }
-        }
+        if (rq->cookie != NULL)
+            berth_query_cookie(rq->cookie, "sid", sid, sizeof(sid));
         if (sid[0] != '\0') {
             char hex[65];
             berth_authsvc_sha256_hex(sid, hex);

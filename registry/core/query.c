@@ -59,3 +59,41 @@ long berth_query_get_nth(const char *query, size_t len, const char *key, int ind
     }
     return -1;
 }
+
+int berth_query_term(const char *q, const char *key, char *out, size_t outsz)
+{
+    size_t klen = strlen(key);
+    for (const char *p = q; p != NULL && *p != '\0';) {
+        const char *end = strchr(p, ',');
+        size_t len = end != NULL ? (size_t)(end - p) : strlen(p);
+        if (len > klen && strncmp(p, key, klen) == 0 && p[klen] == '=') {
+            int fuzzy = len > klen + 1 && p[klen + 1] == '~';
+            size_t off = klen + 1 + (size_t)fuzzy, vlen = len - off;
+            if (vlen + 1 > outsz)
+                return 0;
+            memcpy(out, p + off, vlen);
+            out[vlen] = '\0';
+            return fuzzy ? 2 : 1;
+        }
+        p = end != NULL ? end + 1 : NULL;
+    }
+    return 0;
+}
+
+int berth_query_cookie(const char *header, const char *name, char *out, size_t outsz)
+{
+    size_t nlen = strlen(name);
+    for (const char *p = header; p != NULL && *p != '\0';) {
+        while (*p == ' ' || *p == ';')
+            p++;
+        const char *end = strchr(p, ';');
+        size_t len = end != NULL ? (size_t)(end - p) : strlen(p);
+        if (len > nlen && strncmp(p, name, nlen) == 0 && p[nlen] == '=' && len - nlen - 1 < outsz) {
+            memcpy(out, p + nlen + 1, len - nlen - 1);
+            out[len - nlen - 1] = '\0';
+            return 0;
+        }
+        p = end;
+    }
+    return -1;
+}

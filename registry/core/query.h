@@ -16,4 +16,12 @@ long berth_query_get_nth(const char *query, size_t len, const char *key, int ind
 /** Percent-decode `len` bytes of `s` (a path segment, or a form value with plus_is_space); same returns. */
 long berth_query_decode(const char *s, size_t len, int plus_is_space, char *out, size_t outsz);
 
+/**
+ * One term of a Harbor q= filter ("name=~foo,public=true"): the value for `key` into out. Returns 1 for an exact
+ * term ("key=v"), 2 for a substring term ("key=~v"), 0 when absent or too long.
+ */
+int berth_query_term(const char *q, const char *key, char *out, size_t outsz);
+/** The value of cookie `name` in a Cookie header; 0, or -1 when absent or too long. */
+int berth_query_cookie(const char *header, const char *name, char *out, size_t outsz);
+
 #endif

@@ -10,6 +10,7 @@
 
 #include "auth/header.h"
 #include "auth/password.h"
+#include "auth/authz.h"
 #include "auth/rbac.h"
 #include "auth/scope.h"
 #include "auth/token.h"
@@ -214,8 +215,27 @@ static void test_rbac(void)
        "unknown resources and empty requests are denied");
 }
 
+static void test_permission_names(void)
+{
+    berth_resource_t r;
+    unsigned a;
+    ok(berth_authz_parse_permission("repository", "push", &r, &a) == 0 && r == BERTH_RES_REPOSITORY && a == BERTH_ACT_PUSH,
+       "robot permission parsed");
+    ok(berth_authz_parse_permission("repository", "fly", &r, &a) != 0 && berth_authz_parse_permission("user", "read", &r, &a) != 0,
+       "names outside the matrix refused");
+    ok(strcmp(berth_authz_resource_name(BERTH_RES_MEMBER), "member") == 0 && strcmp(berth_authz_action_name(BERTH_ACT_LIST), "list") == 0 &&
+           berth_authz_action_name(3) == NULL,
+       "names round trip");
+    berth_authz_t z = {.exists = 1};
+    z.actions[BERTH_RES_REPOSITORY] = BERTH_ACT_PUSH;
+    ok(berth_authz_repository_scope(&z) == 0, "push without pull grants nothing (Harbor)");
+    z.actions[BERTH_RES_REPOSITORY] |= BERTH_ACT_PULL;
+    ok(berth_authz_repository_scope(&z) == (BERTH_ACTION_PULL | BERTH_ACTION_PUSH), "pull and push");
+}
+
 int main(void)
 {
+    test_permission_names();
     test_rbac();
     test_scopes();
     test_headers();

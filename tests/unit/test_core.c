@@ -121,6 +121,15 @@ static void test_query(void)
     ok(berth_query_get(S("a=%zz"), "a", v, sizeof(v)) == -2, "bad escape");
     ok(berth_query_get(S("a=%00"), "a", v, sizeof(v)) == -2, "NUL refused");
     ok(berth_query_get(S("a=0123456789"), "a", v, 5) == -2, "too long");
+    ok(berth_query_term("name=~page,public=true", "name", v, sizeof(v)) == 2 && strcmp(v, "page") == 0, "q= substring term");
+    ok(berth_query_term("name=~page,public=true", "public", v, sizeof(v)) == 1 && strcmp(v, "true") == 0, "q= exact term");
+    ok(berth_query_term("names=x", "name", v, sizeof(v)) == 0 && berth_query_term("", "name", v, sizeof(v)) == 0,
+       "q= term names match whole");
+    ok(berth_query_cookie("a=1; sid=xyz; b=2", "sid", v, sizeof(v)) == 0 && strcmp(v, "xyz") == 0, "cookie found");
+    ok(berth_query_cookie("xsid=1; sidx=2", "sid", v, sizeof(v)) == -1, "cookie names match whole");
+    ok(berth_query_decode(S("nested%2Ftool"), 0, v, sizeof(v)) == 11 && strcmp(v, "nested/tool") == 0 &&
+           berth_query_decode(S("a+b"), 0, v, sizeof(v)) == 3 && strcmp(v, "a+b") == 0,
+       "path segments decode, '+' stays");
 }
 
 static const char *manifest_with(const char *extra)
