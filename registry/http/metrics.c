@@ -6,6 +6,7 @@
 
 #include "registry/http/access_log.h"
 #include "registry/service/cache.h"
+#include "auth/audit.h"
 #include "registry/service/upload.h"
 
 enum { M_GET, M_HEAD, M_PUT, M_POST, M_PATCH, M_DELETE, M_OTHER, M__COUNT };
@@ -66,6 +67,9 @@ char *berth_metrics_render(berth_db_t *db, long worker_queue, size_t *len_out)
             (unsigned long long)__atomic_load_n(&bytes_in_total, __ATOMIC_RELAXED));
     fprintf(f, "# TYPE berth_http_sent_bytes_total counter\nberth_http_sent_bytes_total %llu\n",
             (unsigned long long)__atomic_load_n(&bytes_out_total, __ATOMIC_RELAXED));
+    fprintf(f, "# HELP berth_audit_dropped_total Audit events lost (queue full or database unreachable).\n"
+               "# TYPE berth_audit_dropped_total counter\nberth_audit_dropped_total %lu\n",
+            berth_audit_dropped());
     fprintf(f, "# HELP berth_upload_streams Upload requests currently streaming a body.\n"
                "# TYPE berth_upload_streams gauge\nberth_upload_streams %ld\n",
             berth_upload_active());
