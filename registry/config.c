@@ -72,6 +72,16 @@ static int set_key(berth_config_t *cfg, const char *key, const char *v, char *er
     return -1;
 }
 
+/* 1 if some directive lives under `name.` */
+static int is_section(const char *name)
+{
+    size_t n = strlen(name);
+    for (size_t i = 0; i < NDIR; i++)
+        if (strncmp(directives[i].key, name, n) == 0 && directives[i].key[n] == '.')
+            return 1;
+    return 0;
+}
+
 /* Walk a YAML mapping of scalars and nested mappings, joining keys with '.'. */
 static int load_yaml(berth_config_t *cfg, const char *path, char *errbuf, size_t errlen)
 {
@@ -124,6 +134,10 @@ static int load_yaml(berth_config_t *cfg, const char *path, char *errbuf, size_t
             } else {
                 char full[400];
                 snprintf(full, sizeof(full), "%s%s%s", prefix, prefix[0] ? "." : "", key);
+                if (ev.data.scalar.length == 0 && ev.data.scalar.style == YAML_PLAIN_SCALAR_STYLE && is_section(full)) {
+                    have_key = 0; /* "section:" with every key commented out */
+                    break;
+                }
                 if (set_key(cfg, full, (const char *)ev.data.scalar.value, errbuf, errlen) != 0) {
                     size_t n = strlen(errbuf);
                     snprintf(errbuf + n, errlen - n, " (%s:%zu)", path, ev.start_mark.line + 1);

@@ -33,6 +33,14 @@ class Config(unittest.TestCase):
         r = run_berthd(["--config", p, "--check"], self.env)
         self.assertEqual(r.returncode, 0, r.stderr)
 
+    def test_example_config_is_valid(self):
+        example = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "deploy",
+                               "berth.example.yaml")
+        r = run_berthd(["--config", example, "--check"], self.env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        r = run_berthd(["--config", self.write("nosuchsection:\n")], self.env)
+        self.assertEqual(r.returncode, 2, r.stderr)
+
     def test_unknown_key(self):
         r = run_berthd(["--config", self.write("http:\n  adr: x\n")], self.env)
         self.assertEqual(r.returncode, 2)
