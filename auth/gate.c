@@ -165,6 +165,13 @@ berth_gate_t berth_gate_check(berth_authsvc_t *a, const char *authz, size_t len,
             return BERTH_GATE_REFUSE;
         }
         berth_auth_header_dispose(&h);
+        if (rc == BERTH_EUNAVAIL) {
+            berth_err_t err;
+            berth_resp_init(resp);
+            berth_err_set(&err, BERTH_OCI_UNAVAILABLE, "authentication backend unavailable");
+            berth_resp_error(resp, &err);
+            return BERTH_GATE_REFUSE;
+        }
         if (rc != 0)
             return refuse(a, resp, 401, need, NULL, "bad credentials");
         authenticated = 1;

@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "auth/header.h"
+#include "auth/ldap.h"
 #include "auth/password.h"
 #include "auth/audit.h"
 #include "auth/authz.h"
@@ -166,6 +167,10 @@ void berth_authsvc_token(berth_authsvc_t *a, const berth_token_req_t *rq, berth_
             return;
         }
         berth_auth_header_dispose(&h);
+        if (rc == BERTH_EUNAVAIL) {
+            berth_err_set(&err, BERTH_OCI_UNAVAILABLE, "authentication backend unavailable");
+            return berth_resp_error(resp, &err);
+        }
         if (rc != 0)
             return unauthorized(resp, "bad credentials");
         who = &user;
@@ -297,6 +302,27 @@ static int robot_secret_ok(const berth_db_user_t *r, const char *secret)
     return strlen(r->secret_sha256) == 64 && CRYPTO_memcmp(hex, r->secret_sha256, 64) == 0;
 }
 
+/* A name that is not a local user (or an LDAP user seen before): ask LDAP, then record the user and its groups */
+static int ldap_login(berth_authsvc_t *a, const char *username, const char *password, berth_db_user_t *out)
+{
+    berth_ldap_user_t lu;
+    berth_err_t err;
+    berth_err_clear(&err);
+    int rc = berth_ldap_login(a->ldap, username, password, &lu, &err);
+    if (rc != 0)
+        return rc == BERTH_EUNAUTH ? BERTH_EUNAUTH : BERTH_EUNAVAIL;
+    berth_dbconn_t *c = berth_db_acquire(a->db, &err);
+    int64_t id = 0;
+    if (c == NULL)
+        rc = BERTH_EUNAVAIL;
+    else if ((rc = berth_db_ldap_onboard(c, username, lu.dn, lu.email, lu.realname, lu.admin, lu.groups, lu.ngroups, &id, &err)) == 0)
+        rc = berth_db_user_get(c, username, out, &err);
+    if (c != NULL)
+        berth_db_release(a->db, c);
+    berth_ldap_user_dispose(&lu);
+    return rc == 0 ? 0 : rc == BERTH_ECONFLICT ? BERTH_EUNAUTH : BERTH_EUNAVAIL;
+}
+
 int berth_authsvc_login(berth_authsvc_t *a, const char *username, const char *password, const char *remote, berth_db_user_t *out)
 {
     pthread_once(&dummy_once, make_dummy);
@@ -308,11 +334,23 @@ int berth_authsvc_login(berth_authsvc_t *a, const char *username, const char *pa
     int robot = strncmp(username, BERTH_ROBOT_PREFIX, strlen(BERTH_ROBOT_PREFIX)) == 0;
     int rc = robot ? berth_db_robot_get(c, username, out, NULL) : berth_db_user_get(c, username, out, NULL);
     berth_db_release(a->db, c);
+    if (rc != 0 && rc != BERTH_ENOTFOUND)
+        return BERTH_EUNAVAIL;
     int ok;
-    if (robot)
+    if (robot) {
         ok = rc == 0 && robot_secret_ok(out, password);
-    else
+    } else if (a->ldap != NULL && (rc == BERTH_ENOTFOUND || (out->ldap && out->password_hash[0] == '\0'))) {
+        /* local users (the admin among them) never depend on LDAP; LDAP users never get a local password */
+        int lr = ldap_login(a, username, password, out);
+        if (lr == BERTH_EUNAVAIL) {
+            berth_audit(username, remote, "login", "user", username, NULL, 0, "LDAP unavailable");
+            return BERTH_EUNAVAIL; /* not the caller's fault: no back-off */
+        }
+        ok = lr == 0;
+        rc = lr == 0 ? 0 : BERTH_ENOTFOUND;
+    } else {
         ok = berth_password_verify(rc == 0 && out->password_hash[0] ? out->password_hash : dummy_hash, password);
+    }
     ok = rc == 0 && ok && !out->disabled;
     record(username, ok);
     if (!ok) {

@@ -9,8 +9,11 @@
 #include "sql/db.h"
 #include "sql/users.h"
 
+struct st_berth_ldap_t;
+
 typedef struct st_berth_authsvc_t {
     berth_db_t *db;
+    struct st_berth_ldap_t *ldap; /* NULL: local users only */
     berth_token_keys_t *keys;
     const char *realm;   /* external URL; the token endpoint is <realm>/service/token */
     const char *issuer;  /* iss */
@@ -39,8 +42,10 @@ typedef struct st_berth_token_req_t {
  */
 void berth_authsvc_token(berth_authsvc_t *a, const berth_token_req_t *rq, berth_resp_t *resp);
 /**
- * Check a local user's password or a robot's secret (constant time, same cost for unknown users). 0 with *out, BERTH_EUNAUTH, or
- * BERTH_ERETRY while the name is throttled after repeated failures (answer with berth_authsvc_too_many).
+ * Check a local user's password or a robot's secret (constant time, same cost for unknown users), or, for names
+ * that are not local, an LDAP login (onboarding the user and refreshing its groups). 0 with *out, BERTH_EUNAUTH,
+ * BERTH_EUNAVAIL (database or LDAP unreachable), or BERTH_ERETRY while the name is throttled after repeated
+ * failures (answer with berth_authsvc_too_many).
  */
 int berth_authsvc_login(berth_authsvc_t *a, const char *username, const char *password, const char *remote,
                         berth_db_user_t *out);

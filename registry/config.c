@@ -7,7 +7,7 @@
 #include <unistd.h>
 #include <yaml.h>
 
-typedef enum { T_STR, T_INT } type_t;
+typedef enum { T_STR, T_INT, T_BOOL } type_t;
 
 /* Every directive in one table: YAML path, environment override, type, target (redis static_configs[]). */
 #define FIELD(f) offsetof(berth_config_t, f)
@@ -42,6 +42,22 @@ static const struct {
     {"auth.session_ttl_seconds", NULL, T_INT, FIELD(session_ttl)},
     {"auth.token_algorithm", "BERTH_TOKEN_ALGORITHM", T_STR, FIELD(token_alg)},
     {"projects.creation", "BERTH_PROJECT_CREATION", T_STR, FIELD(project_creation)},
+    {"ldap.url", "BERTH_LDAP_URL", T_STR, FIELD(ldap_url)},
+    {"ldap.starttls", NULL, T_BOOL, FIELD(ldap_starttls)},
+    {"ldap.search_dn", "BERTH_LDAP_SEARCH_DN", T_STR, FIELD(ldap_search_dn)},
+    {"ldap.search_password_file", "BERTH_LDAP_SEARCH_PASSWORD_FILE", T_STR, FIELD(ldap_search_password_file)},
+    {"ldap.base_dn", "BERTH_LDAP_BASE_DN", T_STR, FIELD(ldap_base_dn)},
+    {"ldap.filter", NULL, T_STR, FIELD(ldap_filter)},
+    {"ldap.uid", NULL, T_STR, FIELD(ldap_uid)},
+    {"ldap.scope", NULL, T_STR, FIELD(ldap_scope)},
+    {"ldap.timeout_seconds", NULL, T_INT, FIELD(ldap_timeout)},
+    {"ldap.verify_cert", NULL, T_BOOL, FIELD(ldap_verify_cert)},
+    {"ldap.ca_file", "BERTH_LDAP_CA_FILE", T_STR, FIELD(ldap_ca_file)},
+    {"ldap.group_base_dn", NULL, T_STR, FIELD(ldap_group_base_dn)},
+    {"ldap.group_filter", NULL, T_STR, FIELD(ldap_group_filter)},
+    {"ldap.group_name_attribute", NULL, T_STR, FIELD(ldap_group_name_attr)},
+    {"ldap.group_membership_attribute", NULL, T_STR, FIELD(ldap_membership_attr)},
+    {"ldap.group_admin_dn", NULL, T_STR, FIELD(ldap_group_admin_dn)},
 };
 #define NDIR (sizeof(directives) / sizeof(directives[0]))
 
@@ -51,6 +67,14 @@ static int set_value(berth_config_t *cfg, size_t i, const char *v, char *errbuf,
     if (directives[i].type == T_STR) {
         free(*(char **)target);
         *(char **)target = strdup(v);
+        return 0;
+    }
+    if (directives[i].type == T_BOOL) {
+        if (strcmp(v, "true") != 0 && strcmp(v, "false") != 0) {
+            snprintf(errbuf, errlen, "%s: expected true or false, got \"%s\"", directives[i].key, v);
+            return -1;
+        }
+        *(int *)target = strcmp(v, "true") == 0;
         return 0;
     }
     char *end;
@@ -186,6 +210,9 @@ int berth_config_load(berth_config_t *cfg, const char *path, char *errbuf, size_
     cfg->session_ttl = 1800; /* Harbor's session_timeout */
     cfg->project_creation = strdup("adminonly");
     cfg->token_alg = strdup("ES256");
+    cfg->ldap_scope = strdup("subtree");
+    cfg->ldap_timeout = 5;
+    cfg->ldap_verify_cert = 1;
     if (path != NULL && load_yaml(cfg, path, errbuf, errlen) != 0)
         return -1;
     for (size_t i = 0; i < NDIR; i++) {
@@ -207,6 +234,14 @@ int berth_config_load(berth_config_t *cfg, const char *path, char *errbuf, size_
     }
     if (strcmp(cfg->project_creation, "adminonly") != 0 && strcmp(cfg->project_creation, "everyone") != 0) {
         snprintf(errbuf, errlen, "projects.creation must be adminonly or everyone, got \"%s\"", cfg->project_creation);
+        return -1;
+    }
+    if (strcmp(cfg->ldap_scope, "base") != 0 && strcmp(cfg->ldap_scope, "onelevel") != 0 && strcmp(cfg->ldap_scope, "subtree") != 0) {
+        snprintf(errbuf, errlen, "ldap.scope must be base, onelevel or subtree");
+        return -1;
+    }
+    if (cfg->ldap_url != NULL && cfg->ldap_url[0] != '\0' && (cfg->ldap_base_dn == NULL || cfg->ldap_base_dn[0] == '\0')) {
+        snprintf(errbuf, errlen, "ldap.url needs ldap.base_dn");
         return -1;
     }
     if (cfg->run_dir == NULL) {

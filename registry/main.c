@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "auth/audit.h"
+#include "auth/ldap.h"
 #include "auth/password.h"
 #include "auth/service.h"
 #include <openssl/crypto.h>
@@ -33,6 +34,47 @@ static void usage(void)
     fprintf(stderr, "usage: berthd [--config FILE] [--check] | berthd hash-password < password\n"
                     "  --config FILE  YAML configuration (see deploy/berth.example.yaml)\n"
                     "  --check        validate configuration and database access, then exit\n");
+}
+
+/* The LDAP client from ldap.*; the search password comes from a file so it is never in the config or argv */
+static int open_ldap(const berth_config_t *cfg, berth_ldap_t **out)
+{
+    char pw[512] = "";
+    if (cfg->ldap_search_password_file != NULL && cfg->ldap_search_password_file[0] != '\0') {
+        FILE *f = fopen(cfg->ldap_search_password_file, "r");
+        if (f == NULL || fgets(pw, sizeof(pw), f) == NULL) {
+            fprintf(stderr, "berthd: cannot read ldap.search_password_file %s\n", cfg->ldap_search_password_file);
+            if (f != NULL)
+                fclose(f);
+            return -1;
+        }
+        fclose(f);
+        pw[strcspn(pw, "\r\n")] = '\0';
+    }
+    berth_ldap_conf_t lc = {
+        .url = cfg->ldap_url,
+        .starttls = cfg->ldap_starttls,
+        .search_dn = cfg->ldap_search_dn,
+        .search_password = pw,
+        .base_dn = cfg->ldap_base_dn,
+        .user_filter = cfg->ldap_filter,
+        .uid_attr = cfg->ldap_uid,
+        .scope = strcmp(cfg->ldap_scope, "base") == 0 ? 0 : strcmp(cfg->ldap_scope, "onelevel") == 0 ? 1 : 2,
+        .timeout = cfg->ldap_timeout,
+        .verify_cert = cfg->ldap_verify_cert,
+        .ca_file = cfg->ldap_ca_file,
+        .group_base_dn = cfg->ldap_group_base_dn,
+        .group_filter = cfg->ldap_group_filter,
+        .group_name_attr = cfg->ldap_group_name_attr,
+        .membership_attr = cfg->ldap_membership_attr,
+        .group_admin_dn = cfg->ldap_group_admin_dn,
+    };
+    berth_err_t err;
+    int rc = berth_ldap_open(out, &lc, &err);
+    OPENSSL_cleanse(pw, sizeof(pw));
+    if (rc != 0)
+        fprintf(stderr, "berthd: ldap: %s\n", err.msg);
+    return rc;
 }
 
 int main(int argc, char **argv)
@@ -109,8 +151,11 @@ int main(int argc, char **argv)
         fprintf(stderr, "berthd: %s\n", err.msg);
         return 1;
     }
+    berth_ldap_t *ldap = NULL;
+    if (cfg.ldap_url != NULL && cfg.ldap_url[0] != '\0' && open_ldap(&cfg, &ldap) != 0)
+        return 1;
     berth_authsvc_t auth = {.db = db, .keys = keys, .realm = cfg.external_url, .issuer = cfg.token_issuer, .service = cfg.token_service,
-                            .ttl_seconds = cfg.token_ttl};
+                            .ttl_seconds = cfg.token_ttl, .ldap = ldap};
     if (berth_authsvc_bootstrap(&auth, cfg.admin_password, &err) != 0) {
         fprintf(stderr, "berthd: cannot create the first admin: %s\n", err.msg);
         return 1;
@@ -186,6 +231,7 @@ int main(int argc, char **argv)
     berth_db_close(db);
     berth_store_close(store);
     berth_token_keys_free(keys);
+    berth_ldap_close(ldap);
     berth_config_dispose(&cfg);
     berth_access_log_flush();
     berth_log_info("stopped");

@@ -12,9 +12,9 @@
 
 /* Projects the caller may see: $1 user/robot id, $2 system admin, $3 robot. */
 #define VISIBLE(p)                                                                                                     \
-    "($2::bool OR " p ".public OR (NOT $3::bool AND EXISTS (SELECT 1 FROM project_members m WHERE m.project_id = " p \
-    ".id AND m.user_id = $1::bigint)) OR ($3::bool AND EXISTS (SELECT 1 FROM robot_permissions rp WHERE rp.robot_id = " \
-    "$1::bigint AND rp.namespace IN (" p ".name, '*'))))"
+    "($2::bool OR " p ".public OR (NOT $3::bool AND berth_member_role(" p ".id, $1::bigint) IS NOT NULL) OR ($3::bool " \
+    "AND EXISTS (SELECT 1 FROM robot_permissions rp WHERE rp.robot_id = $1::bigint AND rp.namespace IN (" p           \
+    ".name, '*'))))"
 
 #define ROLE_NAME(r)                                                                                                   \
     "CASE " r " WHEN 1 THEN 'projectAdmin' WHEN 2 THEN 'developer' WHEN 3 THEN 'guest' WHEN 4 THEN 'maintainer' "     \
@@ -26,8 +26,8 @@
     "coalesce((SELECT u.username FROM users u WHERE u.id = p.owner_id), ''), 'creation_time', p.created_at, "         \
     "'update_time', p.updated_at, 'repo_count', (SELECT count(*) FROM repositories r WHERE r.project_id = p.id), "     \
     "'metadata', json_build_object('public', CASE WHEN p.public THEN 'true' ELSE 'false' END), "                      \
-    "'current_user_role_id', CASE WHEN " robot "::bool THEN 0 ELSE coalesce((SELECT m.role FROM project_members m "   \
-    "WHERE m.project_id = p.id AND m.user_id = " uid "::bigint), 0) END)"
+    "'current_user_role_id', CASE WHEN " robot "::bool THEN 0 ELSE coalesce(berth_member_role(p.id, " uid           \
+    "::bigint), 0) END)"
 
 /* Artifacts a repository lists: not a referrer, and not only the child of an index (tagged children count) */
 #define TOP_LEVEL                                                                                                      \
@@ -60,11 +60,17 @@
 
 #define USER_JSON                                                                                                      \
     "json_build_object('user_id', u.id, 'username', u.username, 'email', u.email, 'realname', u.realname, "           \
-    "'comment', u.comment, 'sysadmin_flag', u.sysadmin, 'creation_time', u.created_at, 'update_time', u.updated_at)"
+    "'comment', u.comment, 'sysadmin_flag', u.sysadmin OR u.ldap_admin, 'creation_time', u.created_at, 'update_time', u.updated_at)"
 
 #define MEMBER_JSON                                                                                                    \
-    "json_build_object('id', x.id, 'project_id', x.project_id, 'entity_name', x.username, 'entity_id', x.user_id, "   \
-    "'entity_type', 'u', 'role_id', x.role, 'role_name', " ROLE_NAME("x.role") ")"
+    "json_build_object('id', x.id, 'project_id', x.project_id, 'entity_name', x.username, 'entity_id', x.entity_id, " \
+    "'entity_type', x.entity_type, 'role_id', x.role, 'role_name', " ROLE_NAME("x.role") ")"
+
+/* members, users and groups alike, as rows for MEMBER_JSON */
+#define MEMBER_ROWS                                                                                                    \
+    "SELECT m.id, m.project_id, coalesce(m.user_id, m.group_id) AS entity_id, CASE WHEN m.user_id IS NULL THEN 'g' "  \
+    "ELSE 'u' END AS entity_type, m.role, coalesce(u.username, g.group_name) AS username FROM project_members m "     \
+    "LEFT JOIN users u ON u.id = m.user_id LEFT JOIN user_groups g ON g.id = m.group_id "
 
 #define ROBOT_JSON                                                                                                     \
     "json_build_object('id', r.id, 'name', r.name, 'description', r.description, 'level', r.level, 'project_id', "    \
@@ -75,6 +81,10 @@
     "'access', g.access) ORDER BY g.namespace) FROM (SELECT rp.namespace, json_agg(json_build_object('resource', "    \
     "rp.resource, 'action', rp.action) ORDER BY rp.resource, rp.action) AS access FROM robot_permissions rp WHERE "   \
     "rp.robot_id = r.id GROUP BY rp.namespace) g), '[]'))"
+
+#define USERGROUP_JSON                                                                                                 \
+    "json_build_object('id', g.id, 'group_name', g.group_name, 'group_type', g.group_type, 'ldap_group_dn', "         \
+    "g.ldap_group_dn)"
 
 /* One page of `row` over the CTE f, ordered by `order`, plus the total; $lim and $off are the last two. */
 #define PAGE(row, alias, order, lim, off)                                                                              \
@@ -122,27 +132,31 @@ static const berth_db__stmt_t queries[BERTH_Q__COUNT] = {
       1),
     /* $1 project id, $2 name substring, $3 limit, $4 offset */
     Q(BERTH_Q_MEMBERS_LIST,
-      "WITH f AS (SELECT m.id, m.project_id, m.user_id, m.role, u.username FROM project_members m JOIN users u ON "
-      "u.id = m.user_id WHERE m.project_id = $1::bigint AND ($2::text IS NULL OR strpos(u.username, $2::text) > 0)) "
-      PAGE(MEMBER_JSON, "x", "username", "$3", "$4"),
+      "WITH f AS (SELECT * FROM (" MEMBER_ROWS "WHERE m.project_id = $1::bigint) r WHERE $2::text IS NULL OR "
+      "strpos(r.username, $2::text) > 0) " PAGE(MEMBER_JSON, "x", "username", "$3", "$4"),
       4),
     /* $1 project id, $2 member id */
     Q(BERTH_Q_MEMBER_GET,
-      "SELECT " MEMBER_JSON "::text FROM (SELECT m.id, m.project_id, m.user_id, m.role, u.username FROM project_members m "
-      "JOIN users u ON u.id = m.user_id WHERE m.project_id = $1::bigint AND m.id = $2::bigint) x",
+      "SELECT " MEMBER_JSON "::text FROM (" MEMBER_ROWS "WHERE m.project_id = $1::bigint AND m.id = $2::bigint) x",
       2),
     /* $1 project id, $2 username, $3 role */
     Q(BERTH_Q_MEMBER_ADD,
       "INSERT INTO project_members (project_id, user_id, role) SELECT $1::bigint, u.id, $3::smallint FROM users u "
       "WHERE u.username = $2::text RETURNING json_build_object('id', id)::text",
       3),
+    /* $1 project id, $2 group id, $3 role */
+    Q(BERTH_Q_MEMBER_ADD_GROUP,
+      "INSERT INTO project_members (project_id, group_id, role) SELECT $1::bigint, g.id, $3::smallint FROM user_groups g "
+      "WHERE g.id = $2::bigint RETURNING json_build_object('id', id)::text",
+      3),
     /* $1 project id, $2 member id, $3 role */
     Q(BERTH_Q_MEMBER_UPDATE,
       "UPDATE project_members SET role = $3::smallint WHERE project_id = $1::bigint AND id = $2::bigint", 3),
     /* $1 project id, $2 member id */
     Q(BERTH_Q_MEMBER_DELETE,
-      "DELETE FROM project_members m USING users u WHERE u.id = m.user_id AND m.project_id = $1::bigint AND m.id = "
-      "$2::bigint RETURNING to_json(u.username)::text",
+      "DELETE FROM project_members m WHERE m.project_id = $1::bigint AND m.id = $2::bigint RETURNING to_json(coalesce("
+      "(SELECT u.username FROM users u WHERE u.id = m.user_id), (SELECT g.group_name FROM user_groups g WHERE g.id = "
+      "m.group_id)))::text",
       2),
     /* $1 project id, $2 name substring, $3 limit, $4 offset */
     Q(BERTH_Q_REPOS_LIST,
@@ -240,8 +254,7 @@ static const berth_db__stmt_t queries[BERTH_Q__COUNT] = {
      * $9 offset. Without a project, non-admins see the projects they administer. */
     Q(BERTH_Q_AUDIT_LIST,
       "WITH f AS (SELECT a.* FROM audit_log a WHERE ($3::bigint IS NULL OR a.project_id = $3::bigint) AND ($2::bool OR "
-      "$3::bigint IS NOT NULL OR a.project_id IN (SELECT m.project_id FROM project_members m WHERE m.user_id = $1::bigint "
-      "AND m.role = 1)) AND ($4::text IS NULL OR a.operation = $4::text) AND ($5::text IS NULL OR a.resource_type = "
+      "$3::bigint IS NOT NULL OR berth_member_role(a.project_id, $1::bigint) = 1) AND ($4::text IS NULL OR a.operation = $4::text) AND ($5::text IS NULL OR a.resource_type = "
       "$5::text) AND ($6::text IS NULL OR a.username = $6::text) AND ($7::text IS NULL OR strpos(a.resource, $7::text) > 0)) "
       PAGE("json_build_object('id', x.id, 'username', x.username, 'resource', x.resource, 'resource_type', "
            "x.resource_type, 'operation', x.operation, 'op_time', x.op_time, 'remote', x.remote, 'result', x.result, "
@@ -258,6 +271,22 @@ static const berth_db__stmt_t queries[BERTH_Q__COUNT] = {
       " AND strpos(r.name, $4::text) > 0 ORDER BY r.name LIMIT 100) x), '[]'))::text",
       4),
     Q(BERTH_Q_PING, "SELECT '\"ok\"'::text", 0),
+    /* $1 name substring, $2 limit, $3 offset */
+    Q(BERTH_Q_USERGROUPS_LIST,
+      "WITH f AS (SELECT g.* FROM user_groups g WHERE $1::text IS NULL OR strpos(g.group_name, $1::text) > 0) "
+      PAGE(USERGROUP_JSON, "g", "group_name", "$2", "$3"),
+      3),
+    Q(BERTH_Q_USERGROUP_GET, "SELECT " USERGROUP_JSON "::text FROM user_groups g WHERE g.id = $1::bigint", 1),
+    /* $1 name, $2 normalized DN: the group for that DN, created if new */
+    Q(BERTH_Q_USERGROUP_ENSURE,
+      "WITH i AS (INSERT INTO user_groups (group_name, ldap_group_dn) VALUES ($1::text, $2::text) ON CONFLICT "
+      "(ldap_group_dn) DO NOTHING RETURNING id) SELECT json_build_object('id', id)::text FROM (SELECT id FROM i UNION ALL "
+      "SELECT id FROM user_groups WHERE ldap_group_dn = $2::text) x LIMIT 1",
+      2),
+    Q(BERTH_Q_USERGROUP_UPDATE, "UPDATE user_groups SET group_name = $2::text WHERE id = $1::bigint", 2),
+    Q(BERTH_Q_USERGROUP_DELETE, "DELETE FROM user_groups WHERE id = $1::bigint RETURNING to_json(group_name)::text", 1),
+    /* $1 username (an LDAP import: the user exists with no local password) */
+    Q(BERTH_Q_USER_IMPORTED, "SELECT to_json(id)::text FROM users WHERE username = $1::text", 1),
 };
 
 int berth_db_api(berth_dbconn_t *c, berth_q_t q, const char *const *params, berth_db_json_t *out, berth_err_t *err)

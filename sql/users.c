@@ -20,12 +20,16 @@ enum {
     S_REFRESH_CREATE,
     S_REFRESH_GET,
     S_AUDIT_INSERT,
+    S_LDAP_UPSERT,
     S__END
 };
 
 static const berth_db__stmt_t stmts[] = {
     /* principals: id, name, password hash, sysadmin, disabled, then one extra column (see read_principal) */
-    {S_USER_GET, "SELECT id, username, coalesce(password_hash, ''), sysadmin, disabled, '' FROM users WHERE username = $1", 1},
+    {S_USER_GET,
+     "SELECT id, username, coalesce(password_hash, ''), sysadmin OR ldap_admin, disabled, coalesce(ldap_dn, '') FROM users "
+     "WHERE username = $1",
+     1},
     /* one statement, so two berthd starting at once cannot both create a first admin */
     {S_USER_BOOTSTRAP,
      "INSERT INTO users (username, password_hash, sysadmin) SELECT $1, $2, true "
@@ -34,8 +38,7 @@ static const berth_db__stmt_t stmts[] = {
     /* $2 user or robot id, $3 whether it is a robot: a member role for users, the permission list for robots */
     {S_PROJECT_FACTS,
      "SELECT p.id, p.public, "
-     "CASE WHEN $3::bool THEN 0 ELSE coalesce((SELECT m.role FROM project_members m WHERE m.project_id = p.id "
-     "AND m.user_id = $2::bigint), 0) END, "
+     "CASE WHEN $3::bool THEN 0 ELSE coalesce(berth_member_role(p.id, $2::bigint), 0) END, "
      "CASE WHEN $3::bool THEN coalesce((SELECT string_agg(rp.resource || ':' || rp.action, ' ') FROM robot_permissions rp "
      "WHERE rp.robot_id = $2::bigint AND rp.namespace IN (p.name, '*')), '') ELSE '' END "
      "FROM projects p WHERE p.name = $1",
@@ -51,7 +54,7 @@ static const berth_db__stmt_t stmts[] = {
      "VALUES (decode($1, 'hex'), $2, $3, now() + make_interval(secs => $4::int))",
      4},
     {S_SESSION_GET,
-     "SELECT u.id, u.username, '', u.sysadmin, u.disabled, s.csrf FROM sessions s JOIN users u ON u.id = s.user_id "
+     "SELECT u.id, u.username, '', u.sysadmin OR u.ldap_admin, u.disabled, s.csrf FROM sessions s JOIN users u ON u.id = s.user_id "
      "WHERE s.id_sha256 = decode($1, 'hex') AND s.expires_at > now()",
      1},
     {S_SESSION_DELETE, "DELETE FROM sessions WHERE id_sha256 = decode($1, 'hex')", 1},
@@ -74,6 +77,17 @@ static const berth_db__stmt_t stmts[] = {
      "UPDATE manifests m SET pull_time = now() FROM (SELECT DISTINCT repo, digest FROM pulls WHERE digest <> '') z "
      "JOIN repositories r ON r.name = z.repo WHERE m.repository_id = r.id AND m.digest = z.digest",
      1},
+    /* an LDAP login: create or refresh the user (never one with a local password) and replace its groups */
+    {S_LDAP_UPSERT,
+     "WITH u AS (INSERT INTO users (username, ldap_dn, email, realname, ldap_admin) VALUES ($1, $2, $3, $4, $5::bool) "
+     "ON CONFLICT (username) DO UPDATE SET ldap_dn = EXCLUDED.ldap_dn, email = EXCLUDED.email, realname = "
+     "EXCLUDED.realname, ldap_admin = EXCLUDED.ldap_admin, updated_at = now() WHERE users.password_hash IS NULL "
+     "RETURNING id), "
+     "gone AS (DELETE FROM user_ldap_groups g USING u WHERE g.user_id = u.id AND g.group_dn <> ALL ($6::text[])), "
+     "added AS (INSERT INTO user_ldap_groups (user_id, group_dn) SELECT u.id, d FROM u, unnest($6::text[]) AS d "
+     "ON CONFLICT DO NOTHING) "
+     "SELECT id FROM u",
+     6},
 };
 _Static_assert(sizeof(stmts) / sizeof(stmts[0]) == S__END - S_USER_GET, "one statement per id, in order");
 _Static_assert(S__END <= 100, "ids 100 and up belong to sql/api.c");
@@ -113,8 +127,11 @@ static int read_principal(berth_dbconn_t *c, int id, const char *arg, berth_db_u
 
 int berth_db_user_get(berth_dbconn_t *c, const char *username, berth_db_user_t *out, berth_err_t *err)
 {
-    char unused[1];
-    return read_principal(c, S_USER_GET, username, out, unused, sizeof(unused), err);
+    char dn[2];
+    int rc = read_principal(c, S_USER_GET, username, out, dn, sizeof(dn), err);
+    if (rc == 0)
+        out->ldap = dn[0] != '\0';
+    return rc;
 }
 
 int berth_db_robot_get(berth_dbconn_t *c, const char *name, berth_db_user_t *out, berth_err_t *err)
@@ -247,5 +264,45 @@ int berth_db_audit_insert(berth_dbconn_t *c, const berth_db_audit_t *rows, size_
     const char *p[] = {doc};
     int rc = exec(c, S_AUDIT_INSERT, p, err);
     free(doc);
+    return rc;
+}
+
+/* {"a","b"} with every element quoted and escaped, for a text[] parameter */
+static char *text_array(char *const *items, size_t n)
+{
+    size_t cap = 3;
+    for (size_t i = 0; i < n; i++)
+        cap += 2 * strlen(items[i]) + 3;
+    char *out = malloc(cap), *o = out;
+    *o++ = '{';
+    for (size_t i = 0; i < n; i++) {
+        if (i > 0)
+            *o++ = ',';
+        *o++ = '"';
+        for (const char *p = items[i]; *p; p++) {
+            if (*p == '"' || *p == '\\')
+                *o++ = '\\';
+            *o++ = *p;
+        }
+        *o++ = '"';
+    }
+    *o++ = '}';
+    *o = '\0';
+    return out;
+}
+
+int berth_db_ldap_onboard(berth_dbconn_t *c, const char *username, const char *dn, const char *email, const char *realname, int admin,
+                          char *const *groups, size_t ngroups, int64_t *id_out, berth_err_t *err)
+{
+    char *arr = text_array(groups, ngroups);
+    const char *p[] = {username, dn, email, realname, admin ? "true" : "false", arr};
+    PGresult *res = run(c, S_LDAP_UPSERT, p, err);
+    free(arr);
+    if (res == NULL)
+        return fail(err);
+    int rc = PQntuples(res) == 1 ? 0 : BERTH_ECONFLICT; /* a local user of that name exists */
+    if (rc == 0)
+        *id_out = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+    PQclear(res);
     return rc;
 }

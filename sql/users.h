@@ -16,6 +16,7 @@ typedef struct st_berth_db_user_t {
     char password_hash[160]; /* users: argon2id PHC string; empty for users without a local password */
     char secret_sha256[65];  /* robots */
     int sysadmin, disabled, robot;
+    int ldap; /* onboarded from LDAP: its password is checked there */
 } berth_db_user_t;
 
 /** BERTH_ENOTFOUND when there is no such user. */
@@ -51,6 +52,13 @@ int berth_db_session_delete(berth_dbconn_t *c, const char *id_sha256_hex, berth_
 int berth_db_refresh_create(berth_dbconn_t *c, const char *sha256_hex, const char *principal, int ttl_seconds, berth_err_t *err);
 /** The principal a live refresh token belongs to (principal: 256 bytes). BERTH_ENOTFOUND otherwise. */
 int berth_db_refresh_get(berth_dbconn_t *c, const char *sha256_hex, char principal[256], berth_err_t *err);
+
+/**
+ * Record an LDAP login: create or refresh `username` (email, name, admin flag from the group admin DN) and
+ * replace its group list, in one statement. BERTH_ECONFLICT when a local user (with a password) has that name.
+ */
+int berth_db_ldap_onboard(berth_dbconn_t *c, const char *username, const char *dn, const char *email, const char *realname, int admin,
+                          char *const *groups, size_t ngroups, int64_t *id_out, berth_err_t *err);
 
 /** One audit record; the project is named, its id is looked up when the batch is written. */
 typedef struct st_berth_db_audit_t {

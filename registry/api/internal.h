@@ -72,6 +72,9 @@ int berth_api_projects_route(berth_api_t *a);
 int berth_api_accounts_route(berth_api_t *a);
 int berth_api_system_route(berth_api_t *a);
 int berth_api_session(berth_api_t *a, int login);
+int berth_api_ldap_route(berth_api_t *a);
+/** The user group a member request names ({id} or {group_name, ldap_group_dn}, created if new); 0 or answered. */
+int berth_api_group_id(berth_api_t *a, json_t *group, char id[24]);
 
 /** 1 if method and segments match `pattern` ("projects/{}/members"; "{}" matches one segment). */
 int berth_api_match(berth_api_t *a, const char *method, const char *pattern);

@@ -186,22 +186,29 @@ static int members(berth_api_t *a, const berth_authz_t *z, const char *project)
         if (body == NULL)
             return -1;
         const char *user = json_string_value(json_object_get(json_object_get(body, "member_user"), "username"));
-        if (user == NULL || !role_ok(json_object_get(body, "role_id"))) {
+        json_t *group = json_object_get(body, "member_group");
+        if ((user == NULL && !json_is_object(group)) || !role_ok(json_object_get(body, "role_id"))) {
             json_decref(body);
-            return berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "member_user.username and role_id (1-5) are required");
+            return berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "member_user.username or member_group, and role_id (1-5), are required");
         }
         snprintf(role, sizeof(role), "%d", (int)json_integer_value(json_object_get(body, "role_id")));
-        char uname[256];
-        snprintf(uname, sizeof(uname), "%s", user);
+        char uname[256], gid[24];
+        snprintf(uname, sizeof(uname), "%s", user != NULL ? user : "");
+        if (user == NULL && berth_api_group_id(a, group, gid) != 0) {
+            json_decref(body);
+            return -1;
+        }
+        if (user == NULL)
+            snprintf(uname, sizeof(uname), "group %s", gid);
         json_decref(body);
-        const char *p[] = {pid, uname, role};
+        const char *p[] = {pid, user != NULL ? uname : gid, role};
         berth_db_json_t r;
-        int rc = berth_api_query(a, BERTH_Q_MEMBER_ADD, p, &r);
+        int rc = berth_api_query(a, user != NULL ? BERTH_Q_MEMBER_ADD : BERTH_Q_MEMBER_ADD_GROUP, p, &r);
         berth_api_audit(a, "create", "member", uname, project, rc == 0 && r.json != NULL);
         if (rc != 0)
             return -1;
         if (r.json == NULL)
-            return berth_api_fail(a, BERTH_OCI_NOT_FOUND, "user %s not found", uname);
+            return berth_api_fail(a, BERTH_OCI_NOT_FOUND, "%s not found", uname);
         json_t *v = json_loads(r.json, 0, NULL);
         berth_resp_header(a->resp, "location", "/api/v2.0/projects/%s/members/%lld", project,
                           (long long)json_integer_value(json_object_get(v, "id")));

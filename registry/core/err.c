@@ -82,7 +82,7 @@ char *berth_err_json(const berth_err_t *err, size_t *len_out)
 {
     berth_oci_t oci = err->oci == BERTH_OCI_NONE ? BERTH_OCI_INTERNAL : err->oci;
     const char *msg = err->msg[0] != '\0' ? err->msg : table[oci].text;
-    if (table[oci].status >= 500)
+    if (table[oci].status == 500) /* internal detail belongs in the log; 503 says what is unavailable */
         msg = table[oci].text;
     json_t *e = json_pack("{s:s,s:s,s:{}}", "code", table[oci].name, "message", msg, "detail");
     json_t *root = json_pack("{s:[o]}", "errors", e);

@@ -68,7 +68,7 @@ const char *berth_err_oci_name(berth_oci_t oci);
 int berth_err_code(berth_oci_t oci);
 /**
  * Render {"errors":[{"code":..,"message":..,"detail":..}]} into a malloc'd string (caller frees).
- * 5xx messages are replaced by a generic text: the detail belongs in the log, not on the wire.
+ * 500 messages are replaced by a generic text: the detail belongs in the log, not on the wire.
  */
 char *berth_err_json(const berth_err_t *err, size_t *len_out);
 

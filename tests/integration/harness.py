@@ -70,7 +70,8 @@ def sha256(data):
 class Berthd:
     """One berthd process with its own database, storage and ports."""
 
-    def __init__(self, dbname=None, env=None, storage=None):
+    def __init__(self, dbname=None, env=None, storage=None, args=None):
+        self.args = list(args or [])
         self.dbname = dbname or new_database()
         self.dir = tempfile.mkdtemp(prefix="berthd-")
         self.storage = storage or os.path.join(self.dir, "storage")
@@ -96,7 +97,7 @@ class Berthd:
     def start(self, wait=True):
         for attempt in range(3):
             self.log = open(self.log_path, "ab")
-            self.proc = subprocess.Popen([BERTHD], env=self.env, stdout=self.log, stderr=subprocess.STDOUT)
+            self.proc = subprocess.Popen([BERTHD, *self.args], env=self.env, stdout=self.log, stderr=subprocess.STDOUT)
             if not wait:
                 return self
             try:

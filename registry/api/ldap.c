@@ -1,0 +1,199 @@
+/* The LDAP admin endpoints (ping, user and group search, user import: system admins only) and user groups
+ * (/usergroups: reading them is open to any user, project admins need it to add a group as a member). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "auth/ldap.h"
+#include "auth/service.h"
+#include "registry/api/internal.h"
+#include "sql/users.h"
+
+static berth_ldap_t *client(berth_api_t *a)
+{
+    berth_ldap_t *l = a->reg->auth->ldap;
+    if (l == NULL)
+        berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "LDAP is not configured");
+    return l;
+}
+
+static int ldap_json(berth_api_t *a, int rc, char *json, const berth_err_t *err)
+{
+    if (rc != 0)
+        return berth_api_err(a, err);
+    return berth_api_json(a, 200, json);
+}
+
+/* Onboard one LDAP user without a login (Harbor's import); 0, BERTH_ENOTFOUND or another code */
+static int import_one(berth_api_t *a, berth_ldap_t *l, const char *uid, berth_err_t *err)
+{
+    berth_ldap_user_t lu;
+    int rc = berth_ldap_lookup(l, uid, &lu, err);
+    if (rc != 0)
+        return rc;
+    int64_t id;
+    rc = berth_db_ldap_onboard(a->c, lu.username, lu.dn, lu.email, lu.realname, lu.admin, lu.groups, lu.ngroups, &id, err);
+    berth_ldap_user_dispose(&lu);
+    if (rc == 0)
+        berth_api_audit(a, "create", "user", uid, NULL, 1);
+    return rc;
+}
+
+static int ldap_route(berth_api_t *a)
+{
+    if (berth_api_need_admin(a) != 0)
+        return -1;
+    berth_ldap_t *l = client(a);
+    if (l == NULL)
+        return -1;
+    berth_err_t err;
+    berth_err_clear(&err);
+    char *json = NULL;
+    if (berth_api_match(a, "POST", "ldap/ping")) {
+        if (berth_ldap_ping(l, &err) != 0)
+            return berth_api_err(a, &err);
+        return berth_api_jsonv(a, 200, json_pack("{s:b}", "success", 1));
+    }
+    if (berth_api_match(a, "GET", "ldap/users/search")) {
+        char term[256] = "";
+        const char *v = berth_api_param(a, "username");
+        if (v != NULL)
+            snprintf(term, sizeof(term), "%s", v);
+        int rc = berth_ldap_search_users(l, term, 100, &json, &err);
+        return ldap_json(a, rc, json, &err);
+    }
+    if (berth_api_match(a, "GET", "ldap/groups/search")) {
+        char name[256] = "", dn[1024] = "";
+        const char *v = berth_api_param(a, "groupname");
+        if (v != NULL)
+            snprintf(name, sizeof(name), "%s", v);
+        if ((v = berth_api_param(a, "groupdn")) != NULL)
+            snprintf(dn, sizeof(dn), "%s", v);
+        int rc = berth_ldap_search_groups(l, name, dn, 100, &json, &err);
+        return ldap_json(a, rc, json, &err);
+    }
+    if (berth_api_match(a, "POST", "ldap/users/import")) {
+        json_t *body = berth_api_body(a);
+        if (body == NULL)
+            return -1;
+        json_t *uids = json_object_get(body, "ldap_uid_list"), *failed = json_array(), *uid;
+        size_t i;
+        if (!json_is_array(uids)) {
+            json_decref(body);
+            json_decref(failed);
+            return berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "ldap_uid_list must be a list of user ids");
+        }
+        json_array_foreach(uids, i, uid)
+        {
+            const char *u = json_string_value(uid);
+            int rc = u != NULL ? import_one(a, l, u, &err) : BERTH_ENOTFOUND;
+            if (rc == BERTH_EUNAVAIL || (rc != 0 && err.oci == BERTH_OCI_UNAVAILABLE)) {
+                json_decref(body);
+                json_decref(failed);
+                return berth_api_err(a, &err);
+            }
+            if (rc != 0)
+                json_array_append_new(failed, json_pack("{s:s,s:s}", "uid", u != NULL ? u : "", "error",
+                                                        rc == BERTH_ECONFLICT ? "a local user has this name" : "not found in LDAP"));
+        }
+        json_decref(body);
+        if (json_array_size(failed) > 0) /* Harbor answers 404 with the ids it could not import */
+            return berth_api_jsonv(a, 404, failed);
+        json_decref(failed);
+        return berth_api_empty(a, 200);
+    }
+    return 1;
+}
+
+int berth_api_group_id(berth_api_t *a, json_t *g, char id[24])
+{
+    json_t *idv = json_object_get(g, "id");
+    if (json_is_integer(idv) && json_integer_value(idv) > 0) {
+        snprintf(id, 24, "%lld", (long long)json_integer_value(idv));
+        return 0;
+    }
+    const char *dn = json_string_value(json_object_get(g, "ldap_group_dn"));
+    const char *name = json_string_value(json_object_get(g, "group_name"));
+    if (dn == NULL || dn[0] == '\0' || strlen(dn) > 1000)
+        return berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "a group needs an id or an ldap_group_dn");
+    char norm[1024];
+    berth_ldap_dn_normalize(dn, norm, sizeof(norm));
+    const char *p[] = {name != NULL && name[0] ? name : norm, norm};
+    berth_db_json_t r;
+    if (berth_api_query(a, BERTH_Q_USERGROUP_ENSURE, p, &r) != 0)
+        return -1;
+    json_t *v = r.json != NULL ? json_loads(r.json, 0, NULL) : NULL;
+    snprintf(id, 24, "%lld", (long long)json_integer_value(json_object_get(v, "id")));
+    json_decref(v);
+    free(r.json);
+    return 0;
+}
+
+static int usergroups(berth_api_t *a)
+{
+    char limit[24], offset[24];
+    if (a->nseg == 1 && berth_api_match(a, "GET", "usergroups")) {
+        if (berth_api_need_login(a) != 0 || berth_api_page(a, limit, offset) != 0)
+            return -1;
+        char name[256] = "";
+        const char *v = berth_api_param(a, "group_name");
+        if (v != NULL)
+            snprintf(name, sizeof(name), "%s", v);
+        const char *p[] = {name[0] ? name : NULL, limit, offset};
+        return berth_api_list(a, BERTH_Q_USERGROUPS_LIST, p, limit, offset);
+    }
+    if (a->nseg == 1 && berth_api_match(a, "POST", "usergroups")) {
+        if (berth_api_need_admin(a) != 0)
+            return -1;
+        json_t *body = berth_api_body(a);
+        if (body == NULL)
+            return -1;
+        json_t *type = json_object_get(body, "group_type");
+        char id[24];
+        int rc = type != NULL && json_integer_value(type) != 1 ? berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "only LDAP groups (group_type 1)")
+                                                              : berth_api_group_id(a, body, id);
+        const char *dn = json_string_value(json_object_get(body, "ldap_group_dn"));
+        if (rc == 0)
+            berth_api_audit(a, "create", "usergroup", dn, NULL, 1);
+        json_decref(body);
+        if (rc != 0)
+            return -1;
+        berth_resp_header(a->resp, "location", "/api/v2.0/usergroups/%s", id);
+        return berth_api_empty(a, 201);
+    }
+    if (a->nseg != 2)
+        return 1;
+    const char *id = a->seg[1];
+    if (strspn(id, "0123456789") != strlen(id) || strlen(id) == 0 || strlen(id) > 18)
+        return berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "group id must be a number");
+    const char *p[] = {id, NULL};
+    if (berth_api_match(a, "GET", "usergroups/{}"))
+        return berth_api_need_login(a) != 0 ? -1 : berth_api_object(a, BERTH_Q_USERGROUP_GET, p, "user group");
+    if (berth_api_need_admin(a) != 0)
+        return -1;
+    if (berth_api_match(a, "PUT", "usergroups/{}")) {
+        json_t *body = berth_api_body(a);
+        if (body == NULL)
+            return -1;
+        char name[256] = "";
+        const char *n = json_string_value(json_object_get(body, "group_name"));
+        if (n != NULL)
+            snprintf(name, sizeof(name), "%s", n);
+        json_decref(body);
+        if (name[0] == '\0')
+            return berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "group_name is required");
+        p[1] = name;
+        berth_db_json_t r;
+        if (berth_api_query(a, BERTH_Q_USERGROUP_UPDATE, p, &r) != 0)
+            return -1;
+        return r.affected == 1 ? berth_api_empty(a, 200) : berth_api_fail(a, BERTH_OCI_NOT_FOUND, "user group not found");
+    }
+    if (berth_api_match(a, "DELETE", "usergroups/{}"))
+        return berth_api_delete(a, BERTH_Q_USERGROUP_DELETE, p, "usergroup", id, NULL);
+    return 1;
+}
+
+int berth_api_ldap_route(berth_api_t *a)
+{
+    return strcmp(a->seg[0], "ldap") == 0 ? ldap_route(a) : usergroups(a);
+}

@@ -1,0 +1,398 @@
+"""LDAP logins next to local users, against a real slapd started here (generated config, memberof overlay,
+ldaps and StartTLS with a test CA): onboarding, groups as project members, group admin DN, filter injection,
+LDAP down and slow, the admin endpoints, and a user in 200 groups logging in within a second."""
+import base64
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+import unittest
+
+from harness import ADMIN_AUTH, BerthTestCase, Berthd, free_port, main, psql
+
+SLAPD = "/usr/sbin/slapd"
+BASE = "dc=berth,dc=test"
+ROOT_DN, ROOT_PW = "cn=admin," + BASE, "rootsecret"
+SEARCH_DN, SEARCH_PW = "cn=search," + BASE, "searchpw"
+
+
+def basic(user, pw):
+    return "Basic " + base64.b64encode(("%s:%s" % (user, pw)).encode()).decode()
+
+
+def sh(cmd, input=None):
+    r = subprocess.run(cmd, input=input, capture_output=True, text=True, timeout=60)
+    if r.returncode != 0:
+        raise AssertionError("%s: %s %s" % (" ".join(cmd), r.stdout, r.stderr))
+    return r.stdout
+
+
+class Slapd:
+    """A private slapd: its own CA and server certificate, mdb database, memberof overlay, ldap:// and ldaps://."""
+
+    def __init__(self):
+        self.dir = tempfile.mkdtemp(prefix="slapd-")
+        self.port, self.tls_port = free_port(), free_port()
+        self.proc = None
+        d = self.dir
+        sh(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=Berth Test CA",
+            "-keyout", d + "/ca.key", "-out", d + "/ca.crt"])
+        sh(["openssl", "req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=127.0.0.1", "-keyout", d + "/server.key",
+            "-out", d + "/server.csr"])
+        with open(d + "/san.ext", "w") as f:
+            f.write("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
+        sh(["openssl", "x509", "-req", "-in", d + "/server.csr", "-CA", d + "/ca.crt", "-CAkey", d + "/ca.key",
+            "-CAcreateserial", "-days", "2", "-extfile", d + "/san.ext", "-out", d + "/server.crt"])
+        os.makedirs(d + "/data")
+        with open(d + "/slapd.conf", "w") as f:
+            f.write("""include /etc/ldap/schema/core.schema
+include /etc/ldap/schema/cosine.schema
+include /etc/ldap/schema/inetorgperson.schema
+include /etc/ldap/schema/nis.schema
+modulepath /usr/lib/ldap
+moduleload back_mdb
+moduleload memberof
+pidfile {d}/slapd.pid
+TLSCACertificateFile {d}/ca.crt
+TLSCertificateFile {d}/server.crt
+TLSCertificateKeyFile {d}/server.key
+sizelimit unlimited
+database mdb
+maxsize 104857600
+suffix "{base}"
+rootdn "{rootdn}"
+rootpw {rootpw}
+directory {d}/data
+overlay memberof
+memberof-group-oc groupOfNames
+memberof-member-ad member
+memberof-memberof-ad memberOf
+memberof-refint TRUE
+access to attrs=userPassword by self write by anonymous auth by * none
+access to * by * read
+""".format(d=d, base=BASE, rootdn=ROOT_DN, rootpw=ROOT_PW))
+        self.start()
+        self.add("""dn: {base}
+objectClass: dcObject
+objectClass: organization
+o: berth
+dc: berth
+
+dn: ou=people,{base}
+objectClass: organizationalUnit
+ou: people
+
+dn: ou=groups,{base}
+objectClass: organizationalUnit
+ou: groups
+
+dn: {sdn}
+objectClass: simpleSecurityObject
+objectClass: organizationalRole
+cn: search
+userPassword: {spw}
+""".format(base=BASE, sdn=SEARCH_DN, spw=SEARCH_PW))
+
+    def start(self):
+        self.proc = subprocess.Popen([SLAPD, "-f", self.dir + "/slapd.conf", "-h",
+                                      "ldap://127.0.0.1:%d/ ldaps://127.0.0.1:%d/" % (self.port, self.tls_port), "-d", "0"],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        deadline = time.time() + 15
+        while time.time() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.5).close()
+                return
+            except OSError:
+                if self.proc.poll() is not None:
+                    raise RuntimeError("slapd exited: %s" % self.proc.stderr.read().decode(errors="replace"))
+                time.sleep(0.1)
+        raise RuntimeError("slapd did not start")
+
+    def stop(self):
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.proc = None
+
+    def cleanup(self):
+        self.stop()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def _tool(self, tool, ldif):
+        return sh([tool, "-x", "-H", "ldap://127.0.0.1:%d" % self.port, "-D", ROOT_DN, "-w", ROOT_PW], input=ldif)
+
+    def add(self, ldif):
+        return self._tool("ldapadd", ldif)
+
+    def modify(self, ldif):
+        return self._tool("ldapmodify", ldif)
+
+    def delete(self, dn):
+        return sh(["ldapdelete", "-x", "-H", "ldap://127.0.0.1:%d" % self.port, "-D", ROOT_DN, "-w", ROOT_PW, dn])
+
+    def add_user(self, uid, pw, name=None):
+        self.add("dn: uid={u},ou=people,{b}\nobjectClass: inetOrgPerson\nuid: {u}\ncn: {n}\nsn: {u}\nmail: {u}@berth.test\n"
+                 "userPassword: {p}\n".format(u=uid, b=BASE, n=name or uid.title(), p=pw))
+
+    def add_group(self, cn, members):
+        lines = "".join("member: uid=%s,ou=people,%s\n" % (m, BASE) for m in members)
+        self.add("dn: cn={c},ou=groups,{b}\nobjectClass: groupOfNames\ncn: {c}\n{m}".format(c=cn, b=BASE, m=lines))
+
+    def group_member(self, cn, uid, add=True):
+        self.modify("dn: cn={c},ou=groups,{b}\nchangetype: modify\n{op}: member\nmember: uid={u},ou=people,{b}\n".format(
+            c=cn, b=BASE, u=uid, op="add" if add else "delete"))
+
+
+def ldap_env(slapd, **over):
+    pwfile = os.path.join(slapd.dir, "search.pw")
+    with open(pwfile, "w") as f:
+        f.write(SEARCH_PW + "\n")
+    cfg = os.path.join(slapd.dir, "berth-%d.yaml" % free_port())
+    settings = {
+        "url": "ldap://127.0.0.1:%d" % slapd.port, "search_dn": SEARCH_DN, "search_password_file": pwfile, "base_dn": BASE,
+        "filter": "(objectClass=inetOrgPerson)", "uid": "uid", "scope": "subtree", "timeout_seconds": "3",
+        "group_base_dn": "ou=groups," + BASE, "group_filter": "(objectClass=groupOfNames)", "group_name_attribute": "cn",
+        "group_membership_attribute": "memberOf", "group_admin_dn": "cn=berth-admins,ou=groups," + BASE,
+    }
+    settings.update(over)
+    with open(cfg, "w") as f:
+        f.write("ldap:\n" + "".join("  %s: \"%s\"\n" % (k, v) for k, v in settings.items() if v is not None))
+    return cfg
+
+
+@unittest.skipUnless(os.path.exists(SLAPD), "slapd not installed")
+class Ldap(BerthTestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.slapd = Slapd()
+        s = cls.slapd
+        for u in ("alice", "bob", "carol", "dave", "groupie"):
+            s.add_user(u, u + "-Pw1")
+        s.add_group("devs", ["alice"])
+        s.add_group("berth-admins", ["carol"])
+        s.add_group("others", ["dave"])
+        for i in range(200):  # groupie is in 200 groups (Harbor #13780: such logins time out there)
+            s.add_group("g%03d" % i, ["groupie"])
+        cls.b = Berthd(args=["--config", ldap_env(s)]).start()
+        cls.api("POST", "/projects", {"project_name": "ldapproj"})
+
+    @classmethod
+    def tearDownClass(cls):
+        super().tearDownClass()
+        cls.slapd.cleanup()
+
+    @classmethod
+    def api(cls, method, path, body=None, auth=ADMIN_AUTH):
+        data = json.dumps(body).encode() if body is not None else None
+        st, h, raw = cls.b.request(method, "/api/v2.0" + path, data, {"Content-Type": "application/json"} if data else {}, auth=auth)
+        try:
+            return st, h, json.loads(raw) if raw else None
+        except ValueError:
+            return st, h, raw
+
+    def token(self, user, pw, scope="repository:ldapproj/app:pull,push"):
+        st, _, body = self.b.request("GET", "/service/token?service=berth-registry&scope=" + scope, auth=basic(user, pw))
+        if st != 200:
+            return st, None
+        tok = json.loads(body)["token"]
+        claims = json.loads(base64.urlsafe_b64decode(tok.split(".")[1] + "=="))
+        return st, claims
+
+    def granted(self, user, pw):
+        st, claims = self.token(user, pw)
+        self.assertEqual(st, 200)
+        return sorted(claims["access"][0]["actions"]) if claims["access"] else []
+
+    def test_login_onboards_and_refuses_bad_passwords(self):
+        st, claims = self.token("alice", "alice-Pw1")
+        self.assertEqual((st, claims["sub"]), (200, "alice"))
+        st, _, me = self.api("GET", "/users/current", auth=basic("alice", "alice-Pw1"))
+        self.assertEqual((st, me["username"], me["email"], me["realname"]), (200, "alice", "alice@berth.test", "Alice"))
+        self.assertEqual(self.token("alice", "wrong")[0], 401)
+        self.assertEqual(self.token("alice", "")[0], 401)  # an empty password must not become an anonymous bind
+        self.assertEqual(self.token("nobody", "x")[0], 401)
+        # local users keep working next to LDAP ones
+        self.assertEqual(self.token("admin", "Harbor12345")[0], 200)
+        # a browser session for an LDAP user
+        st, h, _ = self.b.request("POST", "/c/login", "principal=alice&password=alice-Pw1",
+                                  {"Content-Type": "application/x-www-form-urlencoded"}, auth=None)
+        self.assertEqual(st, 200)
+
+    def test_filter_injection_is_escaped(self):
+        for name in ("*", "al*", "*)(uid=*", "alice)(|(uid=*", "admin)(|(uid=*", "alice\\", "alice\\2a", "(alice)"):
+            self.assertEqual(self.token(name, "alice-Pw1")[0], 401, name)
+        self.assertEqual(psql("SELECT count(*) FROM users WHERE username LIKE '%*%' OR username LIKE '%(%' OR username "
+                              "LIKE '%\\%'", dbname=self.b.dbname), "0")
+
+    def test_groups_give_roles_and_changes_apply_at_next_login(self):
+        st, h, _ = self.api("POST", "/usergroups", {"group_name": "devs", "group_type": 1,
+                                                    "ldap_group_dn": "CN=devs, OU=groups, " + BASE})
+        self.assertEqual(st, 201)
+        gid = int(h["location"].rsplit("/", 1)[1])
+        st, _, _ = self.api("POST", "/projects/ldapproj/members", {"role_id": 2, "member_group": {"id": gid}})
+        self.assertEqual(st, 201)
+        members = self.api("GET", "/projects/ldapproj/members")[2]
+        self.assertIn(("devs", "g", "developer"), [(m["entity_name"], m["entity_type"], m["role_name"]) for m in members])
+        self.assertEqual(self.granted("alice", "alice-Pw1"), ["pull", "push"])
+        self.assertEqual(self.granted("bob", "bob-Pw1"), [])
+        # bob joins the group in LDAP: his next login has the role
+        self.slapd.group_member("devs", "bob")
+        self.assertEqual(self.granted("bob", "bob-Pw1"), ["pull", "push"])
+        # a direct grant and a group grant: the higher one wins
+        self.assertEqual(self.api("POST", "/projects/ldapproj/members", {"role_id": 3, "member_user": {"username": "bob"}})[0], 201)
+        self.assertEqual(self.granted("bob", "bob-Pw1"), ["pull", "push"])
+        # bob leaves the group: only his direct guest grant remains at the next login
+        self.slapd.group_member("devs", "bob", add=False)
+        self.assertEqual(self.granted("bob", "bob-Pw1"), ["pull"])
+
+    def test_user_removed_from_ldap_is_refused(self):
+        self.slapd.add_user("erin", "erin-Pw1")
+        self.assertEqual(self.token("erin", "erin-Pw1")[0], 200)
+        self.slapd.delete("uid=erin,ou=people," + BASE)
+        self.assertEqual(self.token("erin", "erin-Pw1")[0], 401)
+
+    def test_group_admin_dn_makes_a_system_admin(self):
+        self.assertTrue(self.api("GET", "/users/current", auth=basic("carol", "carol-Pw1"))[2]["sysadmin_flag"])
+        self.assertEqual(self.api("GET", "/users", auth=basic("carol", "carol-Pw1"))[0], 200)
+        self.slapd.group_member("berth-admins", "dave")
+        try:
+            self.assertEqual(self.token("dave", "dave-Pw1", "registry:catalog:*")[1]["access"][0]["actions"], ["*"])
+            self.slapd.group_member("berth-admins", "dave", add=False)
+            self.assertEqual(self.token("dave", "dave-Pw1", "registry:catalog:*")[1]["access"], [])
+        finally:
+            try:
+                self.slapd.group_member("berth-admins", "dave", add=False)
+            except AssertionError:
+                pass
+
+    def test_a_user_in_200_groups_logs_in_within_a_second(self):
+        t0 = time.monotonic()
+        st, claims = self.token("groupie", "groupie-Pw1")
+        elapsed = time.monotonic() - t0
+        self.assertEqual(st, 200)
+        self.assertLess(elapsed, 1.0)
+        n = psql("SELECT count(*) FROM user_ldap_groups g JOIN users u ON u.id = g.user_id WHERE u.username = 'groupie'",
+                 dbname=self.b.dbname)
+        self.assertEqual(n, "200")
+        print("\n# BENCH ldap login, user in 200 groups: %.3f s" % elapsed)
+
+    def test_admin_endpoints(self):
+        self.assertEqual(self.api("POST", "/ldap/ping")[0], 200)
+        self.assertEqual(self.api("POST", "/ldap/ping", auth=basic("alice", "alice-Pw1"))[0], 403)
+        users = self.api("GET", "/ldap/users/search?username=ali")[2]
+        self.assertEqual([(u["username"], u["ldap_dn"]) for u in users], [("alice", "uid=alice,ou=people," + BASE)])
+        self.assertEqual(self.api("GET", "/ldap/users/search?username=*")[2], [])  # a literal '*', escaped
+        groups = self.api("GET", "/ldap/groups/search?groupname=berth-adm")[2]
+        self.assertEqual([g["group_name"] for g in groups], ["berth-admins"])
+        one = self.api("GET", "/ldap/groups/search?groupdn=cn%3Dothers%2Cou%3Dgroups%2C" + BASE.replace("=", "%3D").replace(",", "%2C"))[2]
+        self.assertEqual([g["group_name"] for g in one], ["others"])
+        self.slapd.add_user("frank", "frank-Pw1")
+        st, _, _ = self.api("POST", "/ldap/users/import", {"ldap_uid_list": ["frank"]})
+        self.assertEqual(st, 200)
+        self.assertIn("frank", [u["username"] for u in self.api("GET", "/users?username=frank")[2]])
+        st, _, failed = self.api("POST", "/ldap/users/import", {"ldap_uid_list": ["ghost", "admin"]})
+        self.assertEqual(st, 404)
+        self.assertEqual(sorted(f["uid"] for f in failed), ["admin", "ghost"])  # admin: a local user owns the name
+        self.assertEqual(self.token("frank", "frank-Pw1")[0], 200)
+
+
+@unittest.skipUnless(os.path.exists(SLAPD), "slapd not installed")
+class LdapTransport(BerthTestCase):
+    """ldaps:// and StartTLS against the test CA; a wrong CA refused; LDAP down or silent → a clear error in time,
+    local users unaffected."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.slapd = Slapd()
+        cls.slapd.add_user("tina", "tina-Pw1")
+        cls.started = []
+
+    @classmethod
+    def tearDownClass(cls):
+        for b in cls.started:
+            b.cleanup()
+        cls.slapd.cleanup()
+
+    def berthd(self, **over):
+        b = Berthd(args=["--config", ldap_env(self.slapd, **over)]).start()
+        self.started.append(b)
+        return b
+
+    def login(self, b, user, pw):
+        t0 = time.monotonic()
+        st, _, body = b.request("GET", "/service/token?service=berth-registry", auth=basic(user, pw))
+        return st, time.monotonic() - t0, body
+
+    def test_ldaps_and_starttls_verify_the_ca(self):
+        ca = os.path.join(self.slapd.dir, "ca.crt")
+        b = self.berthd(url="ldaps://127.0.0.1:%d" % self.slapd.tls_port, ca_file=ca)
+        self.assertEqual(self.login(b, "tina", "tina-Pw1")[0], 200)
+        b2 = self.berthd(url="ldap://127.0.0.1:%d" % self.slapd.port, starttls="true", ca_file=ca)
+        self.assertEqual(self.login(b2, "tina", "tina-Pw1")[0], 200)
+        # a CA that did not sign the server certificate: refused, with a clear 503, not a silent 401
+        other = os.path.join(self.slapd.dir, "other-ca.crt")
+        sh(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=Other CA",
+            "-keyout", other + ".key", "-out", other])
+        b3 = self.berthd(url="ldaps://127.0.0.1:%d" % self.slapd.tls_port, ca_file=other)
+        st, _, body = self.login(b3, "tina", "tina-Pw1")
+        self.assertEqual(st, 503, body)
+        self.assertIn(b"UNAVAILABLE", body)
+        self.assertEqual(self.login(b3, "admin", "Harbor12345")[0], 200)
+
+    def test_ldap_down_and_slow(self):
+        # down: nothing listens
+        b = self.berthd(url="ldap://127.0.0.1:%d" % free_port())
+        st, _, body = self.login(b, "tina", "tina-Pw1")
+        self.assertEqual(st, 503)
+        self.assertIn(b"authentication backend unavailable", body)
+        self.assertEqual(self.login(b, "admin", "Harbor12345")[0], 200)
+        # slow: a server that accepts and never answers; the configured timeout (2 s) holds
+        silent = socket.socket()
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(64)
+        held = []
+        stop = threading.Event()
+
+        def accept():
+            silent.settimeout(0.2)
+            while not stop.is_set():
+                try:
+                    held.append(silent.accept()[0])
+                except OSError:
+                    pass
+        t = threading.Thread(target=accept, daemon=True)
+        t.start()
+        try:
+            b2 = self.berthd(url="ldap://127.0.0.1:%d" % silent.getsockname()[1], timeout_seconds="2")
+            st, elapsed, _ = self.login(b2, "tina", "tina-Pw1")
+            self.assertEqual(st, 503)
+            self.assertLess(elapsed, 2 * 2 + 2)  # connect-level and per-operation timeouts, one retry at most
+            self.assertGreaterEqual(elapsed, 1.5)
+            st, elapsed, _ = self.login(b2, "admin", "Harbor12345")
+            self.assertEqual(st, 200)
+            self.assertLess(elapsed, 1.5)
+        finally:
+            stop.set()
+            t.join()
+            for c in held:
+                c.close()
+            silent.close()
+
+    def test_search_password_stays_out_of_logs(self):
+        b = self.berthd()
+        self.assertEqual(self.login(b, "tina", "tina-Pw1")[0], 200)
+        self.assertNotIn(SEARCH_PW, b.logs())
+        self.assertNotIn("tina-Pw1", b.logs())
+
+
+if __name__ == "__main__":
+    main()
