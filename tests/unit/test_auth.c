@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "auth/header.h"
+#include "auth/ldap.h"
 #include "auth/password.h"
 #include "auth/authz.h"
 #include "auth/rbac.h"
@@ -233,8 +234,20 @@ static void test_permission_names(void)
     ok(berth_authz_repository_scope(&z) == (BERTH_ACTION_PULL | BERTH_ACTION_PUSH), "pull and push");
 }
 
+static void test_ldap_strings(void)
+{
+    char out[128];
+    ok(berth_ldap_escape("*)(uid=*", out, sizeof(out)) == 0 && strcmp(out, "\\2a\\29\\28uid=\\2a") == 0, "filter specials escaped");
+    ok(berth_ldap_escape("a\\b", out, sizeof(out)) == 0 && strcmp(out, "a\\5cb") == 0, "backslash escaped");
+    ok(berth_ldap_escape("alice", out, sizeof(out)) == 0 && strcmp(out, "alice") == 0, "plain names unchanged");
+    ok(berth_ldap_escape("((((", out, 8) == -1, "too long for the buffer: refused, not truncated");
+    berth_ldap_dn_normalize("CN=Devs, OU=Groups ,DC=Berth", out, sizeof(out));
+    ok(strcmp(out, "cn=devs,ou=groups,dc=berth") == 0, "DN normalized");
+}
+
 int main(void)
 {
+    test_ldap_strings();
     test_permission_names();
     test_rbac();
     test_scopes();
