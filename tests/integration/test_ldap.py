@@ -230,6 +230,10 @@ class Ldap(BerthTestCase):
     def test_filter_injection_is_escaped(self):
         for name in ("*", "al*", "*)(uid=*", "alice)(|(uid=*", "admin)(|(uid=*", "alice\\", "alice\\2a", "(alice)"):
             self.assertEqual(self.token(name, "alice-Pw1")[0], 401, name)
+        # a NUL inside the name (C strings would cut it to "alice") is refused before LDAP is asked
+        nul = "Basic " + base64.b64encode(b"alice\x00junk:alice-Pw1").decode()
+        st, _, _ = self.b.request("GET", "/service/token?service=berth-registry", auth=nul)
+        self.assertEqual(st, 401)
         self.assertEqual(psql("SELECT count(*) FROM users WHERE username LIKE '%*%' OR username LIKE '%(%' OR username "
                               "LIKE '%\\%'", dbname=self.b.dbname), "0")
 
