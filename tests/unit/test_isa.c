@@ -1,0 +1,266 @@
+/* The ISA level algebra, node capabilities (real cpuinfo dumps, NFD labels), selection and index checks. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "registry/isa/index.h"
+#include "registry/isa/isa.h"
+#include "tests/unit/tap.h"
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *s = malloc((size_t)n + 1);
+    size_t r = fread(s, 1, (size_t)n, f);
+    s[r] = '\0';
+    fclose(f);
+    return s;
+}
+
+static berth_isa_level_t L(berth_isa_arch_t a, const char *name)
+{
+    berth_isa_level_t l = {0};
+    berth_isa_level_parse(a, name, &l);
+    return l;
+}
+
+static void test_levels(void)
+{
+    berth_isa_level_t l;
+    char name[32], var[16];
+    ok(berth_isa_variant_parse(BERTH_ISA_AMD64, NULL, &l) == 0 && berth_isa_level_is_baseline(&l), "amd64: no variant is the baseline");
+    ok(berth_isa_variant_parse(BERTH_ISA_AMD64, "v3", &l) == 0 && l.major == 3, "amd64 v3");
+    ok(berth_isa_variant_parse(BERTH_ISA_AMD64, "v5", &l) != 0 && berth_isa_variant_parse(BERTH_ISA_AMD64, "avx2", &l) != 0 &&
+           berth_isa_variant_parse(BERTH_ISA_AMD64, "x86-64-v3", &l) != 0,
+       "amd64: v5, avx2, x86-64-v3 are not variants");
+    ok(berth_isa_level_parse(BERTH_ISA_AMD64, "x86-64-v4", &l) == 0 && (berth_isa_level_name(&l, name, sizeof(name)), strcmp(name, "x86-64-v4") == 0) &&
+           (berth_isa_level_variant(&l, var, sizeof(var)), strcmp(var, "v4") == 0),
+       "amd64 names round trip");
+    ok(berth_isa_variant_parse(BERTH_ISA_ARM64, "v8.2", &l) == 0 && l.major == 8 && l.minor == 2 &&
+           (berth_isa_level_name(&l, name, sizeof(name)), strcmp(name, "armv8.2-a") == 0),
+       "arm64 v8.2 is armv8.2-a");
+    ok(berth_isa_variant_parse(BERTH_ISA_ARM64, "v9", &l) == 0 && l.major == 9 && l.minor == 0, "arm64 v9");
+    ok(berth_isa_variant_parse(BERTH_ISA_PPC64LE, "power9", &l) == 0 && l.major == 9, "ppc64le power9");
+    berth_isa_level_t v2 = L(BERTH_ISA_AMD64, "x86-64-v2"), v3 = L(BERTH_ISA_AMD64, "x86-64-v3"), v4 = L(BERTH_ISA_AMD64, "x86-64-v4");
+    ok(berth_isa_level_runs(&v4, &v3) && berth_isa_level_runs(&v3, &v3) && !berth_isa_level_runs(&v2, &v3), "amd64 levels are cumulative");
+    berth_isa_level_t a92 = L(BERTH_ISA_ARM64, "armv9.2-a"), a87 = L(BERTH_ISA_ARM64, "armv8.7-a"), a88 = L(BERTH_ISA_ARM64, "armv8.8-a"),
+                      a93 = L(BERTH_ISA_ARM64, "armv9.3-a"), a85 = L(BERTH_ISA_ARM64, "armv8.5-a");
+    ok(berth_isa_level_runs(&a92, &a87) && !berth_isa_level_runs(&a92, &a88) && !berth_isa_level_runs(&a92, &a93) &&
+           !berth_isa_level_runs(&a85, &a92),
+       "arm64: v9.y runs v8.(y+5) and below, not v9.(y+1); v8 never runs v9");
+    berth_isa_features_t f;
+    berth_isa_features_clear(&f);
+    berth_isa_features_add_list(&f, "SSE3, lzcnt avx2,avx2");
+    ok(f.n == 3 && berth_isa_features_has(&f, "pni") && berth_isa_features_has(&f, "abm"), "features: aliases folded, case, duplicates");
+    ok(berth_isa_feature_known(BERTH_ISA_AMD64, "avx512_bf16") && !berth_isa_feature_known(BERTH_ISA_AMD64, "sve") &&
+           berth_isa_feature_known(BERTH_ISA_ARM64, "sve") && !berth_isa_feature_known(BERTH_ISA_ARM64, "avx"),
+       "feature vocabularies per arch");
+}
+
+static void test_cpuinfo(const char *dir)
+{
+    static const struct {
+        const char *file, *level;
+        const char *has;
+    } cases[] = {
+        {"linux-rhel7-ivybridge", "x86-64-v2", NULL},    {"linux-rhel7-haswell", "x86-64-v3", "avx2"},
+        {"linux-rhel7-broadwell", "x86-64-v3", NULL},    {"linux-rhel7-zen", "x86-64-v3", NULL},
+        {"linux-rhel6-piledriver", "x86-64-v2", "fma"},  {"linux-rhel7-x86_64_v3", "x86-64-v3", NULL},
+        {"linux-rhel7-skylake_avx512", "x86-64-v4", "avx512vl"}, {"linux-centos7-cascadelake", "x86-64-v4", "avx512_vnni"},
+        {"linux-rhel9-neoverse_v2", "armv8.0-a", "sve2"}, {"linux-amazon-neoverse_n1", "armv8.0-a", "asimddp"},
+        {"linux-rocky8-a64fx", "armv8.0-a", "sve"},     {"linux-amazon-cortex_a72", "armv8.0-a", "asimd"},
+        {"linux-rhel8-power9", "power9", "altivec"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char path[512], name[32];
+        snprintf(path, sizeof(path), "%s/%s", dir, cases[i].file);
+        char *text = slurp(path);
+        berth_isa_node_t n;
+        int rc = text != NULL ? berth_isa_node_from_cpuinfo(text, &n) : -1;
+        if (rc == 0)
+            berth_isa_level_name(&n.level, name, sizeof(name));
+        ok(rc == 0 && strcmp(name, cases[i].level) == 0 && (cases[i].has == NULL || berth_isa_features_has(&n.features, cases[i].has)),
+           "%s: %s", cases[i].file, cases[i].level);
+        free(text);
+    }
+    berth_isa_node_t n;
+    char *a64 = NULL;
+    char path[512];
+    snprintf(path, sizeof(path), "%s/linux-amazon-neoverse_n1", dir);
+    a64 = slurp(path);
+    ok(a64 != NULL && berth_isa_node_from_cpuinfo(a64, &n) == 0 && !berth_isa_features_has(&n.features, "sve"),
+       "neoverse-n1 has no SVE");
+    free(a64);
+}
+
+static void test_labels(void)
+{
+    const char *k1[] = {"kubernetes.io/arch", "feature.node.kubernetes.io/cpu-cpuid.X86_64_V3", "feature.node.kubernetes.io/cpu-cpuid.X86_64_V2",
+                        "feature.node.kubernetes.io/cpu-cpuid.AVX512VNNI"};
+    const char *v1[] = {"amd64", "true", "true", "true"};
+    berth_isa_node_t n;
+    ok(berth_isa_node_from_labels(k1, v1, 4, &n) == 0 && n.level.major == 3 && strcmp(n.level_source, "labels") == 0 &&
+           berth_isa_features_has(&n.features, "avx512_vnni") && berth_isa_features_has(&n.features, "bmi2"),
+       "NFD >= 0.19: X86_64_V3 label gives v3 and its features");
+    const char *k2[] = {"kubernetes.io/arch", "feature.node.kubernetes.io/cpu-cpuid.AVX", "feature.node.kubernetes.io/cpu-cpuid.AVX2",
+                        "feature.node.kubernetes.io/cpu-cpuid.FMA3"};
+    const char *v2[] = {"amd64", "true", "true", "true"};
+    ok(berth_isa_node_from_labels(k2, v2, 4, &n) == 0 && n.level.major == 3 && strcmp(n.level_source, "labels-approx") == 0,
+       "older NFD: AVX+AVX2+FMA3 approximates v3");
+    const char *k3[] = {"kubernetes.io/arch", "feature.node.kubernetes.io/cpu-cpuid.SVE"};
+    const char *v3[] = {"arm64", "true"};
+    ok(berth_isa_node_from_labels(k3, v3, 2, &n) == 0 && n.level.arch == BERTH_ISA_ARM64 && berth_isa_features_has(&n.features, "sve"),
+       "arm64 SVE label");
+    ok(berth_isa_node_from_labels(k3 + 1, v3 + 1, 1, &n) != 0, "no arch label: refused");
+}
+
+static berth_isa_variant_t V(int pos, const char *digest, berth_isa_arch_t arch, const char *level, const char *feats)
+{
+    berth_isa_variant_t v;
+    memset(&v, 0, sizeof(v));
+    v.position = pos;
+    snprintf(v.digest, sizeof(v.digest), "%s", digest);
+    snprintf(v.os, sizeof(v.os), "linux");
+    berth_isa_level_parse(arch, level, &v.level);
+    berth_isa_features_add_list(&v.features, feats);
+    return v;
+}
+
+static void test_select(void)
+{
+    berth_isa_variant_t vs[] = {
+        V(0, "base", BERTH_ISA_AMD64, "x86-64", ""),         V(1, "v3", BERTH_ISA_AMD64, "x86-64-v3", ""),
+        V(2, "v4", BERTH_ISA_AMD64, "x86-64-v4", ""),         V(3, "spr", BERTH_ISA_AMD64, "x86-64-v4", "amx_tile,avx512_bf16"),
+        V(4, "arm", BERTH_ISA_ARM64, "armv8.0-a", ""),        V(5, "sve", BERTH_ISA_ARM64, "armv8.2-a", "sve"),
+    };
+    size_t n = sizeof(vs) / sizeof(vs[0]);
+    berth_isa_choice_t ch[8];
+    berth_isa_node_t node = {.os = "linux"};
+    node.level = L(BERTH_ISA_AMD64, "x86-64-v4");
+    berth_isa_level_features(&node.level, &node.features);
+    int best = berth_isa_select(vs, n, &node, NULL, ch);
+    ok(best == 2 && ch[3].compatible == 0 && ch[3].missing.n == 2 && ch[1].rank == 2 && ch[0].rank == 3, "v4 node: plain v4, SPR build misses two");
+    berth_isa_features_add(&node.features, "amx_tile");
+    berth_isa_features_add(&node.features, "avx512_bf16");
+    ok(berth_isa_select(vs, n, &node, NULL, ch) == 3, "a node with AMX gets the more specific build");
+    node.level = L(BERTH_ISA_AMD64, "x86-64-v2");
+    berth_isa_level_features(&node.level, &node.features);
+    ok(berth_isa_select(vs, n, &node, NULL, ch) == 0 && !ch[1].compatible && berth_isa_features_has(&ch[1].missing, "avx2"),
+       "v2 node: baseline; v3 reports avx2 missing");
+    berth_isa_policy_t pol = {.has_max_level = 1, .max_level = L(BERTH_ISA_AMD64, "x86-64-v3")};
+    node.level = L(BERTH_ISA_AMD64, "x86-64-v4");
+    berth_isa_level_features(&node.level, &node.features);
+    ok(berth_isa_select(vs, n, &node, &pol, ch) == 1, "max_level caps the choice");
+    berth_isa_policy_t low = {.prefer_lowest = 1};
+    ok(berth_isa_select(vs, n, &node, &low, ch) == 0, "prefer lowest");
+    berth_isa_node_t arm = {.os = "linux"};
+    arm.level = L(BERTH_ISA_ARM64, "armv8.2-a");
+    ok(berth_isa_select(vs, n, &arm, NULL, ch) == 4 && !ch[5].compatible, "arm64 without SVE: generic");
+    berth_isa_features_add(&arm.features, "sve");
+    ok(berth_isa_select(vs, n, &arm, NULL, ch) == 5, "arm64 with SVE: the SVE build");
+    berth_isa_variant_t only[] = {V(0, "v4", BERTH_ISA_AMD64, "x86-64-v4", "")};
+    node.level = L(BERTH_ISA_AMD64, "x86-64-v3");
+    berth_isa_level_features(&node.level, &node.features);
+    ok(berth_isa_select(only, 1, &node, NULL, ch) == -1 && berth_isa_features_has(&ch[0].missing, "avx512f"), "nothing fits: -1 with what is missing");
+    vs[1].scan_status[0] = '\0';
+    snprintf(vs[2].scan_status, sizeof(vs[2].scan_status), "fail");
+    snprintf(vs[0].scan_status, sizeof(vs[0].scan_status), "pass");
+    berth_isa_policy_t scan = {.require_scan_pass = 1};
+    node.level = L(BERTH_ISA_AMD64, "x86-64-v4");
+    berth_isa_level_features(&node.level, &node.features);
+    ok(berth_isa_select(vs, 3, &node, &scan, ch) == 0, "require_scan_pass skips unscanned and failed variants");
+}
+
+static int fake_config(void *ctx, const char *digest, char arch[32], char os[32], char variant[32])
+{
+    snprintf(arch, 32, "amd64");
+    snprintf(os, 32, "linux");
+    snprintf(variant, 32, "%s", strcmp(digest, "sha256:bb") == 0 ? "v2" : ""); /* bb's config claims v2 */
+    return 0;
+}
+
+#define D(d, plat, ann) "{\"mediaType\":\"application/vnd.oci.image.manifest.v1+json\",\"digest\":\"" d "\",\"size\":1,\"platform\":" plat ann "}"
+#define AMD(v) "{\"architecture\":\"amd64\",\"os\":\"linux\"" v "}"
+
+static int check(const char *json, berth_isa_policy_mode_t mode, berth_isa_report_t *r)
+{
+    return berth_isa_index_check(json, strlen(json), mode, NULL, NULL, r);
+}
+
+static void test_index(void)
+{
+    berth_isa_report_t r;
+    const char *good = "{\"manifests\":[" D("sha256:aa", AMD(""), "") "," D("sha256:bb", AMD(",\"variant\":\"v3\""), "") "," D(
+        "sha256:cc", AMD(",\"variant\":\"v4\""), "") "," D("sha256:dd", AMD(",\"variant\":\"v4\""),
+                                                          ",\"annotations\":{\"io.berth.isa.features\":\"amx_tile,avx512_bf16\","
+                                                          "\"io.berth.isa.target\":\"sapphirerapids\"}") "]}";
+    ok(check(good, BERTH_ISA_POLICY_STRICT, &r) == 0 && r.is_isa && r.nerrors == 0 && r.nwarnings == 0 && r.nvariants == 4 &&
+           r.variants[3].features.n == 2 && strcmp(r.variants[3].target, "sapphirerapids") == 0,
+       "the canonical layout passes strict");
+    char *rows = berth_isa_variants_json(r.variants, r.nvariants);
+    berth_isa_variant_t *back = NULL;
+    size_t nb = 0;
+    ok(berth_isa_variants_parse(rows, &back, &nb) == 0 && nb == 4 && back[3].features.n == 2 && back[1].level.major == 3,
+       "variant rows round trip");
+    free(rows);
+    free(back);
+    berth_isa_report_dispose(&r);
+    const char *v5 = "{\"manifests\":[" D("sha256:aa", AMD(""), "") "," D("sha256:bb", AMD(",\"variant\":\"v5\""), "") "]}";
+    ok(check(v5, BERTH_ISA_POLICY_WARN, &r) == 0 && r.nerrors == 1 && strstr(r.errors[0], "v5") != NULL, "unknown variant: error");
+    berth_isa_report_dispose(&r);
+    const char *disagree = "{\"manifests\":[" D("sha256:aa", AMD(""), "") "," D("sha256:bb", AMD(",\"variant\":\"v3\""),
+                                                                               ",\"annotations\":{\"io.berth.isa.level\":\"x86-64-v4\"}") "]}";
+    ok(check(disagree, BERTH_ISA_POLICY_WARN, &r) == 0 && r.nerrors == 1 && strstr(r.errors[0], "disagrees") != NULL,
+       "level annotation vs variant: error");
+    berth_isa_report_dispose(&r);
+    const char *unknown = "{\"manifests\":[" D("sha256:aa", AMD(""), "") "," D("sha256:bb", AMD(",\"variant\":\"v3\""),
+                                                                              ",\"annotations\":{\"io.berth.isa.features\":\"warp_drive\"}") "]}";
+    ok(check(unknown, BERTH_ISA_POLICY_WARN, &r) == 0 && r.nerrors == 1 && strstr(r.errors[0], "warp_drive") != NULL, "unknown feature: error");
+    berth_isa_report_dispose(&r);
+    const char *implied = "{\"manifests\":[" D("sha256:aa", AMD(""), "") "," D("sha256:bb", AMD(",\"variant\":\"v3\""),
+                                                                              ",\"annotations\":{\"io.berth.isa.features\":\"avx2\"}") "]}";
+    ok(check(implied, BERTH_ISA_POLICY_WARN, &r) == 0 && r.nerrors == 0 && r.nwarnings == 1 && r.variants[1].features.n == 0,
+       "implied feature: warned and dropped");
+    berth_isa_report_dispose(&r);
+    const char *dup = "{\"manifests\":[" D("sha256:aa", AMD(""), "") "," D("sha256:bb", AMD(",\"variant\":\"v3\""), "") "," D(
+        "sha256:b2", AMD(",\"variant\":\"v3\""), "") "]}";
+    ok(check(dup, BERTH_ISA_POLICY_WARN, &r) == 0 && r.nerrors == 1 && strstr(r.errors[0], "same build") != NULL, "ambiguous duplicate: error");
+    berth_isa_report_dispose(&r);
+    const char *nobase = "{\"manifests\":[" D("sha256:bb", AMD(",\"variant\":\"v3\""), "") "," D("sha256:cc", AMD(",\"variant\":\"v4\""), "") "]}";
+    ok(check(nobase, BERTH_ISA_POLICY_WARN, &r) == 0 && r.nerrors == 0 && r.nwarnings == 1 && strstr(r.warnings[0], "no baseline") != NULL,
+       "missing baseline: warning under warn");
+    berth_isa_report_dispose(&r);
+    ok(check(nobase, BERTH_ISA_POLICY_STRICT, &r) == 0 && r.nerrors == 1, "missing baseline: error under strict");
+    berth_isa_report_dispose(&r);
+    ok(check(nobase, BERTH_ISA_POLICY_OFF, &r) == 0 && r.nerrors == 0 && r.nwarnings == 0 && r.nvariants == 2, "policy off: rows only");
+    berth_isa_report_dispose(&r);
+    const char *v1 = "{\"manifests\":[" D("sha256:aa", AMD(",\"variant\":\"v1\""), "") "," D("sha256:bb", AMD(",\"variant\":\"v3\""), "") "]}";
+    ok(check(v1, BERTH_ISA_POLICY_WARN, &r) == 0 && r.nwarnings == 1 && strstr(r.warnings[0], "\"v1\"") != NULL, "baseline spelled v1: warning");
+    berth_isa_report_dispose(&r);
+    const char *order = "{\"manifests\":[" D("sha256:aa", AMD(""), "") "," D("sha256:cc", AMD(",\"variant\":\"v4\""), "") "," D(
+        "sha256:bb", AMD(",\"variant\":\"v3\""), "") "]}";
+    ok(check(order, BERTH_ISA_POLICY_WARN, &r) == 0 && r.nwarnings == 1 && strstr(r.warnings[0], "ascend") != NULL, "ordering: warning");
+    berth_isa_report_dispose(&r);
+    const char *plain = "{\"manifests\":[" D("sha256:aa", AMD(""), "") "," D("sha256:ee", "{\"architecture\":\"arm64\",\"os\":\"linux\"}", "") "]}";
+    ok(check(plain, BERTH_ISA_POLICY_STRICT, &r) == 0 && !r.is_isa && r.nerrors == 0, "a plain multi-arch index is not ISA-tagged");
+    berth_isa_report_dispose(&r);
+    ok(berth_isa_index_check(good, strlen(good), BERTH_ISA_POLICY_WARN, fake_config, NULL, &r) == 0 && r.nerrors == 1 &&
+           strstr(r.errors[0], "config variant") != NULL,
+       "a child config that disagrees with its descriptor: error");
+    berth_isa_report_dispose(&r);
+}
+
+int main(int argc, char **argv)
+{
+    test_levels();
+    test_cpuinfo(argc > 1 ? argv[1] : "tests/unit/data/cpuinfo");
+    test_labels();
+    test_select();
+    test_index();
+    return tap_done();
+}
