@@ -37,6 +37,11 @@ enum {
     S_PROJECT_ID,
     S_NOTIFY,
     S_UPLOAD_EXPIRE,
+    S_ISA_INSERT,
+    S_ISA_POLICY,
+    S_ISA_VARIANTS,
+    S_ISA_VIEW_PUT,
+    S_ISA_VIEW_GET,
 };
 
 /* All SQL of this file, parameters always out of line. */
@@ -106,6 +111,31 @@ static const berth_db__stmt_t stmts[] = {
     [S_UPLOAD_TOUCH] = {S_UPLOAD_TOUCH, "UPDATE upload_sessions SET updated_at = now() WHERE id = $1", 1},
     [S_BLOB_SIZE] = {S_BLOB_SIZE, "SELECT size FROM blobs WHERE digest = $1", 1},
     [S_REPO_TOUCH] = {S_REPO_TOUCH, "UPDATE repositories SET updated_at = now() WHERE id = $1", 1},
+    [S_ISA_INSERT] = {S_ISA_INSERT,
+     "INSERT INTO isa_variants (manifest_id, position, digest, os, architecture, variant, level, features, target, priority) "
+     "SELECT $1, x.position, x.digest, x.os, x.architecture, x.variant, x.level, x.features, x.target, x.priority "
+     "FROM json_to_recordset($2::json) AS x(position int, digest text, os text, architecture text, variant text, level text, "
+     "features text, target text, priority int) ON CONFLICT DO NOTHING",
+     2},
+    /* the policy of the project a repository belongs to (or would be created in) */
+    [S_ISA_POLICY] = {S_ISA_POLICY,
+     "SELECT coalesce((SELECT isa_policy || CASE WHEN isa_require_scan_pass THEN '+scan' ELSE '' END FROM projects "
+     "WHERE name = $1), 'warn')", 1},
+    /* the variant rows of the index a tag or digest names, with scan verdicts, as JSON rows */
+    [S_ISA_VARIANTS] = {S_ISA_VARIANTS,
+     "SELECT m.digest, coalesce((SELECT json_agg(json_build_object('position', v.position, 'digest', v.digest, 'os', v.os, "
+     "'architecture', v.architecture, 'variant', v.variant, 'level', v.level, 'features', v.features, 'target', v.target, "
+     "'priority', v.priority, 'scan_status', coalesce(s.status, ''), 'scan_max_level', s.max_level) ORDER BY v.position) "
+     "FROM isa_variants v LEFT JOIN isa_scans s ON s.digest = v.digest WHERE v.manifest_id = m.id), '[]')::text, m.media_type "
+     "FROM repositories r JOIN manifests m ON m.repository_id = r.id WHERE r.name = $1 AND (m.digest = $2 OR m.id = "
+     "(SELECT t.manifest_id FROM tags t WHERE t.repository_id = r.id AND t.name = $2))",
+     2},
+    [S_ISA_VIEW_PUT] = {S_ISA_VIEW_PUT,
+     "INSERT INTO isa_views (repository_id, digest, source_manifest_id, content) SELECT r.id, $2, m.id, $4 FROM repositories r "
+     "JOIN manifests m ON m.repository_id = r.id WHERE r.name = $1 AND m.digest = $3 ON CONFLICT DO NOTHING",
+     4},
+    [S_ISA_VIEW_GET] = {S_ISA_VIEW_GET,
+     "SELECT v.content FROM repositories r JOIN isa_views v ON v.repository_id = r.id WHERE r.name = $1 AND v.digest = $2", 2},
 };
 
 static PGresult *run(berth_dbconn_t *c, int id, const char *const *values, berth_err_t *err)
@@ -333,7 +363,7 @@ static int check_missing(berth_dbconn_t *c, const char *ridbuf, const berth_mani
 }
 
 int berth_db_manifest_put(berth_dbconn_t *c, const char *repo, const char *tag, const berth_digest_t *digest,
-                          const berth_manifest_info_t *info, const char *body, size_t len, berth_err_t *err)
+                          const berth_manifest_info_t *info, const char *body, size_t len, const char *isa_rows, berth_err_t *err)
 {
     int64_t rid, mid;
     char ridbuf[24], midbuf[24], sizebuf[24];
@@ -367,6 +397,11 @@ int berth_db_manifest_put(berth_dbconn_t *c, const char *repo, const char *tag, 
         snprintf(rsize, sizeof(rsize), "%lld", (long long)info->refs[i].size);
         const char *rp[] = {midbuf, info->refs[i].digest, kind, rsize};
         if ((rc = run_count(c, S_REF_INSERT, rp, err)) < 0)
+            goto Fail;
+    }
+    if (inserted && isa_rows != NULL) {
+        const char *ip[] = {midbuf, isa_rows};
+        if ((rc = run_count(c, S_ISA_INSERT, ip, err)) < 0)
             goto Fail;
     }
     if (tag != NULL) {
@@ -536,4 +571,66 @@ int berth_db_upload_exists(berth_dbconn_t *c, const char *id, berth_err_t *err)
     int n = PQntuples(res);
     PQclear(res);
     return n > 0;
+}
+
+int berth_db_isa_policy(berth_dbconn_t *c, const char *project, char *out, size_t outsz, berth_err_t *err)
+{
+    const char *p[] = {project};
+    PGresult *res = run(c, S_ISA_POLICY, p, err);
+    if (res == NULL)
+        return err != NULL ? err->code : BERTH_ERROR;
+    snprintf(out, outsz, "%s", PQgetvalue(res, 0, 0));
+    PQclear(res);
+    return 0;
+}
+
+int berth_db_isa_variants(berth_dbconn_t *c, const char *repo, const char *ref, char digest[BERTH_DIGEST_MAX], char **rows_json,
+                          char **media_type, berth_err_t *err)
+{
+    const char *p[] = {repo, ref};
+    PGresult *res = run(c, S_ISA_VARIANTS, p, err);
+    if (res == NULL)
+        return err != NULL ? err->code : BERTH_ERROR;
+    int rc = BERTH_ENOTFOUND;
+    if (PQntuples(res) == 1) {
+        snprintf(digest, BERTH_DIGEST_MAX, "%s", PQgetvalue(res, 0, 0));
+        *rows_json = strdup(PQgetvalue(res, 0, 1));
+        if (media_type != NULL)
+            *media_type = strdup(PQgetvalue(res, 0, 2));
+        rc = 0;
+    } else {
+        berth_err_set(err, BERTH_OCI_MANIFEST_UNKNOWN, NULL);
+    }
+    PQclear(res);
+    return rc;
+}
+
+int berth_db_isa_view_put(berth_dbconn_t *c, const char *repo, const char *digest, const char *source_digest, const char *body,
+                          size_t len, berth_err_t *err)
+{
+    const char *p[] = {repo, digest, source_digest, body};
+    int lengths[4] = {0, 0, 0, (int)len}, formats[4] = {0, 0, 0, 1};
+    PGresult *res = berth_db__run(c, &stmts[S_ISA_VIEW_PUT], p, lengths, formats, 0, err);
+    if (res == NULL)
+        return err != NULL ? err->code : BERTH_ERROR;
+    PQclear(res);
+    return 0;
+}
+
+int berth_db_isa_view_get(berth_dbconn_t *c, const char *repo, const char *digest, char **body, size_t *len, berth_err_t *err)
+{
+    const char *p[] = {repo, digest};
+    PGresult *res = berth_db__run(c, &stmts[S_ISA_VIEW_GET], p, NULL, NULL, 1, err);
+    if (res == NULL)
+        return err != NULL ? err->code : BERTH_ERROR;
+    int rc = BERTH_ENOTFOUND;
+    if (PQntuples(res) == 1) {
+        *len = (size_t)PQgetlength(res, 0, 0);
+        *body = malloc(*len + 1);
+        memcpy(*body, PQgetvalue(res, 0, 0), *len);
+        (*body)[*len] = '\0';
+        rc = 0;
+    }
+    PQclear(res);
+    return rc;
 }

@@ -10,7 +10,7 @@ cmake --build build -j"$jobs"
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DBERTH_SANITIZE=ON -DBERTH_TEST_PG_PORT=55434 >/dev/null
 cmake --build build-asan -j"$jobs"
 cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug -DBERTH_BUILD_FUZZERS=ON >/dev/null
-cmake --build build-fuzz -j"$jobs" --target fuzz_route fuzz_digest fuzz_manifest fuzz_range fuzz_query fuzz_scope fuzz_authheader fuzz_token
+cmake --build build-fuzz -j"$jobs" --target fuzzers
 status=0
 echo "== libFuzzer runs (clang, ASan+UBSan)"
 (cd build-fuzz && ctest --output-on-failure -j2 -R '^fuzz_run_') || status=1

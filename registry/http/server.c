@@ -17,6 +17,7 @@
 #include "auth/gate.h"
 #include "auth/service.h"
 #include "registry/api/api.h"
+#include "registry/service/isa.h"
 #include "registry/core/log.h"
 #include "registry/http/access_log.h"
 #include "registry/http/metrics.h"
@@ -60,6 +61,7 @@ struct job {
     char *authorization, *cookie, *csrf, *path;
     char remote[64];
     char who[BERTH_GATE_WHO_MAX];
+    char isa_view[64]; /* /v2/_isa/<view>/…: the CPU level whose derived index manifests are answered with */
     berth_v2_req_t v2;
     berth_scope_t need; /* what the request needs; has_need 0 for the base endpoint */
     int has_need, gate_passed;
@@ -163,8 +165,12 @@ static void run_job(berth_work_t *w)
     else if (j->kind == JOB_API)
         berth_api_handle(j->reg, &j->api, &j->resp);
     else if (j->gate_passed || berth_gate_check(j->reg->auth, j->authorization, j->authorization != NULL ? strlen(j->authorization) : 0,
-                                                j->has_need ? &j->need : NULL, j->remote, &j->resp, j->who) == BERTH_GATE_ALLOW)
-        berth_v2_handle(j->reg, &j->v2, &j->resp);
+                                                j->has_need ? &j->need : NULL, j->remote, &j->resp, j->who) == BERTH_GATE_ALLOW) {
+        if (j->isa_view[0] != '\0' && j->v2.route.kind == BERTH_ROUTE_MANIFEST)
+            berth_isa_view(j->reg, j->isa_view, &j->v2, &j->resp);
+        else
+            berth_v2_handle(j->reg, &j->v2, &j->resp);
+    }
     h2o_multithread_send_message(&j->loop->done, &j->msg);
 }
 
@@ -293,7 +299,27 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
         berth_workers_submit(s->workers, &j->work);
         return 0;
     }
+    /* the ISA view: "/v2/_isa/<view>/<name>/…" is routed as "/v2/<name>/…" (no repository name starts with '_') */
+    char *rewritten = NULL;
+    if (plen > 9 && memcmp(path, "/v2/_isa/", 9) == 0) {
+        const char *v = path + 9, *slash = memchr(v, '/', plen - 9);
+        int is_get = strcmp(j->method, "GET") == 0 || strcmp(j->method, "HEAD") == 0;
+        if (slash == NULL || (size_t)(slash - v) >= sizeof(j->isa_view) || slash == v || !is_get) {
+            berth_err_set(&err, is_get ? BERTH_OCI_NAME_INVALID : BERTH_OCI_UNSUPPORTED, "ISA views are read-only paths");
+            send_err(req, &err, BERTH_ROUTE_NONE);
+            free(j);
+            return 0;
+        }
+        snprintf(j->isa_view, sizeof(j->isa_view), "%.*s", (int)(slash - v), v);
+        size_t rest = plen - (size_t)(slash - path);
+        rewritten = malloc(rest + 4);
+        memcpy(rewritten, "/v2", 3);
+        memcpy(rewritten + 3, slash, rest);
+        path = rewritten;
+        plen = rest + 3;
+    }
     int rc = berth_route_parse(&j->v2.route, path, plen, &err);
+    free(rewritten);
     if (rc != 0 || j->v2.route.kind == BERTH_ROUTE_UPLOAD) {
         if (rc == BERTH_ENOTFOUND || j->v2.route.kind == BERTH_ROUTE_UPLOAD)
             berth_err_set(&err, BERTH_OCI_NOT_FOUND, NULL);
@@ -328,7 +354,7 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
     berth_resp_t cached;
     j->gate_passed = berth_gate_fast(s->reg->auth, j->authorization, j->authorization != NULL ? strlen(j->authorization) : 0,
                                      j->has_need ? &j->need : NULL, j->who) == BERTH_GATE_ALLOW;
-    if (j->gate_passed && berth_v2_cached(s->reg, &j->v2, &cached)) { /* hot pull path: no worker hop, no SQL */
+    if (j->gate_passed && j->isa_view[0] == '\0' && berth_v2_cached(s->reg, &j->v2, &cached)) { /* hot pull path: no worker hop, no SQL */
         send_resp(req, &cached, j->v2.route.kind, &j->start);
         berth_resp_dispose(&cached);
         job_free(j);

@@ -92,7 +92,7 @@ const char *berth_isa_nfd_to_linux(const char *nfd);
 /** One build in an index. */
 typedef struct st_berth_isa_variant_t {
     int position;
-    char digest[136];
+    char digest[160];
     char os[16];
     berth_isa_level_t level;
     berth_isa_features_t features; /* required beyond the level */

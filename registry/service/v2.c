@@ -11,6 +11,7 @@
 #include "registry/core/manifest.h"
 #include "registry/core/query.h"
 #include "registry/service/cache.h"
+#include "registry/service/isa.h"
 #include "sql/registry.h"
 
 #define LIST_MAX 10000 /* page size cap for tags/list and _catalog; a Link header leads on */
@@ -234,8 +235,13 @@ static int do_manifest_put(berth_registry_t *reg, berth_dbconn_t *c, const berth
     } else {
         berth_digest_of(&d, BERTH_DIGEST_SHA256, rq->body, rq->body_len);
     }
+    char *isa_rows = NULL;
+    if (is_index_type(info.media_type) &&
+        (rc = berth_isa_push_check(reg, c, rq->route.name, rq->body, rq->body_len, &isa_rows, resp, err)) != 0)
+        goto Exit;
     rc = berth_db_manifest_put(c, rq->route.name, rq->route.ref_is_digest ? NULL : rq->route.ref, &d, &info, rq->body,
-                               rq->body_len, err);
+                               rq->body_len, isa_rows, err);
+    free(isa_rows);
     if (rc != 0)
         goto Exit;
     berth_resp_header(resp, "location", "/v2/%s/manifests/%s", rq->route.name, d.str);
