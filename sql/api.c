@@ -25,7 +25,8 @@
     "json_build_object('project_id', p.id, 'name', p.name, 'owner_id', p.owner_id, 'owner_name', "                   \
     "coalesce((SELECT u.username FROM users u WHERE u.id = p.owner_id), ''), 'creation_time', p.created_at, "         \
     "'update_time', p.updated_at, 'repo_count', (SELECT count(*) FROM repositories r WHERE r.project_id = p.id), "     \
-    "'metadata', json_build_object('public', CASE WHEN p.public THEN 'true' ELSE 'false' END), "                      \
+    "'metadata', json_build_object('public', CASE WHEN p.public THEN 'true' ELSE 'false' END, 'isa_policy', "        \
+    "p.isa_policy), "                                                                                                  \
     "'current_user_role_id', CASE WHEN " robot "::bool THEN 0 ELSE coalesce(berth_member_role(p.id, " uid           \
     "::bigint), 0) END)"
 
@@ -111,7 +112,9 @@ static const berth_db__stmt_t queries[BERTH_Q__COUNT] = {
       3),
     /* $1 id, $2 public */
     Q(BERTH_Q_PROJECT_UPDATE,
-      "UPDATE projects SET public = coalesce($2::bool, public), updated_at = now() WHERE id = $1::bigint", 2),
+      "UPDATE projects SET public = coalesce($2::bool, public), isa_policy = coalesce($3::text, isa_policy), updated_at = now() "
+      "WHERE id = $1::bigint",
+      3),
     /* $1 id: only an empty project goes */
     Q(BERTH_Q_PROJECT_DELETE,
       "DELETE FROM projects p WHERE p.id = $1::bigint AND NOT EXISTS (SELECT 1 FROM repositories r WHERE r.project_id = p.id)",

@@ -131,10 +131,16 @@ static int update_project(berth_api_t *a, const berth_authz_t *z, const char *na
     if (body == NULL)
         return -1;
     int pub = public_flag(body);
+    char isa[16] = "";
+    const char *ip = json_string_value(json_object_get(json_object_get(body, "metadata"), "isa_policy"));
+    if (ip != NULL)
+        snprintf(isa, sizeof(isa), "%s", ip);
     json_decref(body);
+    if (isa[0] && strcmp(isa, "off") != 0 && strcmp(isa, "warn") != 0 && strcmp(isa, "strict") != 0)
+        return berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "metadata.isa_policy must be off, warn or strict");
     char id[24];
     snprintf(id, sizeof(id), "%lld", (long long)z->project_id);
-    const char *p[] = {id, pub < 0 ? NULL : pub ? "true" : "false"};
+    const char *p[] = {id, pub < 0 ? NULL : pub ? "true" : "false", isa[0] ? isa : NULL};
     berth_db_json_t r;
     if (berth_api_query(a, BERTH_Q_PROJECT_UPDATE, p, &r) != 0)
         return -1;
@@ -408,6 +414,9 @@ static int repositories(berth_api_t *a, const berth_authz_t *z, const char *proj
         berth_cache_invalidate(repo);
         return berth_api_empty(a, 200);
     }
+    if ((a->nseg >= 7 && strcmp(a->seg[4], "artifacts") == 0 && strcmp(a->seg[6], "isa") == 0) ||
+        (a->nseg == 6 && strcmp(a->seg[4], "isa") == 0))
+        return berth_api_isa_artifact(a, z, project, repo);
     if (a->nseg >= 5 && strcmp(a->seg[4], "artifacts") == 0)
         return artifacts(a, z, project, repo);
     return 1;
