@@ -1,0 +1,426 @@
+/*
+ * berth-isa: the node side of ISA variants. detect (this CPU as a level and features; Slurm and NFD spellings),
+ * resolve (an image to the digest this node should run: Berth's resolve API, or any OCI registry with the same
+ * matching in-process), containerd-hosts (a hosts.toml pointing containerd at Berth's ISA view).
+ */
+#include <curl/curl.h>
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "registry/isa/detect.h"
+#include "registry/isa/index.h"
+
+#define EXIT_NO_VARIANT 3
+
+static const char *opt(int argc, char **argv, const char *name)
+{
+    for (int i = 1; i + 1 < argc; i++)
+        if (strcmp(argv[i], name) == 0)
+            return argv[i + 1];
+    return NULL;
+}
+
+static int flag(int argc, char **argv, const char *name)
+{
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], name) == 0)
+            return 1;
+    return 0;
+}
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        return NULL;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&buf, &len);
+    char tmp[4096];
+    size_t r;
+    while ((r = fread(tmp, 1, sizeof(tmp), f)) > 0)
+        fwrite(tmp, 1, r, m);
+    fclose(m);
+    fclose(f);
+    return buf;
+}
+
+/* The node: --cpuinfo FILE, --level L (with --arch), or this CPU */
+static int node_of(int argc, char **argv, berth_isa_node_t *n)
+{
+    const char *cpuinfo = opt(argc, argv, "--cpuinfo"), *level = opt(argc, argv, "--level");
+    if (cpuinfo != NULL) {
+        char *text = slurp(cpuinfo);
+        int rc = text != NULL ? berth_isa_node_from_cpuinfo(text, n) : -1;
+        free(text);
+        if (rc != 0)
+            fprintf(stderr, "berth-isa: cannot read a CPU from %s\n", cpuinfo);
+        return rc;
+    }
+    if (berth_isa_detect(n) != 0) {
+        fprintf(stderr, "berth-isa: unsupported architecture\n");
+        return -1;
+    }
+    if (level != NULL && strcmp(level, "auto") != 0) {
+        berth_isa_arch_t arch = opt(argc, argv, "--arch") != NULL ? berth_isa_arch_parse(opt(argc, argv, "--arch")) : n->level.arch;
+        memset(n, 0, sizeof(*n));
+        snprintf(n->os, sizeof(n->os), "linux");
+        if (berth_isa_level_parse(arch, level, &n->level) != 0) {
+            fprintf(stderr, "berth-isa: unknown level %s\n", level);
+            return -1;
+        }
+        berth_isa_level_features(&n->level, &n->features);
+        n->level_source = "level";
+    }
+    return 0;
+}
+
+static int cmd_detect(int argc, char **argv)
+{
+    berth_isa_node_t n;
+    if (node_of(argc, argv, &n) != 0)
+        return 1;
+    char level[24], feats[BERTH_ISA_MAX_FEATURES * BERTH_ISA_FEATURE_LEN];
+    berth_isa_level_name(&n.level, level, sizeof(level));
+    berth_isa_features_join(&n.features, feats, sizeof(feats));
+    if (flag(argc, argv, "--slurm-features")) {
+        /* slurm.conf Feature=: every level the node runs (so -C x86-64-v3 matches v4 nodes too), then extras */
+        if (n.level.arch == BERTH_ISA_AMD64)
+            for (int m = n.level.major; m >= 1; m--)
+                printf(m == 1 ? "x86-64" : "x86-64-v%d,", m);
+        else
+            printf("%s", level);
+        berth_isa_features_t implied;
+        berth_isa_level_features(&n.level, &implied);
+        for (int i = 0; i < n.features.n; i++)
+            if (!berth_isa_features_has(&implied, n.features.names[i]))
+                printf(",%s", n.features.names[i]);
+        printf("\n");
+    } else if (flag(argc, argv, "--nfd-labels")) {
+        printf("kubernetes.io/arch=%s\n", berth_isa_arch_name(n.level.arch));
+        for (int m = 1; n.level.arch == BERTH_ISA_AMD64 && m <= n.level.major; m++)
+            printf("feature.node.kubernetes.io/cpu-cpuid.X86_64_V%d=true\n", m);
+    } else if (flag(argc, argv, "--json")) {
+        json_t *f = json_array();
+        for (int i = 0; i < n.features.n; i++)
+            json_array_append_new(f, json_string(n.features.names[i]));
+        json_t *o = json_pack("{s:s,s:s,s:s,s:o,s:s}", "os", n.os, "architecture", berth_isa_arch_name(n.level.arch), "level", level,
+                              "features", f, "source", n.level_source);
+        char *s = json_dumps(o, JSON_COMPACT);
+        printf("%s\n", s);
+        free(s);
+        json_decref(o);
+    } else {
+        printf("%s %s\n%s\n", berth_isa_arch_name(n.level.arch), level, feats);
+    }
+    return 0;
+}
+
+/* ---- HTTP ---------------------------------------------------------------------------------------------------- */
+
+typedef struct {
+    char *body;
+    size_t len;
+    char www_auth[1024];
+    long status;
+} http_t;
+
+static size_t on_body(char *p, size_t sz, size_t n, void *ud)
+{
+    http_t *h = ud;
+    size_t add = sz * n;
+    if (h->len + add > (16u << 20))
+        return 0;
+    h->body = realloc(h->body, h->len + add + 1);
+    memcpy(h->body + h->len, p, add);
+    h->len += add;
+    h->body[h->len] = '\0';
+    return add;
+}
+
+static size_t on_header(char *p, size_t sz, size_t n, void *ud)
+{
+    http_t *h = ud;
+    size_t len = sz * n;
+    if (len > 17 && strncasecmp(p, "www-authenticate:", 17) == 0) {
+        size_t v = 17;
+        while (v < len && p[v] == ' ')
+            v++;
+        snprintf(h->www_auth, sizeof(h->www_auth), "%.*s", (int)(len - v), p + v);
+        h->www_auth[strcspn(h->www_auth, "\r\n")] = '\0';
+    }
+    return len;
+}
+
+static int get(const char *url, const char *accept, const char *auth_header, const char *userpwd, int insecure, http_t *out)
+{
+    memset(out, 0, sizeof(*out));
+    CURL *c = curl_easy_init();
+    struct curl_slist *hdrs = NULL;
+    if (accept != NULL) {
+        char a[512];
+        snprintf(a, sizeof(a), "Accept: %s", accept);
+        hdrs = curl_slist_append(hdrs, a);
+    }
+    if (auth_header != NULL)
+        hdrs = curl_slist_append(hdrs, auth_header);
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, out);
+    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(c, CURLOPT_HEADERDATA, out);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT, 60L);
+    if (userpwd != NULL) {
+        curl_easy_setopt(c, CURLOPT_USERPWD, userpwd);
+        curl_easy_setopt(c, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
+    }
+    if (insecure) {
+        curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 0L);
+        curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 0L);
+    }
+    CURLcode rc = curl_easy_perform(c);
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &out->status);
+    curl_slist_free_all(hdrs);
+    curl_easy_cleanup(c);
+    if (rc != CURLE_OK)
+        fprintf(stderr, "berth-isa: %s: %s\n", url, curl_easy_strerror(rc));
+    return rc == CURLE_OK ? 0 : -1;
+}
+
+/* a parameter of a Bearer challenge */
+static int challenge_param(const char *ch, const char *key, char *out, size_t outsz)
+{
+    char pat[32];
+    snprintf(pat, sizeof(pat), "%s=\"", key);
+    const char *p = strstr(ch, pat);
+    if (p == NULL)
+        return -1;
+    p += strlen(pat);
+    size_t n = strcspn(p, "\"");
+    snprintf(out, outsz, "%.*s", (int)n, p);
+    return 0;
+}
+
+/* GET with the registry token dance: on a Bearer challenge, fetch a token (with Basic creds if given) and retry */
+static int registry_get(const char *url, const char *accept, const char *userpwd, int insecure, http_t *out)
+{
+    if (get(url, accept, NULL, userpwd, insecure, out) != 0)
+        return -1;
+    if (out->status != 401 || strncasecmp(out->www_auth, "Bearer ", 7) != 0)
+        return 0;
+    char realm[512], service[256] = "", scope[512] = "", turl[2048];
+    if (challenge_param(out->www_auth, "realm", realm, sizeof(realm)) != 0)
+        return 0;
+    challenge_param(out->www_auth, "service", service, sizeof(service));
+    challenge_param(out->www_auth, "scope", scope, sizeof(scope));
+    CURL *esc = curl_easy_init();
+    char *es = curl_easy_escape(esc, service, 0), *sc = curl_easy_escape(esc, scope, 0);
+    snprintf(turl, sizeof(turl), "%s?service=%s&scope=%s", realm, es, sc);
+    curl_free(es);
+    curl_free(sc);
+    curl_easy_cleanup(esc);
+    http_t t;
+    free(out->body);
+    if (get(turl, NULL, NULL, userpwd, insecure, &t) != 0 || t.status != 200) {
+        free(t.body);
+        memset(out, 0, sizeof(*out));
+        out->status = 401;
+        return 0;
+    }
+    json_t *tj = json_loads(t.body, 0, NULL);
+    const char *tok = json_string_value(json_object_get(tj, "token")) ?: json_string_value(json_object_get(tj, "access_token"));
+    char auth[8192];
+    snprintf(auth, sizeof(auth), "Authorization: Bearer %s", tok != NULL ? tok : "");
+    json_decref(tj);
+    free(t.body);
+    return get(url, accept, auth, NULL, insecure, out);
+}
+
+/* ---- resolve ---------------------------------------------------------------------------------------------- */
+
+typedef struct {
+    char host[256], repo[256], ref[160];
+} image_t;
+
+static int parse_image(const char *s, image_t *im)
+{
+    memset(im, 0, sizeof(*im));
+    const char *slash = strchr(s, '/');
+    if (slash == NULL)
+        return -1;
+    snprintf(im->host, sizeof(im->host), "%.*s", (int)(slash - s), s);
+    s = slash + 1;
+    const char *at = strchr(s, '@'), *colon = strrchr(s, ':'), *last = strrchr(s, '/');
+    size_t n = strlen(s);
+    if (at != NULL) {
+        n = (size_t)(at - s);
+        snprintf(im->ref, sizeof(im->ref), "%s", at + 1);
+    } else if (colon != NULL && (last == NULL || colon > last)) {
+        n = (size_t)(colon - s);
+        snprintf(im->ref, sizeof(im->ref), "%s", colon + 1);
+    } else {
+        snprintf(im->ref, sizeof(im->ref), "latest");
+    }
+    snprintf(im->repo, sizeof(im->repo), "%.*s", (int)n, s);
+    return im->repo[0] ? 0 : -1;
+}
+
+static int cmd_resolve(int argc, char **argv)
+{
+    image_t im;
+    if (argc < 3 || parse_image(argv[argc - 1], &im) != 0) {
+        fprintf(stderr, "usage: berth-isa resolve [--registry URL] [--user U --password-file F] [--level L] [--max-level L] HOST/NAME[:TAG]\n");
+        return 2;
+    }
+    berth_isa_node_t node;
+    if (node_of(argc, argv, &node) != 0)
+        return 1;
+    char base[512], userpwd[600] = "", url[2048];
+    const char *reg = opt(argc, argv, "--registry"), *user = opt(argc, argv, "--user"), *pwf = opt(argc, argv, "--password-file");
+    int insecure = flag(argc, argv, "--insecure");
+    snprintf(base, sizeof(base), "%s", reg != NULL ? reg : "");
+    if (base[0] == '\0')
+        snprintf(base, sizeof(base), "https://%s", im.host);
+    if (user != NULL && pwf != NULL) {
+        char *pw = slurp(pwf);
+        if (pw == NULL) {
+            fprintf(stderr, "berth-isa: cannot read %s\n", pwf);
+            return 1;
+        }
+        pw[strcspn(pw, "\r\n")] = '\0';
+        snprintf(userpwd, sizeof(userpwd), "%s:%s", user, pw);
+        free(pw);
+    }
+    char level[24], extras[2048];
+    berth_isa_level_name(&node.level, level, sizeof(level));
+    berth_isa_features_t implied, extra;
+    berth_isa_level_features(&node.level, &implied);
+    berth_isa_features_clear(&extra);
+    for (int i = 0; i < node.features.n; i++)
+        if (!berth_isa_features_has(&implied, node.features.names[i]))
+            berth_isa_features_add(&extra, node.features.names[i]);
+    berth_isa_features_join(&extra, extras, sizeof(extras));
+    const char *maxl = opt(argc, argv, "--max-level");
+    /* Berth first: its answer carries scan verdicts and project policy */
+    const char *slash = strchr(im.repo, '/');
+    if (slash != NULL) {
+        char rest[512];
+        snprintf(rest, sizeof(rest), "%s", slash + 1);
+        CURL *esc = curl_easy_init();
+        char *r1 = curl_easy_escape(esc, rest, 0), *r2 = curl_easy_escape(esc, r1, 0), *fe = curl_easy_escape(esc, extras, 0);
+        snprintf(url, sizeof(url), "%s/api/v2.0/projects/%.*s/repositories/%s/artifacts/%s/isa/resolve?arch=%s&level=%s&features=%s%s%s", base,
+                 (int)(slash - im.repo), im.repo, r2, im.ref, berth_isa_arch_name(node.level.arch), level, fe, maxl != NULL ? "&max_level=" : "",
+                 maxl != NULL ? maxl : "");
+        curl_free(r1);
+        curl_free(r2);
+        curl_free(fe);
+        curl_easy_cleanup(esc);
+        http_t h;
+        if (get(url, "application/json", NULL, userpwd[0] ? userpwd : NULL, insecure, &h) == 0 && (h.status == 200 || h.status == 409)) {
+            json_t *j = json_loads(h.body, 0, NULL);
+            free(h.body);
+            if (json_object_get(j, "candidates") != NULL) {
+                const char *d = json_string_value(json_object_get(json_object_get(j, "selected"), "digest"));
+                if (d != NULL)
+                    printf("%s/%s@%s\n", im.host, im.repo, d);
+                else
+                    fprintf(stderr, "berth-isa: no variant of %s fits this %s node\n", argv[argc - 1], level);
+                json_decref(j);
+                return d != NULL ? 0 : EXIT_NO_VARIANT;
+            }
+            json_decref(j);
+        } else {
+            free(h.body);
+        }
+    }
+    /* any OCI registry: fetch the index and match here, with the same library Berth uses */
+    snprintf(url, sizeof(url), "%s/v2/%s/manifests/%s", base, im.repo, im.ref);
+    http_t h;
+    const char *accept = "application/vnd.oci.image.index.v1+json, application/vnd.docker.distribution.manifest.list.v2+json, "
+                         "application/vnd.oci.image.manifest.v1+json, application/vnd.docker.distribution.manifest.v2+json";
+    if (registry_get(url, accept, userpwd[0] ? userpwd : NULL, insecure, &h) != 0 || h.status != 200) {
+        fprintf(stderr, "berth-isa: %s: HTTP %ld\n", url, h.status);
+        free(h.body);
+        return 1;
+    }
+    berth_isa_report_t r;
+    int rc = 1;
+    if (berth_isa_index_check(h.body, h.len, BERTH_ISA_POLICY_OFF, NULL, NULL, &r) != 0) {
+        fprintf(stderr, "berth-isa: %s is a single manifest; nothing to choose\n", argv[argc - 1]);
+        free(h.body);
+        return 1;
+    }
+    berth_isa_choice_t *ch = calloc(r.nvariants + 1, sizeof(*ch));
+    berth_isa_policy_t pol = {0};
+    if (maxl != NULL && berth_isa_level_parse(node.level.arch, maxl, &pol.max_level) == 0)
+        pol.has_max_level = 1;
+    int best = berth_isa_select(r.variants, r.nvariants, &node, &pol, ch);
+    if (best >= 0) {
+        printf("%s/%s@%s\n", im.host, im.repo, r.variants[best].digest);
+        rc = 0;
+    } else {
+        fprintf(stderr, "berth-isa: no variant of %s fits this %s node\n", argv[argc - 1], level);
+        rc = EXIT_NO_VARIANT;
+    }
+    free(ch);
+    berth_isa_report_dispose(&r);
+    free(h.body);
+    return rc;
+}
+
+/* hosts.toml sending containerd's pulls through Berth's ISA view for this node's level, the plain path as fallback */
+static int cmd_containerd_hosts(int argc, char **argv)
+{
+    const char *host = opt(argc, argv, "--registry"), *dir = opt(argc, argv, "--dir");
+    berth_isa_node_t node;
+    if (host == NULL || node_of(argc, argv, &node) != 0) {
+        fprintf(stderr, "usage: berth-isa containerd-hosts --registry HOST [--level auto|L] [--dir /etc/containerd/certs.d] [--plain-http]\n");
+        return 2;
+    }
+    char level[24], path[1024];
+    berth_isa_level_name(&node.level, level, sizeof(level));
+    const char *scheme = flag(argc, argv, "--plain-http") ? "http" : "https";
+    snprintf(path, sizeof(path), "%s/%s", dir != NULL ? dir : "/etc/containerd/certs.d", host);
+    if (mkdir(path, 0755) != 0 && errno != EEXIST) {
+        fprintf(stderr, "berth-isa: mkdir %s: %s\n", path, strerror(errno));
+        return 1;
+    }
+    strncat(path, "/hosts.toml", sizeof(path) - strlen(path) - 1);
+    FILE *f = fopen(path, "w");
+    if (f == NULL) {
+        fprintf(stderr, "berth-isa: %s: %s\n", path, strerror(errno));
+        return 1;
+    }
+    fprintf(f, "# written by berth-isa containerd-hosts: pulls go through Berth's ISA view for %s;\n"
+               "# if the view fails, containerd falls back to server (the baseline build).\n"
+               "server = \"%s://%s\"\n\n[host.\"%s://%s/v2/_isa/%s\"]\n  capabilities = [\"pull\", \"resolve\"]\n  override_path = true\n",
+            level, scheme, host, scheme, host, level);
+    fclose(f);
+    printf("%s\n", path);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "usage: berth-isa detect|resolve|containerd-hosts [options]\n");
+        return 2;
+    }
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    int rc = 2;
+    if (strcmp(argv[1], "detect") == 0)
+        rc = cmd_detect(argc - 1, argv + 1);
+    else if (strcmp(argv[1], "resolve") == 0)
+        rc = cmd_resolve(argc - 1, argv + 1);
+    else if (strcmp(argv[1], "containerd-hosts") == 0)
+        rc = cmd_containerd_hosts(argc - 1, argv + 1);
+    else
+        fprintf(stderr, "berth-isa: unknown command %s\n", argv[1]);
+    curl_global_cleanup();
+    return rc;
+}
