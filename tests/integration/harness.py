@@ -246,7 +246,7 @@ def make_layer(files):
 
 def write_oci_layout(path, images, index_platforms=None, tag="latest"):
     """Write an OCI image layout. `images`: list of [{name: bytes}] file sets, one image each.
-    With index_platforms (list of (os, arch)), the images form one multi-arch index."""
+    With index_platforms (list of (os, arch) or (os, arch, variant)), the images form one multi-arch index."""
     os.makedirs(os.path.join(path, "blobs", "sha256"), exist_ok=True)
 
     def put(data):
@@ -260,8 +260,12 @@ def write_oci_layout(path, images, index_platforms=None, tag="latest"):
         layer = make_layer(files)
         ld, ls = put(layer)
         arch = index_platforms[i][1] if index_platforms else "amd64"
-        cfg = json.dumps({"architecture": arch, "os": "linux", "rootfs": {"type": "layers", "diff_ids": [
-            "sha256:" + hashlib.sha256(gzip.decompress(layer)).hexdigest()]}, "config": {}}).encode()
+        variant = index_platforms[i][2] if index_platforms and len(index_platforms[i]) > 2 else None
+        cfgd = {"architecture": arch, "os": "linux", "rootfs": {"type": "layers", "diff_ids": [
+            "sha256:" + hashlib.sha256(gzip.decompress(layer)).hexdigest()]}, "config": {}}
+        if variant:
+            cfgd["variant"] = variant
+        cfg = json.dumps(cfgd).encode()
         cd, cs = put(cfg)
         m = json.dumps({"schemaVersion": 2, "mediaType": OCI_MANIFEST,
                         "config": {"mediaType": OCI_CONFIG, "digest": cd, "size": cs},
@@ -270,6 +274,8 @@ def write_oci_layout(path, images, index_platforms=None, tag="latest"):
         desc = {"mediaType": OCI_MANIFEST, "digest": md, "size": ms}
         if index_platforms:
             desc["platform"] = {"os": index_platforms[i][0], "architecture": index_platforms[i][1]}
+            if variant:
+                desc["platform"]["variant"] = variant
         manifests.append(desc)
     if index_platforms:
         idx = json.dumps({"schemaVersion": 2, "mediaType": OCI_INDEX, "manifests": manifests}).encode()

@@ -1,0 +1,335 @@
+"""CPU-ISA variants end to end on one real CPU: tiny ELF payloads built with -march=x86-64, -v3 and -v4 are
+pushed with skopeo as one index; Berth resolves the right digest for each simulated node (qemu-x86_64 -cpu
+qemu64 | Nehalem | Haswell, and the host natively when it is v4); the resolved payload is pulled and runs there
+(exit 0) while the next-higher variant dies of SIGILL. Also: push-time validation and policy, the ISA view path,
+the Kubernetes extender with real Pod/Node shapes, and the berth-isa CLI against Berth and a stock Distribution."""
+import base64
+import gzip
+import io
+import json
+import os
+import shutil
+import subprocess
+import tarfile
+import tempfile
+import time
+import unittest
+
+from harness import ADMIN_AUTH, ADMIN_PASSWORD, BERTHD, OCI_INDEX, OCI_MANIFEST, BerthTestCase, Berthd, error_code, free_port, main, \
+    write_oci_layout
+
+QEMU = shutil.which("qemu-x86_64")
+BERTH_ISA = os.path.join(os.path.dirname(BERTHD), "berth-isa")
+LEVELS = [("x86-64", None, "-march=x86-64"), ("x86-64-v3", "v3", "-march=x86-64-v3"), ("x86-64-v4", "v4", "-march=x86-64-v4")]
+# a simulated node per level: (qemu cpu model or None for native, its level)
+NODES = [("qemu64", "x86-64"), ("Nehalem", "x86-64-v2"), ("Haswell", "x86-64-v3"), (None, "x86-64-v4")]
+
+PAYLOAD = r"""
+#include <stdio.h>
+int main(void)
+{
+#if defined(LEVEL_V4)
+    __asm__ volatile("vpxord %%zmm1, %%zmm1, %%zmm1" ::: "xmm1"); /* AVX-512: SIGILL below v4 */
+#elif defined(LEVEL_V3)
+    __asm__ volatile("vpxor %%ymm1, %%ymm1, %%ymm1" ::: "xmm1"); /* AVX2-class: SIGILL below v3 */
+#endif
+    puts("payload ran");
+    return 0;
+}
+"""
+
+
+def host_level():
+    out = subprocess.run([BERTH_ISA, "detect", "--json"], capture_output=True, text=True)
+    return json.loads(out.stdout)["level"] if out.returncode == 0 else None
+
+
+def run_payload(path, cpu):
+    cmd = ([QEMU, "-cpu", cpu, path] if cpu else [path])
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    return r.returncode
+
+
+@unittest.skipUnless(QEMU and shutil.which("skopeo") and shutil.which("gcc"), "qemu-user, skopeo or gcc missing")
+class IsaEndToEnd(BerthTestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.b = Berthd().start()
+        cls.tmp = tempfile.mkdtemp(prefix="isa-")
+        st, _, _ = cls.b.request("POST", "/api/v2.0/projects", json.dumps({"project_name": "hpc"}).encode(),
+                                 {"Content-Type": "application/json"})
+        assert st == 201
+        src = os.path.join(cls.tmp, "payload.c")
+        with open(src, "w") as f:
+            f.write(PAYLOAD)
+        cls.payloads = {}
+        images, plats = [], []
+        for level, variant, march in LEVELS:
+            out = os.path.join(cls.tmp, "payload-" + level)
+            define = {"x86-64-v3": ["-DLEVEL_V3"], "x86-64-v4": ["-DLEVEL_V4"]}.get(level, [])
+            subprocess.run(["gcc", "-O2", "-static", march, *define, "-o", out, src], check=True)
+            with open(out, "rb") as f:
+                cls.payloads[level] = f.read()
+            images.append({"payload": cls.payloads[level]})
+            plats.append(("linux", "amd64", variant) if variant else ("linux", "amd64"))
+        cls.layout = os.path.join(cls.tmp, "layout")
+        cls.index_digest = write_oci_layout(cls.layout, images, plats, tag="1.0")
+        r = subprocess.run(["skopeo", "copy", "--all", "--preserve-digests", "--dest-tls-verify=false", "--dest-creds",
+                            "admin:" + ADMIN_PASSWORD, "oci:%s:1.0" % cls.layout, "docker://%s/hpc/app:1.0" % cls.b.host],
+                           capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stderr
+        with open(os.path.join(cls.layout, "blobs", "sha256", cls.index_digest.split(":")[1])) as f:
+            cls.index = json.load(f)
+        cls.digest = {lv: cls.index["manifests"][i]["digest"] for i, (lv, _, _) in enumerate(LEVELS)}
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+        super().tearDownClass()
+
+    def api(self, method, path, body=None, auth=ADMIN_AUTH):
+        data = json.dumps(body).encode() if body is not None else None
+        st, h, raw = self.b.request(method, "/api/v2.0" + path, data, {"Content-Type": "application/json"} if data else {}, auth=auth)
+        return st, h, (json.loads(raw) if raw else None)
+
+    def resolve(self, node, image="hpc/app:1.0", policy=None):
+        body = {"image": "%s/%s" % (self.b.host, image), "node": node}
+        if policy:
+            body["policy"] = policy
+        return self.api("POST", "/isa/resolve", body)
+
+    def pulled_payload(self, digest, name):
+        out = os.path.join(self.tmp, "pull-" + name)
+        shutil.rmtree(out, ignore_errors=True)
+        r = subprocess.run(["skopeo", "copy", "--src-tls-verify=false", "--src-creds", "admin:" + ADMIN_PASSWORD,
+                            "docker://%s/hpc/app@%s" % (self.b.host, digest), "dir:" + out], capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        m = json.load(open(os.path.join(out, "manifest.json")))
+        layer = open(os.path.join(out, m["layers"][0]["digest"].split(":")[1]), "rb").read()
+        with tarfile.open(fileobj=io.BytesIO(gzip.decompress(layer))) as tar:
+            data = tar.extractfile("payload").read()
+        path = os.path.join(self.tmp, "run-" + name)
+        with open(path, "wb") as f:
+            f.write(data)
+        os.chmod(path, 0o755)
+        return path
+
+    def test_resolve_pull_and_run_on_every_simulated_node(self):
+        native = host_level()
+        expected = {"x86-64": "x86-64", "x86-64-v2": "x86-64", "x86-64-v3": "x86-64-v3", "x86-64-v4": "x86-64-v4"}
+        order = [lv for lv, _, _ in LEVELS]
+        for cpu, level in NODES:
+            if cpu is None and native != "x86-64-v4":
+                print("\n# skipped: the native v4 run needs a v4 host (this one is %s)" % native)
+                continue
+            st, _, r = self.resolve({"architecture": "amd64", "os": "linux", "level": level})
+            self.assertEqual(st, 200, r)
+            want = expected[level]
+            self.assertEqual(r["selected"]["digest"], self.digest[want], (level, r))
+            self.assertEqual(r["selected"]["reference"], "%s/hpc/app@%s" % (self.b.host, self.digest[want]))
+            path = self.pulled_payload(r["selected"]["digest"], level)
+            self.assertEqual(run_payload(path, cpu), 0, "%s payload on %s" % (want, cpu or "native"))
+            # negative control: the next-higher variant dies of SIGILL on this node
+            higher = order.index(want) + 1
+            if higher < len(order):
+                path = self.pulled_payload(self.digest[order[higher]], level + "-higher")
+                self.assertEqual(run_payload(path, cpu), -4, "%s payload must SIGILL on %s" % (order[higher], cpu or "native"))
+
+    def test_node_from_flags_and_cli_under_qemu(self):
+        # berth-isa detects the simulated CPU (CPUID under qemu) and asks Berth; the answer is the v3 build on Haswell
+        pw = os.path.join(self.tmp, "pw")
+        with open(pw, "w") as f:
+            f.write(ADMIN_PASSWORD)
+        r = subprocess.run([QEMU, "-cpu", "Haswell", BERTH_ISA, "resolve", "--registry", "http://" + self.b.host, "--user", "admin",
+                            "--password-file", pw, "%s/hpc/app:1.0" % self.b.host], capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.strip(), "%s/hpc/app@%s" % (self.b.host, self.digest["x86-64-v3"]))
+        r = subprocess.run([QEMU, "-cpu", "qemu64", BERTH_ISA, "resolve", "--registry", "http://" + self.b.host, "--user", "admin",
+                            "--password-file", pw, "%s/hpc/app:1.0" % self.b.host], capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.stdout.strip(), "%s/hpc/app@%s" % (self.b.host, self.digest["x86-64"]))
+        # the full flag line of a Haswell dump gives v3 too
+        flags = open(os.path.join(os.path.dirname(__file__), "..", "unit", "data", "cpuinfo", "linux-rhel7-haswell")).read()
+        flags = [l for l in flags.splitlines() if l.startswith("flags")][0].split(":", 1)[1].split()
+        st, _, res = self.resolve({"architecture": "amd64", "flags": flags})
+        self.assertEqual((st, res["node"]["level"], res["node"]["level_source"]), (200, "x86-64-v3", "flags"))
+        st, _, res = self.resolve({"architecture": "amd64", "flags": flags, "level": "x86-64-v4"})
+        self.assertEqual((st, res["errors"][0]["code"]), (400, "ISA_NODE_INVALID"))
+
+    def test_resolve_forms_and_errors(self):
+        st, _, r = self.resolve({"architecture": "amd64", "level": "x86-64-v4"}, policy={"max_level": "x86-64-v3"})
+        self.assertEqual(r["selected"]["digest"], self.digest["x86-64-v3"])
+        st, _, r = self.resolve({"architecture": "amd64", "level": "x86-64-v4"}, policy={"prefer": "lowest"})
+        self.assertEqual(r["selected"]["digest"], self.digest["x86-64"])
+        st, _, r = self.resolve({"architecture": "arm64", "level": "armv8.2-a"})
+        self.assertEqual((st, r["errors"][0]["code"]), (409, "ISA_NO_COMPATIBLE_VARIANT"))
+        self.assertTrue(all(not c["compatible"] for c in r["candidates"]))
+        st, _, r = self.resolve({"architecture": "amd64", "level": "x86-64-v9"})
+        self.assertEqual(st, 400)
+        self.assertEqual(self.resolve({"architecture": "amd64"}, image="hpc/nope:1")[0], 404)
+        self.assertEqual(self.api("POST", "/isa/resolve", {"image": "hpc/app:1.0", "node": {"architecture": "amd64"}}, auth=None)[0], 401)
+        st, _, r = self.api("POST", "/isa/resolve:batch", {"image": "hpc/app:1.0", "nodes": {
+            "n1": {"architecture": "amd64", "level": "x86-64-v3"}, "n2": {"architecture": "arm64"}}})
+        self.assertEqual(r["n1"]["selected"]["digest"], self.digest["x86-64-v3"])
+        self.assertEqual(r["n2"]["status"], 409)
+        st, _, r = self.api("GET", "/projects/hpc/repositories/app/artifacts/1.0/isa/resolve?arch=amd64&level=x86-64-v3")
+        self.assertEqual((st, r["selected"]["digest"]), (200, self.digest["x86-64-v3"]))
+        st, _, t = self.api("GET", "/projects/hpc/repositories/app/artifacts/1.0/isa")
+        self.assertEqual([v["level"] for v in t["variants"]], ["x86-64", "x86-64-v3", "x86-64-v4"])
+        self.assertEqual(t["index_digest"], self.index_digest)
+
+    def test_push_validation_and_policy(self):
+        m = self.index["manifests"]
+
+        def idx(entries):
+            return {"schemaVersion": 2, "mediaType": OCI_INDEX, "manifests": entries}
+
+        def put(tag, entries):
+            return self.b.push_manifest("hpc/app", tag, idx(entries), OCI_INDEX)
+
+        bad = dict(m[1], platform={"architecture": "amd64", "os": "linux", "variant": "v5"})
+        st, h, body, _ = put("bad", [m[0], bad])
+        self.assertEqual((st, error_code(body)), (400, "MANIFEST_INVALID"))
+        self.assertIn(b"v5", body)
+        # a child whose config disagrees with its descriptor (the v3 build described as v4)
+        lie = dict(m[1], platform={"architecture": "amd64", "os": "linux", "variant": "v4"})
+        st, h, body, _ = put("lie", [m[0], lie])
+        self.assertEqual(st, 400, body)
+        # no baseline: accepted with a Warning under the default policy ...
+        st, h, body, _ = put("nobase", [m[1], m[2]])
+        self.assertEqual(st, 201, body)
+        self.assertIn("299 - \"isa:", h.get("warning", ""))
+        self.assertIn("no baseline", h["warning"])
+        # ... refused under strict, and nothing is stored
+        self.assertEqual(self.api("PUT", "/projects/hpc", {"metadata": {"isa_policy": "strict"}})[0], 200)
+        try:
+            st, h, body, _ = put("nobase-strict", [m[1], m[2]])
+            self.assertEqual((st, error_code(body)), (400, "MANIFEST_INVALID"))
+            self.assertEqual(self.b.request("GET", "/v2/hpc/app/manifests/nobase-strict")[0], 404)
+            st, h, body, _ = put("good-strict", m)
+            self.assertEqual(st, 201, body)
+        finally:
+            self.api("PUT", "/projects/hpc", {"metadata": {"isa_policy": "warn"}})
+        # assemble builds the canonical order from tags in any order
+        for i, lv in enumerate(["x86-64", "x86-64-v3", "x86-64-v4"]):
+            st, _, _, _ = self.b.push_manifest("hpc/app", "single-" + lv, open(os.path.join(
+                self.layout, "blobs", "sha256", m[i]["digest"].split(":")[1]), "rb").read(), OCI_MANIFEST)
+            self.assertEqual(st, 201)
+        st, h, r = self.api("POST", "/projects/hpc/repositories/app/isa/assemble", {"tag": "assembled", "variants": [
+            {"reference": "single-x86-64-v4"}, {"reference": "single-x86-64"}, {"reference": "single-x86-64-v3"}]})
+        self.assertEqual(st, 201, r)
+        got = json.loads(self.b.request("GET", "/v2/hpc/app/manifests/assembled", headers={"Accept": OCI_INDEX})[2])
+        self.assertEqual([e["digest"] for e in got["manifests"]], [self.digest[l] for l, _, _ in LEVELS])
+        self.assertEqual([e["platform"].get("variant") for e in got["manifests"]], [None, "v3", "v4"])
+
+    def test_isa_view_path(self):
+        st, h, body = self.b.request("GET", "/v2/_isa/x86-64-v3/hpc/app/manifests/1.0", headers={"Accept": OCI_INDEX})
+        self.assertEqual(st, 200, body)
+        view = json.loads(body)
+        amd = [e for e in view["manifests"] if e["platform"]["architecture"] == "amd64"]
+        self.assertEqual(len(amd), 1)
+        self.assertEqual(amd[0]["digest"], self.digest["x86-64-v3"])
+        self.assertNotIn("variant", amd[0]["platform"])  # so containerd's default matcher takes it
+        self.assertEqual(amd[0]["annotations"]["io.berth.isa.view.source"], self.index_digest)
+        vd = h["docker-content-digest"]
+        st, h2, again = self.b.request("GET", "/v2/_isa/x86-64-v3/hpc/app/manifests/" + vd, headers={"Accept": OCI_INDEX})
+        self.assertEqual((st, again), (200, body))  # deterministic, and fetchable by digest
+        st, _, child = self.b.request("GET", "/v2/_isa/x86-64-v3/hpc/app/manifests/" + self.digest["x86-64-v3"])
+        self.assertEqual(st, 200)
+        cfg = json.loads(child)["config"]["digest"]
+        self.assertEqual(self.b.request("GET", "/v2/_isa/x86-64-v3/hpc/app/blobs/" + cfg)[0], 200)
+        st, _, body = self.b.request("GET", "/v2/_isa/x86-64-v2/hpc/app/manifests/1.0", headers={"Accept": OCI_INDEX})
+        self.assertEqual(json.loads(body)["manifests"][0]["digest"], self.digest["x86-64"])
+        self.assertEqual(self.b.request("GET", "/v2/_isa/x86-64-v9/hpc/app/manifests/1.0")[0], 400)
+        self.assertEqual(self.b.request("PUT", "/v2/_isa/x86-64-v3/hpc/app/manifests/x", b"{}")[0], 405)
+        self.assertEqual(self.b.request("GET", "/v2/_isa/x86-64-v3/hpc/app/manifests/1.0", auth=None)[0], 401)  # pull rights apply
+
+    def test_kubernetes_extender(self):
+        # an index without a baseline: v2 nodes cannot run it
+        m = self.index["manifests"]
+        st, _, _, _ = self.b.push_manifest("hpc/app", "fast", {"schemaVersion": 2, "mediaType": OCI_INDEX, "manifests": [m[1], m[2]]}, OCI_INDEX)
+        self.assertEqual(st, 201)
+
+        def node(name, level):
+            labels = {"kubernetes.io/arch": "amd64", "kubernetes.io/os": "linux", "kubernetes.io/hostname": name}
+            for v in range(1, level + 1):
+                labels["feature.node.kubernetes.io/cpu-cpuid.X86_64_V%d" % v] = "true"
+            return {"metadata": {"name": name, "labels": labels}, "status": {"allocatable": {"cpu": "4"}}}
+        pod = {"metadata": {"name": "md", "namespace": "sim"}, "spec": {"containers": [
+            {"name": "main", "image": "%s/hpc/app:fast" % self.b.host}, {"name": "side", "image": "docker.io/library/busybox:1"}]}}
+        args = {"Pod": pod, "Nodes": {"items": [node("n2", 2), node("n3", 3), node("n4", 4)]}, "NodeNames": None}
+        st, _, r = self.api("POST", "/isa/k8s/filter", args)
+        self.assertEqual(st, 200, r)
+        self.assertEqual(set(r.keys()), {"Nodes", "NodeNames", "FailedNodes", "FailedAndUnresolvableNodes", "Error"})
+        self.assertEqual([n["metadata"]["name"] for n in r["Nodes"]["items"]], ["n3", "n4"])
+        self.assertIn("n2", r["FailedAndUnresolvableNodes"])
+        self.assertEqual((r["FailedNodes"], r["Error"]), ({}, ""))
+        st, _, scores = self.api("POST", "/isa/k8s/prioritize", args)
+        self.assertEqual(st, 200)
+        got = {s["Host"]: s["Score"] for s in scores}
+        self.assertEqual(got["n4"], 10)
+        self.assertEqual(got["n3"], 5)
+        self.assertEqual(got["n2"], 0)
+        # a pod without Berth images passes everywhere
+        plain = dict(args, Pod={"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "busybox"}]}})
+        st, _, r = self.api("POST", "/isa/k8s/filter", plain)
+        self.assertEqual(len(r["Nodes"]["items"]), 3)
+        st, _, aff = self.api("POST", "/isa/k8s/affinity", {"images": ["hpc/app:fast"]})
+        keys = [e["key"] for t in aff["required"]["nodeSelectorTerms"] for e in t["matchExpressions"]]
+        self.assertIn("feature.node.kubernetes.io/cpu-cpuid.X86_64_V3", keys)
+
+    @unittest.skipUnless(shutil.which("docker-registry"), "docker-registry missing")
+    def test_cli_resolves_against_a_stock_registry(self):
+        port = free_port()
+        d = os.path.join(self.tmp, "dist")
+        os.makedirs(d, exist_ok=True)
+        cfg = os.path.join(d, "config.yml")
+        with open(cfg, "w") as f:
+            f.write("version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n    rootdirectory: %s/data\nhttp:\n  addr: 127.0.0.1:%d\n"
+                    % (d, port))
+        dist = subprocess.Popen(["docker-registry", "serve", cfg], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            for _ in range(100):
+                r = subprocess.run(["skopeo", "copy", "--all", "--preserve-digests", "--dest-tls-verify=false",
+                                    "oci:%s:1.0" % self.layout, "docker://127.0.0.1:%d/hpc/app:1.0" % port], capture_output=True, text=True)
+                if r.returncode == 0:
+                    break
+                time.sleep(0.1)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            for cpu, level in (("Haswell", "x86-64-v3"), ("Nehalem", "x86-64")):
+                out = subprocess.run([QEMU, "-cpu", cpu, BERTH_ISA, "resolve", "--registry", "http://127.0.0.1:%d" % port,
+                                      "127.0.0.1:%d/hpc/app:1.0" % port], capture_output=True, text=True, timeout=60)
+                self.assertEqual(out.returncode, 0, out.stderr)
+                self.assertEqual(out.stdout.strip(), "127.0.0.1:%d/hpc/app@%s" % (port, self.digest[level]))
+        finally:
+            dist.terminate()
+            dist.wait(10)
+
+
+class IsaCli(unittest.TestCase):
+    @unittest.skipUnless(QEMU, "qemu-user missing")
+    def test_detect_under_simulated_cpus(self):
+        for cpu, level in (("qemu64", "x86-64"), ("Nehalem", "x86-64-v2"), ("Haswell", "x86-64-v3")):
+            r = subprocess.run([QEMU, "-cpu", cpu, BERTH_ISA, "detect", "--json"], capture_output=True, text=True, timeout=30)
+            self.assertEqual(json.loads(r.stdout)["level"], level, cpu)
+        r = subprocess.run([QEMU, "-cpu", "Haswell", BERTH_ISA, "detect", "--slurm-features"], capture_output=True, text=True)
+        self.assertTrue(r.stdout.startswith("x86-64-v3,x86-64-v2,x86-64"), r.stdout)
+        r = subprocess.run([QEMU, "-cpu", "Haswell", BERTH_ISA, "detect", "--nfd-labels"], capture_output=True, text=True)
+        self.assertIn("feature.node.kubernetes.io/cpu-cpuid.X86_64_V3=true", r.stdout)
+        self.assertNotIn("X86_64_V4", r.stdout)
+
+    def test_containerd_hosts(self):
+        d = tempfile.mkdtemp(prefix="hosts-")
+        try:
+            r = subprocess.run([BERTH_ISA, "containerd-hosts", "--registry", "berth.example", "--level", "x86-64-v3", "--dir", d],
+                               capture_output=True, text=True)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            text = open(os.path.join(d, "berth.example", "hosts.toml")).read()
+            self.assertIn('server = "https://berth.example"', text)
+            self.assertIn('[host."https://berth.example/v2/_isa/x86-64-v3"]', text)
+            self.assertIn("override_path = true", text)
+        finally:
+            shutil.rmtree(d)
+
+
+if __name__ == "__main__":
+    main()
