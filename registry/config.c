@@ -42,6 +42,7 @@ static const struct {
     {"auth.session_ttl_seconds", NULL, T_INT, FIELD(session_ttl)},
     {"auth.token_algorithm", "BERTH_TOKEN_ALGORITHM", T_STR, FIELD(token_alg)},
     {"projects.creation", "BERTH_PROJECT_CREATION", T_STR, FIELD(project_creation)},
+    {"isa.view", "BERTH_ISA_VIEW", T_BOOL, FIELD(isa_view)},
     {"ldap.url", "BERTH_LDAP_URL", T_STR, FIELD(ldap_url)},
     {"ldap.starttls", NULL, T_BOOL, FIELD(ldap_starttls)},
     {"ldap.search_dn", "BERTH_LDAP_SEARCH_DN", T_STR, FIELD(ldap_search_dn)},
@@ -213,6 +214,7 @@ int berth_config_load(berth_config_t *cfg, const char *path, char *errbuf, size_
     cfg->ldap_scope = strdup("subtree");
     cfg->ldap_timeout = 5;
     cfg->ldap_verify_cert = 1;
+    cfg->isa_view = 1;
     if (path != NULL && load_yaml(cfg, path, errbuf, errlen) != 0)
         return -1;
     for (size_t i = 0; i < NDIR; i++) {

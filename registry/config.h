@@ -36,6 +36,7 @@ typedef struct st_berth_config_t {
     char *ldap_ca_file, *ldap_group_base_dn, *ldap_group_filter, *ldap_group_name_attr, *ldap_membership_attr;
     char *ldap_group_admin_dn;
     int ldap_starttls, ldap_timeout, ldap_verify_cert;
+    int isa_view; /* isa.view BERTH_ISA_VIEW: serve /v2/_isa/<level>/… (default true) */
 } berth_config_t;
 
 /**

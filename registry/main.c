@@ -169,7 +169,8 @@ int main(int argc, char **argv)
     berth_api_configure(&api_conf);
     berth_audit_start(db);
     berth_db_listener_t *listener = berth_db_listen_start(cfg.database_url, berth_cache_invalidate, berth_cache_set_enabled);
-    berth_registry_t reg = {.db = db, .auth = &auth, .store = store, .blob_redirect_prefix = BLOB_PREFIX};
+    berth_registry_t reg = {.db = db, .auth = &auth, .store = store, .blob_redirect_prefix = BLOB_PREFIX,
+                            .isa_view_disabled = !cfg.isa_view};
     berth_workers_t *workers = berth_workers_start(cfg.workers);
     berth_janitor_t *janitor = berth_janitor_start(&reg, cfg.upload_purge_interval, cfg.upload_max_age);
     berth_server_t *server = NULL;

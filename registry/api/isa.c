@@ -348,7 +348,7 @@ static int k8s(berth_api_t *a, const char *verb)
         json_t *pass = json_array(), *failed = json_object();
         json_array_foreach(items, i, node)
         {
-            char reason[400] = "";
+            char reason[700] = "";
             json_t *nd = node_of(node);
             for (size_t k = 0; k < nimg && reason[0] == '\0'; k++) {
                 json_t *r = NULL;

@@ -304,8 +304,9 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
     if (plen > 9 && memcmp(path, "/v2/_isa/", 9) == 0) {
         const char *v = path + 9, *slash = memchr(v, '/', plen - 9);
         int is_get = strcmp(j->method, "GET") == 0 || strcmp(j->method, "HEAD") == 0;
-        if (slash == NULL || (size_t)(slash - v) >= sizeof(j->isa_view) || slash == v || !is_get) {
-            berth_err_set(&err, is_get ? BERTH_OCI_NAME_INVALID : BERTH_OCI_UNSUPPORTED, "ISA views are read-only paths");
+        if (slash == NULL || (size_t)(slash - v) >= sizeof(j->isa_view) || slash == v || !is_get || s->reg->isa_view_disabled) {
+            berth_err_set(&err, is_get ? BERTH_OCI_NAME_UNKNOWN : BERTH_OCI_UNSUPPORTED,
+                          is_get ? "no such ISA view" : "ISA views are read-only paths");
             send_err(req, &err, BERTH_ROUTE_NONE);
             free(j);
             return 0;

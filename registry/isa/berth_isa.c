@@ -386,6 +386,12 @@ static int cmd_containerd_hosts(int argc, char **argv)
     berth_isa_level_name(&node.level, level, sizeof(level));
     const char *scheme = flag(argc, argv, "--plain-http") ? "http" : "https";
     snprintf(path, sizeof(path), "%s/%s", dir != NULL ? dir : "/etc/containerd/certs.d", host);
+    for (char *p = path + 1; *p; p++) /* mkdir -p */
+        if (*p == '/') {
+            *p = '\0';
+            mkdir(path, 0755);
+            *p = '/';
+        }
     if (mkdir(path, 0755) != 0 && errno != EEXIST) {
         fprintf(stderr, "berth-isa: mkdir %s: %s\n", path, strerror(errno));
         return 1;

@@ -405,8 +405,8 @@ void berth_isa_view(berth_registry_t *reg, const char *view, const berth_v2_req_
     berth_err_clear(&err);
     berth_resp_init(resp);
     berth_isa_node_t node;
-    if (view_node(view, &node) != 0) {
-        berth_err_set(&err, BERTH_OCI_NAME_INVALID, "unknown ISA view %s", view);
+    if (view_node(view, &node) != 0) { /* 404, not 400: containerd then falls back to its next host */
+        berth_err_set(&err, BERTH_OCI_NAME_UNKNOWN, "unknown ISA view %s", view);
         return berth_resp_error(resp, &err);
     }
     berth_dbconn_t *c = berth_db_acquire(reg->db, &err);

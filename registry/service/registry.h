@@ -17,6 +17,7 @@ typedef struct st_berth_registry_t {
     berth_store_t *store;
     /* internal location the edge serves blob files from: "/_berth/blobs/" + "<alg>/<ab>/<hex>" */
     const char *blob_redirect_prefix;
+    int isa_view_disabled; /* isa.view: false — /v2/_isa/… answers 404, so containerd falls back to the plain path */
 } berth_registry_t;
 
 /** A parsed /v2 request, already routed. Pointers are borrowed for the duration of the call. */

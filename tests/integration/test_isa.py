@@ -5,6 +5,7 @@ qemu64 | Nehalem | Haswell, and the host natively when it is v4); the resolved p
 the Kubernetes extender with real Pod/Node shapes, and the berth-isa CLI against Berth and a stock Distribution."""
 import base64
 import gzip
+import hashlib
 import io
 import json
 import os
@@ -239,7 +240,7 @@ class IsaEndToEnd(BerthTestCase):
         self.assertEqual(self.b.request("GET", "/v2/_isa/x86-64-v3/hpc/app/blobs/" + cfg)[0], 200)
         st, _, body = self.b.request("GET", "/v2/_isa/x86-64-v2/hpc/app/manifests/1.0", headers={"Accept": OCI_INDEX})
         self.assertEqual(json.loads(body)["manifests"][0]["digest"], self.digest["x86-64"])
-        self.assertEqual(self.b.request("GET", "/v2/_isa/x86-64-v9/hpc/app/manifests/1.0")[0], 400)
+        self.assertEqual(self.b.request("GET", "/v2/_isa/x86-64-v9/hpc/app/manifests/1.0")[0], 404)
         self.assertEqual(self.b.request("PUT", "/v2/_isa/x86-64-v3/hpc/app/manifests/x", b"{}")[0], 405)
         self.assertEqual(self.b.request("GET", "/v2/_isa/x86-64-v3/hpc/app/manifests/1.0", auth=None)[0], 401)  # pull rights apply
 
@@ -303,6 +304,164 @@ class IsaEndToEnd(BerthTestCase):
         finally:
             dist.terminate()
             dist.wait(10)
+
+
+ARM_PAYLOAD = r"""
+#include <stdio.h>
+int main(void)
+{
+#if defined(WITH_SVE)
+    __asm__ volatile("ptrue p0.b" ::: "p0"); /* an SVE instruction: SIGILL without SVE */
+#endif
+    puts("payload ran");
+    return 0;
+}
+"""
+QEMU_ARM = shutil.which("qemu-aarch64")
+ARM_GCC = shutil.which("aarch64-linux-gnu-gcc")
+
+
+@unittest.skipUnless(QEMU_ARM and ARM_GCC and shutil.which("skopeo"), "qemu-aarch64 or aarch64-linux-gnu-gcc missing")
+class IsaArm64(BerthTestCase):
+    """SVE is a feature, not a level: an armv8.2-a+sve build next to a generic one; neoverse-n1 (no SVE) gets the
+    generic build and dies on the SVE one, a64fx gets the SVE build."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.b = Berthd().start()
+        cls.tmp = tempfile.mkdtemp(prefix="isa-arm-")
+        src = os.path.join(cls.tmp, "p.c")
+        with open(src, "w") as f:
+            f.write(ARM_PAYLOAD)
+        builds = {}
+        for name, march, define in (("generic", "-march=armv8-a", []), ("sve", "-march=armv8.2-a+sve", ["-DWITH_SVE"])):
+            out = os.path.join(cls.tmp, name)
+            subprocess.run([ARM_GCC, "-O2", "-static", march, *define, "-o", out, src], check=True)
+            builds[name] = open(out, "rb").read()
+        cls.builds = builds
+        layout = os.path.join(cls.tmp, "layout")
+        cls.index_digest = write_oci_layout(layout, [{"payload": builds["generic"]}, {"payload": builds["sve"]}],
+                                            [("linux", "arm64"), ("linux", "arm64", "v8.2")], tag="1.0")
+        # state the SVE requirement on the index entry (what buildx --annotation or berth's assemble writes), then
+        # rewrite the layout around the new index and push it all with skopeo
+        ipath = os.path.join(layout, "blobs", "sha256", cls.index_digest.split(":")[1])
+        idx = json.load(open(ipath))
+        idx["manifests"][1]["annotations"] = {"io.berth.isa.features": "sve", "io.berth.isa.target": "a64fx"}
+        raw = json.dumps(idx).encode()
+        cls.index_digest = "sha256:" + hashlib.sha256(raw).hexdigest()
+        with open(os.path.join(layout, "blobs", "sha256", cls.index_digest.split(":")[1]), "wb") as f:
+            f.write(raw)
+        top = json.load(open(os.path.join(layout, "index.json")))
+        top["manifests"][0].update(digest=cls.index_digest, size=len(raw))
+        with open(os.path.join(layout, "index.json"), "w") as f:
+            json.dump(top, f)
+        cls.digests = [m["digest"] for m in idx["manifests"]]
+        r = subprocess.run(["skopeo", "copy", "--all", "--preserve-digests", "--dest-tls-verify=false", "--dest-creds",
+                            "admin:" + ADMIN_PASSWORD, "oci:%s:1.0" % layout, "docker://%s/arm/app:1.0" % cls.b.host],
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+        super().tearDownClass()
+
+    def test_sve_by_feature(self):
+        for cpu, features, want in (("neoverse-n1", ["asimd", "atomics", "asimddp"], 0), ("a64fx", ["asimd", "atomics", "sve"], 1)):
+            st, _, raw = self.b.request("POST", "/api/v2.0/isa/resolve", json.dumps({
+                "image": "arm/app:1.0", "node": {"architecture": "arm64", "level": "armv8.2-a", "flags": features}}).encode(),
+                {"Content-Type": "application/json"})
+            r = json.loads(raw)
+            self.assertEqual((st, r["selected"]["digest"]), (200, self.digests[want]), cpu)
+            build = self.builds["sve" if want else "generic"]
+            path = os.path.join(self.tmp, "run-" + cpu)
+            with open(path, "wb") as f:
+                f.write(build)
+            os.chmod(path, 0o755)
+            self.assertEqual(subprocess.run([QEMU_ARM, "-cpu", cpu, path], capture_output=True).returncode, 0, cpu)
+        # negative control: the SVE build on a CPU without SVE
+        path = os.path.join(self.tmp, "sve-on-n1")
+        with open(path, "wb") as f:
+            f.write(self.builds["sve"])
+        os.chmod(path, 0o755)
+        self.assertEqual(subprocess.run([QEMU_ARM, "-cpu", "neoverse-n1", path], capture_output=True).returncode, -4)
+        st, _, raw = self.b.request("POST", "/api/v2.0/isa/resolve", json.dumps({
+            "image": "arm/app:1.0", "node": {"architecture": "arm64", "flags": ["asimd"]}}).encode(), {"Content-Type": "application/json"})
+        cand = {c["digest"]: c for c in json.loads(raw)["candidates"]}
+        self.assertEqual(cand[self.digests[1]]["missing"], ["sve"])
+
+
+@unittest.skipUnless(shutil.which("containerd") and shutil.which("ctr") and os.geteuid() == 0, "containerd/ctr (as root) missing")
+class IsaContainerd(BerthTestCase):
+    """An unmodified containerd pulls the right build through the ISA view (hosts.toml override_path), and the
+    baseline when the view is not served."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.b = Berthd().start()
+        cls.tmp = tempfile.mkdtemp(prefix="isa-ctr-")
+        images = [{"payload": ("build %d" % i).encode()} for i in range(3)]
+        layout = os.path.join(cls.tmp, "layout")
+        cls.index_digest = write_oci_layout(layout, images, [("linux", "amd64"), ("linux", "amd64", "v3"), ("linux", "amd64", "v4")],
+                                            tag="1.0")
+        r = subprocess.run(["skopeo", "copy", "--all", "--preserve-digests", "--dest-tls-verify=false", "--dest-creds",
+                            "admin:" + ADMIN_PASSWORD, "oci:%s:1.0" % layout, "docker://%s/ctr/app:1.0" % cls.b.host],
+                           capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stderr
+        idx = json.load(open(os.path.join(layout, "blobs", "sha256", cls.index_digest.split(":")[1])))
+        cls.digests = [m["digest"] for m in idx["manifests"]]
+        d = cls.tmp
+        with open(d + "/containerd.toml", "w") as f:
+            f.write('version = 2\nroot = "%s/root"\nstate = "%s/state"\ndisabled_plugins = ["io.containerd.grpc.v1.cri"]\n'
+                    '[grpc]\n  address = "%s/containerd.sock"\n[ttrpc]\n  address = "%s/containerd-ttrpc.sock"\n'
+                    '[debug]\n  address = "%s/debug.sock"\n' % (d, d, d, d, d))
+        cls.sock = d + "/containerd.sock"
+        cls.ctrd = subprocess.Popen(["containerd", "--config", d + "/containerd.toml"], stdout=subprocess.DEVNULL,
+                                    stderr=open(d + "/containerd.log", "w"))
+        for _ in range(100):
+            if subprocess.run(["ctr", "--address", cls.sock, "version"], capture_output=True).returncode == 0:
+                break
+            time.sleep(0.1)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.ctrd.terminate()
+        cls.ctrd.wait(20)
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+        super().tearDownClass()
+
+    def pull_with_view(self, level, ns, b=None):
+        b = b or self.b
+        hosts = os.path.join(self.tmp, "hosts-" + ns)
+        r = subprocess.run([BERTH_ISA, "containerd-hosts", "--registry", b.host, "--level", level, "--dir", hosts, "--plain-http"],
+                           capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        r = subprocess.run(["ctr", "--address", self.sock, "--namespace", ns, "images", "pull", "--plain-http", "--hosts-dir", hosts,
+                            "--user", "admin:" + ADMIN_PASSWORD, "--snapshotter", "native", "%s/ctr/app:1.0" % b.host],
+                           capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        content = subprocess.run(["ctr", "--address", self.sock, "--namespace", ns, "content", "ls", "-q"], capture_output=True,
+                                 text=True).stdout.split()
+        return content
+
+    def test_view_picks_the_level_and_falls_back(self):
+        got = self.pull_with_view("x86-64-v3", "v3")
+        self.assertIn(self.digests[1], got)
+        self.assertNotIn(self.digests[0], got)
+        self.assertNotIn(self.digests[2], got)
+        got = self.pull_with_view("x86-64-v2", "v2")  # a v2 node: the view holds the baseline
+        self.assertIn(self.digests[0], got)
+        self.assertNotIn(self.digests[1], got)
+        # the view switched off (isa.view: false, a second berthd on the same database and storage): Berth answers
+        # 404 there and containerd falls back to the plain path, whose default match is the baseline
+        off = Berthd(dbname=self.b.dbname, storage=self.b.storage, env={"BERTH_ISA_VIEW": "false"}).start()
+        try:
+            self.assertEqual(off.request("GET", "/v2/_isa/x86-64-v3/ctr/app/manifests/1.0")[0], 404)
+            got = self.pull_with_view("x86-64-v3", "off", b=off)
+            self.assertIn(self.digests[0], got)
+            self.assertNotIn(self.digests[1], got)
+        finally:
+            off.cleanup()
 
 
 class IsaCli(unittest.TestCase):
