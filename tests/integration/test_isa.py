@@ -278,6 +278,36 @@ class IsaEndToEnd(BerthTestCase):
         keys = [e["key"] for t in aff["required"]["nodeSelectorTerms"] for e in t["matchExpressions"]]
         self.assertIn("feature.node.kubernetes.io/cpu-cpuid.X86_64_V3", keys)
 
+    def test_pyxis_importer_contract(self):
+        """deploy/slurm/pyxis-importer: `get` prints a path holding the build this node runs, imports once,
+        `release` is idempotent. skopeo stands in for `enroot import` (neither pyxis nor enroot is in Debian)."""
+        importer = os.path.join(os.path.dirname(__file__), "..", "..", "deploy", "slurm", "pyxis-importer")
+        pw = os.path.join(self.tmp, "pw-imp")
+        with open(pw, "w") as f:
+            f.write(ADMIN_PASSWORD)
+        count = os.path.join(self.tmp, "imports")
+        fake = os.path.join(self.tmp, "fake-enroot")
+        with open(fake, "w") as f:
+            f.write('#!/bin/sh\n# fake-enroot OUT docker://HOST#REPO@DIGEST\necho x >> %s\nref=${2#docker://}\n'
+                    'exec skopeo copy -q --src-tls-verify=false --src-creds admin:%s "docker://${ref%%%%#*}/${ref#*#}" "oci:$1"\n'
+                    % (count, ADMIN_PASSWORD))
+        os.chmod(fake, 0o755)
+        env = dict(os.environ, BERTH_ISA=BERTH_ISA, BERTH_IMPORT_CMD=fake, BERTH_IMPORT_CACHE=os.path.join(self.tmp, "cache"),
+                   BERTH_ISA_ARGS="--registry http://%s --user admin --password-file %s --level x86-64-v3" % (self.b.host, pw))
+        uri = "docker://%s#hpc/app:1.0" % self.b.host
+        outs = []
+        for _ in range(2):
+            r = subprocess.run([importer, "get", uri], env=env, capture_output=True, text=True, timeout=120)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            outs.append(r.stdout.strip())
+        self.assertEqual(outs[0], outs[1])
+        self.assertTrue(outs[0].endswith(self.digest["x86-64-v3"].split(":")[1] + ".sqsh"))
+        idx = json.load(open(os.path.join(outs[0], "index.json")))
+        self.assertEqual(idx["manifests"][0]["digest"], self.digest["x86-64-v3"])
+        self.assertEqual(len(open(count).read().split()), 1)  # imported once
+        for _ in range(2):
+            self.assertEqual(subprocess.run([importer, "release"], env=env).returncode, 0)
+
     @unittest.skipUnless(shutil.which("docker-registry"), "docker-registry missing")
     def test_cli_resolves_against_a_stock_registry(self):
         port = free_port()
