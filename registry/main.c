@@ -23,6 +23,7 @@
 #include "registry/http/worker.h"
 #include "registry/storage/store.h"
 #include "registry/service/cache.h"
+#include "registry/service/isa_scan.h"
 #include "registry/service/janitor.h"
 #include "sql/listen.h"
 #include "sql/migrate.h"
@@ -172,6 +173,7 @@ int main(int argc, char **argv)
     berth_registry_t reg = {.db = db, .auth = &auth, .store = store, .blob_redirect_prefix = BLOB_PREFIX,
                             .isa_view_disabled = !cfg.isa_view};
     berth_workers_t *workers = berth_workers_start(cfg.workers);
+    berth_isa_scan_start(&reg);
     berth_janitor_t *janitor = berth_janitor_start(&reg, cfg.upload_purge_interval, cfg.upload_max_age);
     berth_server_t *server = NULL;
     berth_upload_server_t *uploads = NULL;
@@ -227,6 +229,7 @@ int main(int argc, char **argv)
     berth_server_stop(server);
     berth_janitor_stop(janitor);
     berth_workers_stop(workers);
+    berth_isa_scan_stop();
     berth_audit_stop();
     berth_db_listen_stop(listener);
     berth_db_close(db);

@@ -42,6 +42,7 @@ enum {
     S_ISA_VARIANTS,
     S_ISA_VIEW_PUT,
     S_ISA_VIEW_GET,
+    S_ISA_SCAN_PUT,
 };
 
 /* All SQL of this file, parameters always out of line. */
@@ -134,6 +135,11 @@ static const berth_db__stmt_t stmts[] = {
      "INSERT INTO isa_views (repository_id, digest, source_manifest_id, content) SELECT r.id, $2, m.id, $4 FROM repositories r "
      "JOIN manifests m ON m.repository_id = r.id WHERE r.name = $1 AND m.digest = $3 ON CONFLICT DO NOTHING",
      4},
+    [S_ISA_SCAN_PUT] = {S_ISA_SCAN_PUT,
+     "INSERT INTO isa_scans (digest, declared_level, status, max_level, report, scanned_at) VALUES ($1, $2, $3, $4, $5::jsonb, now()) "
+     "ON CONFLICT (digest) DO UPDATE SET declared_level = EXCLUDED.declared_level, status = EXCLUDED.status, max_level = "
+     "EXCLUDED.max_level, report = EXCLUDED.report, scanned_at = now()",
+     5},
     [S_ISA_VIEW_GET] = {S_ISA_VIEW_GET,
      "SELECT v.content FROM repositories r JOIN isa_views v ON v.repository_id = r.id WHERE r.name = $1 AND v.digest = $2", 2},
 };
@@ -633,4 +639,11 @@ int berth_db_isa_view_get(berth_dbconn_t *c, const char *repo, const char *diges
     }
     PQclear(res);
     return rc;
+}
+
+int berth_db_isa_scan_put(berth_dbconn_t *c, const char *digest, const char *declared, const char *status, const char *max_level,
+                          const char *report, berth_err_t *err)
+{
+    const char *p[] = {digest, declared, status, max_level, report};
+    return run_count(c, S_ISA_SCAN_PUT, p, err) < 0 ? (err != NULL ? err->code : BERTH_ERROR) : 0;
 }

@@ -12,6 +12,7 @@
 #include "registry/core/query.h"
 #include "registry/service/cache.h"
 #include "registry/service/isa.h"
+#include "registry/service/isa_scan.h"
 #include "sql/registry.h"
 
 #define LIST_MAX 10000 /* page size cap for tags/list and _catalog; a Link header leads on */
@@ -241,6 +242,8 @@ static int do_manifest_put(berth_registry_t *reg, berth_dbconn_t *c, const berth
         goto Exit;
     rc = berth_db_manifest_put(c, rq->route.name, rq->route.ref_is_digest ? NULL : rq->route.ref, &d, &info, rq->body,
                                rq->body_len, isa_rows, err);
+    if (rc == 0 && isa_rows != NULL)
+        berth_isa_scan_enqueue(rq->route.name, isa_rows); /* verdicts arrive later as referrers; the PUT never waits */
     free(isa_rows);
     if (rc != 0)
         goto Exit;

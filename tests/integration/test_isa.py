@@ -20,6 +20,9 @@ from harness import ADMIN_AUTH, ADMIN_PASSWORD, BERTHD, OCI_INDEX, OCI_MANIFEST,
     write_oci_layout
 
 QEMU = shutil.which("qemu-x86_64")
+# ASan binaries cannot run under qemu-user (shadow memory); the release build runs those checks
+SANITIZED = os.environ.get("BERTH_SANITIZED") == "1"
+NOT_UNDER_QEMU = "berth-isa is built with ASan here: it cannot run under qemu-user (the release build runs this)"
 BERTH_ISA = os.path.join(os.path.dirname(BERTHD), "berth-isa")
 LEVELS = [("x86-64", None, "-march=x86-64"), ("x86-64-v3", "v3", "-march=x86-64-v3"), ("x86-64-v4", "v4", "-march=x86-64-v4")]
 # a simulated node per level: (qemu cpu model or None for native, its level)
@@ -136,6 +139,7 @@ class IsaEndToEnd(BerthTestCase):
                 path = self.pulled_payload(self.digest[order[higher]], level + "-higher")
                 self.assertEqual(run_payload(path, cpu), -4, "%s payload must SIGILL on %s" % (order[higher], cpu or "native"))
 
+    @unittest.skipIf(SANITIZED, NOT_UNDER_QEMU)
     def test_node_from_flags_and_cli_under_qemu(self):
         # berth-isa detects the simulated CPU (CPUID under qemu) and asks Berth; the answer is the v3 build on Haswell
         pw = os.path.join(self.tmp, "pw")
@@ -309,6 +313,7 @@ class IsaEndToEnd(BerthTestCase):
             self.assertEqual(subprocess.run([importer, "release"], env=env).returncode, 0)
 
     @unittest.skipUnless(shutil.which("docker-registry"), "docker-registry missing")
+    @unittest.skipIf(SANITIZED, NOT_UNDER_QEMU)
     def test_cli_resolves_against_a_stock_registry(self):
         port = free_port()
         d = os.path.join(self.tmp, "dist")
@@ -494,8 +499,148 @@ class IsaContainerd(BerthTestCase):
             off.cleanup()
 
 
+SCAN_TYPE = "application/vnd.berth.isa.scan.v1+json"
+
+
+@unittest.skipUnless(shutil.which("gcc"), "gcc missing")
+class IsaScanner(BerthTestCase):
+    """The scanner's verdicts from the design brief's table, as stored, exposed in the variant table and pushed
+    as a referrer artifact of each variant."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.b = Berthd().start()
+        cls.tmp = tempfile.mkdtemp(prefix="isa-scan-")
+        src = os.path.join(cls.tmp, "payload.c")
+        with open(src, "w") as f:
+            f.write(PAYLOAD)
+        lib = os.path.join(cls.tmp, "lib.c")
+        with open(lib, "w") as f:
+            f.write("int berth_add(int a, int b) { return a + b; }\n")
+
+        def cc(name, *args):
+            out = os.path.join(cls.tmp, name)
+            subprocess.run(["gcc", "-O2", *args, "-o", out], check=True)
+            return open(out, "rb").read()
+        # dynamic executables, as the brief's table: a static one carries glibc's dispatched variants (a warning)
+        cls.bins = {
+            "v3": cc("v3", "-march=x86-64-v3", "-DLEVEL_V3", src),
+            "v4": cc("v4", "-march=x86-64-v4", "-DLEVEL_V4", src),
+            "static-v3": cc("static-v3", "-static", "-march=x86-64-v3", "-DLEVEL_V3", src),
+            "generic": cc("generic", "-march=x86-64", src),
+            "noted": cc("noted.so", "-shared", "-fPIC", "-Wl,-z,x86-64-v4", lib),
+        }
+        with open("/lib/x86_64-linux-gnu/libc.so.6", "rb") as f:
+            cls.bins["libc"] = f.read()
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+        super().tearDownClass()
+
+    def push_variant(self, tag, layers, arch="amd64", variant=None, features=None):
+        """An index with one variant whose image has the given layers ([{path: bytes}]); returns its digest."""
+        from harness import make_layer, OCI_CONFIG, OCI_LAYER
+        repo = "scan/app"
+        descs, diff = [], []
+        for files in layers:
+            data = make_layer(files)
+            descs.append({"mediaType": OCI_LAYER, "digest": self.b.push_blob(repo, data), "size": len(data)})
+            diff.append("sha256:" + hashlib.sha256(gzip.decompress(data)).hexdigest())
+        cfg = {"architecture": arch, "os": "linux", "rootfs": {"type": "layers", "diff_ids": diff}}
+        if variant:
+            cfg["variant"] = variant
+        raw = json.dumps(cfg).encode()
+        man = {"schemaVersion": 2, "mediaType": OCI_MANIFEST, "config": {"mediaType": OCI_CONFIG, "digest": self.b.push_blob(repo, raw),
+                                                                          "size": len(raw)}, "layers": descs}
+        st, h, body, mraw = self.b.push_manifest(repo, tag + "-single", man)
+        self.assertEqual(st, 201, body)
+        d = h["docker-content-digest"]
+        plat = {"architecture": arch, "os": "linux"}
+        if variant:
+            plat["variant"] = variant
+        entry = {"mediaType": OCI_MANIFEST, "digest": d, "size": len(mraw), "platform": plat}
+        if features:
+            entry["annotations"] = {"io.berth.isa.features": features}
+        st, h, body, _ = self.b.push_manifest(repo, tag, {"schemaVersion": 2, "mediaType": OCI_INDEX, "manifests": [entry]}, OCI_INDEX)
+        self.assertEqual(st, 201, body)
+        return d
+
+    def verdict(self, tag, digest, timeout=90):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            st, _, raw = self.b.request("GET", "/api/v2.0/projects/scan/repositories/app/artifacts/%s/isa" % tag)
+            v = [x for x in json.loads(raw)["variants"] if x["digest"] == digest]
+            if v and v[0]["scan_status"]:
+                break
+            time.sleep(0.2)
+        self.assertTrue(v and v[0]["scan_status"], "no verdict for %s" % tag)
+        # the report travels as a referrer of the variant
+        st, _, raw = self.b.request("GET", "/v2/scan/app/referrers/%s?artifactType=%s" % (digest, SCAN_TYPE.replace("+", "%2B")))
+        refs = json.loads(raw)["manifests"]
+        self.assertEqual(len(refs), 1, raw)
+        man = json.loads(self.b.request("GET", "/v2/scan/app/manifests/" + refs[0]["digest"],
+                                        headers={"Accept": OCI_MANIFEST})[2])
+        report = json.loads(self.b.request("GET", "/v2/scan/app/blobs/" + man["layers"][0]["digest"])[2])
+        self.assertEqual(report["status"], v[0]["scan_status"])
+        self.assertEqual(man["annotations"]["io.berth.isa.scan.status"], report["status"])
+        return report
+
+    def test_verdicts(self):
+        cases = [
+            ("v3-as-v3", [{"app/bin": self.bins["v3"]}], "v3", None, "pass"),
+            ("v4-as-v3", [{"app/bin": self.bins["v4"]}], "v3", None, "fail"),
+            ("generic-as-v4", [{"app/bin": self.bins["generic"]}], "v4", None, "warn"),
+            ("libc-as-v1", [{"lib/libc.so.6": self.bins["libc"]}], None, None, "warn"),
+            ("static-v3", [{"app/bin": self.bins["static-v3"]}], "v3", None, "warn"),
+            ("note-in-v3", [{"lib/libnoted.so": self.bins["noted"]}], "v3", None, "fail"),
+            # a v4 binary a later layer deletes (whiteout) is not in the image
+            ("whiteout", [{"app/bin": self.bins["v4"], "app/ok": self.bins["v3"]}, {"app/.wh.bin": b""}], "v3", None, "pass"),
+        ]
+        for tag, layers, variant, feats, want in cases:
+            d = self.push_variant(tag, layers, variant=variant, features=feats)
+            report = self.verdict(tag, d)
+            self.assertEqual(report["status"], want, (tag, report))
+            if tag == "v4-as-v3":
+                funcs = [e["function"] for f in report["files"] for e in f["evidence"]]
+                self.assertIn("main", funcs)
+                self.assertEqual(report["max_level"], "x86-64-v4")
+            if tag == "generic-as-v4":
+                self.assertTrue(report["under_built"])
+            if tag == "libc-as-v1":
+                self.assertTrue(report["files"][0]["dispatched"])
+            if tag == "note-in-v3":
+                self.assertIn("note", report["files"][0]["reason"])
+        # policy: resolution can skip variants that failed their scan
+        st, _, raw = self.b.request("POST", "/api/v2.0/isa/resolve", json.dumps({
+            "image": "scan/app:v4-as-v3", "node": {"architecture": "amd64", "level": "x86-64-v4"},
+            "policy": {"allow_unverified": False}}).encode(), {"Content-Type": "application/json"})
+        self.assertEqual(st, 409)
+        self.assertIn("scan fail", raw.decode())
+
+    @unittest.skipUnless(ARM_GCC, "aarch64-linux-gnu-gcc missing")
+    def test_arm64_sve_verdicts(self):
+        src = os.path.join(self.tmp, "arm.c")
+        with open(src, "w") as f:
+            f.write(ARM_PAYLOAD)
+        sve = os.path.join(self.tmp, "arm-sve")
+        subprocess.run([ARM_GCC, "-O2", "-static", "-march=armv8.2-a+sve", "-DWITH_SVE", "-o", sve, src], check=True)
+        plain = os.path.join(self.tmp, "arm-plain")
+        subprocess.run([ARM_GCC, "-O2", "-static", "-march=armv8-a", "-o", plain, src], check=True)
+        d = self.push_variant("sve-undeclared", [{"bin": open(sve, "rb").read()}], arch="arm64", variant="v8.2")
+        self.assertEqual(self.verdict("sve-undeclared", d)["status"], "fail")
+        # (another image: verdicts are kept per variant manifest, and a manifest has one declaration in practice)
+        d = self.push_variant("sve-declared", [{"bin": open(sve, "rb").read(), "README": b"sve"}], arch="arm64", variant="v8.2",
+                              features="sve")
+        self.assertEqual(self.verdict("sve-declared", d)["status"], "pass")
+        # static glibc carries __memcpy_sve behind an IFUNC: dispatched, a warning
+        d = self.push_variant("static-plain", [{"bin": open(plain, "rb").read()}], arch="arm64")
+        self.assertEqual(self.verdict("static-plain", d)["status"], "warn")
+
+
 class IsaCli(unittest.TestCase):
     @unittest.skipUnless(QEMU, "qemu-user missing")
+    @unittest.skipIf(SANITIZED, NOT_UNDER_QEMU)
     def test_detect_under_simulated_cpus(self):
         for cpu, level in (("qemu64", "x86-64"), ("Nehalem", "x86-64-v2"), ("Haswell", "x86-64-v3")):
             r = subprocess.run([QEMU, "-cpu", cpu, BERTH_ISA, "detect", "--json"], capture_output=True, text=True, timeout=30)

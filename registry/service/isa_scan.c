@@ -1,0 +1,452 @@
+#include "registry/service/isa_scan.h"
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <jansson.h>
+#include <openssl/rand.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "registry/core/digest.h"
+#include "registry/core/log.h"
+#include "registry/core/manifest.h"
+#include "registry/isa/scan.h"
+#include "registry/service/cache.h"
+#include "sql/registry.h"
+
+#define MAX_FILES 20000           /* entries tracked per image */
+#define MAX_FILE_BYTES (256 << 20) /* larger files are not read */
+#define MAX_SCAN_BYTES (2048L << 20)
+#define MAX_INSN_PER_FILE 20000000UL
+#define SCANNER_VERSION "berth-isa-scan 1"
+
+/* ---- the final file set of an image (whiteouts applied) --------------------------------------------------- */
+
+typedef struct {
+    char *path;
+    int layer; /* the layer that provides the final version; -1 when deleted */
+} entry_t;
+
+typedef struct {
+    entry_t *e;
+    size_t n, cap;
+} fileset_t;
+
+static char *clean_path(const char *p)
+{
+    while (p[0] == '.' && p[1] == '/')
+        p += 2;
+    while (*p == '/')
+        p++;
+    return strdup(p);
+}
+
+static entry_t *find(fileset_t *fs, const char *path)
+{
+    for (size_t i = fs->n; i-- > 0;) /* recent entries first: layers mostly touch what they just added */
+        if (strcmp(fs->e[i].path, path) == 0)
+            return &fs->e[i];
+    return NULL;
+}
+
+static void set_entry(fileset_t *fs, const char *path, int layer)
+{
+    entry_t *e = find(fs, path);
+    if (e != NULL) {
+        e->layer = layer;
+        return;
+    }
+    if (fs->n == MAX_FILES)
+        return;
+    if (fs->n == fs->cap) {
+        fs->cap = fs->cap ? fs->cap * 2 : 256;
+        fs->e = realloc(fs->e, fs->cap * sizeof(entry_t));
+    }
+    fs->e[fs->n].path = strdup(path);
+    fs->e[fs->n].layer = layer;
+    fs->n++;
+}
+
+static struct archive *open_layer(berth_registry_t *reg, const char *digest)
+{
+    berth_digest_t d;
+    char path[4096];
+    if (berth_digest_parse(&d, digest, strlen(digest), NULL) != 0)
+        return NULL;
+    berth_store_blob_path(reg->store, &d, path, sizeof(path));
+    struct archive *a = archive_read_new();
+    archive_read_support_filter_all(a); /* gzip, zstd, none */
+    archive_read_support_format_tar(a);
+    if (archive_read_open_filename(a, path, 1 << 16) != ARCHIVE_OK) {
+        archive_read_free(a);
+        return NULL;
+    }
+    return a;
+}
+
+/* Call cb for every entry of every layer, in order; cb returns nonzero to stop */
+typedef int (*entry_fn)(struct archive *a, struct archive_entry *ae, int layer, void *ctx);
+static void each_entry(berth_registry_t *reg, json_t *layers, entry_fn cb, void *ctx)
+{
+    size_t i;
+    json_t *l;
+    json_array_foreach(layers, i, l)
+    {
+        struct archive *a = open_layer(reg, json_string_value(json_object_get(l, "digest")));
+        if (a == NULL)
+            continue;
+        struct archive_entry *ae;
+        int stop = 0;
+        while (!stop && archive_read_next_header(a, &ae) == ARCHIVE_OK)
+            stop = cb(a, ae, (int)i, ctx);
+        archive_read_free(a);
+        if (stop)
+            return;
+    }
+}
+
+/* Pass 1: which layer provides each path at the end (OCI whiteouts: ".wh.<name>" deletes, ".wh..wh..opq" empties) */
+static int note_entry(struct archive *a, struct archive_entry *ae, int layer, void *ctx)
+{
+    fileset_t *fs = ctx;
+    char *p = clean_path(archive_entry_pathname(ae));
+    char *base = strrchr(p, '/');
+    base = base != NULL ? base + 1 : p;
+    if (strcmp(base, ".wh..wh..opq") == 0) {
+        size_t dl = (size_t)(base - p);
+        for (size_t k = 0; k < fs->n; k++)
+            if (strncmp(fs->e[k].path, p, dl) == 0 && fs->e[k].layer < layer)
+                fs->e[k].layer = -1;
+    } else if (strncmp(base, ".wh.", 4) == 0) {
+        char target[4096];
+        snprintf(target, sizeof(target), "%.*s%s", (int)(base - p), p, base + 4);
+        size_t tl = strlen(target);
+        for (size_t k = 0; k < fs->n; k++)
+            if (strcmp(fs->e[k].path, target) == 0 || (strncmp(fs->e[k].path, target, tl) == 0 && fs->e[k].path[tl] == '/'))
+                fs->e[k].layer = -1;
+    } else if (archive_entry_filetype(ae) == AE_IFREG) {
+        set_entry(fs, p, layer);
+    }
+    free(p);
+    return 0;
+}
+
+/* ---- verdict ------------------------------------------------------------------------------------------------ */
+
+typedef struct {
+    berth_isa_level_t declared;
+    berth_isa_features_t allowed; /* implied by the declared level plus the declared features */
+    int fails, warns, above_baseline, files;
+    long bytes;
+    json_t *files_json;
+    berth_isa_level_t max_level;
+} verdict_t;
+
+/* glibc-hwcaps subdirectories hold code the loader only picks on CPUs that run it */
+static int hwcaps_allowance(const char *path)
+{
+    const char *h = strstr(path, "glibc-hwcaps/x86-64-v");
+    return h != NULL && h[21] >= '2' && h[21] <= '4' ? h[21] - '0' : 0;
+}
+
+static void judge(verdict_t *v, const char *path, const berth_elf_report_t *r)
+{
+    if (r->arch != v->declared.arch)
+        return;
+    v->files++;
+    int allowed_level = v->declared.major;
+    int hw = hwcaps_allowance(path);
+    if (hw > allowed_level && v->declared.arch == BERTH_ISA_AMD64)
+        allowed_level = hw;
+    berth_isa_features_t extra;
+    berth_isa_features_clear(&extra);
+    berth_isa_features_subset(&r->features, &v->allowed, &extra);
+    const char *status = "pass", *why = "";
+    char whybuf[800] = "";
+    int above = v->declared.arch == BERTH_ISA_AMD64 ? r->max_level.major > allowed_level : 0;
+    if (v->declared.arch == BERTH_ISA_AMD64 && r->needed_level > allowed_level) {
+        status = r->is_static ? "warn" : "fail";
+        snprintf(whybuf, sizeof(whybuf), "its GNU property note needs x86-64-v%d%s", r->needed_level,
+                 r->is_static ? " (static: not enforced by a loader)" : ": the loader will refuse it");
+    } else if (above || extra.n > 0) {
+        const char *fn = r->nevidence > 0 ? r->evidence[r->nevidence - 1].function : "";
+        const char *mn = r->nevidence > 0 ? r->evidence[r->nevidence - 1].mnemonic : "";
+        char feats[512];
+        berth_isa_features_join(&extra, feats, sizeof(feats));
+        status = "fail";
+        if (above)
+            snprintf(whybuf, sizeof(whybuf), "uses x86-64-v%d instructions (%s in %s)", r->max_level.major, mn, fn[0] ? fn : "?");
+        else
+            snprintf(whybuf, sizeof(whybuf), "uses %s (%s in %s)", feats, mn, fn[0] ? fn : "?");
+    } else if (r->dispatched && (r->soft_level > allowed_level || !berth_isa_features_subset(&r->soft_features, &v->allowed, NULL))) {
+        status = "warn";
+        snprintf(whybuf, sizeof(whybuf), "runtime-dispatched code above the declared level");
+    }
+    why = whybuf;
+    if (strcmp(status, "fail") == 0)
+        v->fails++;
+    else if (strcmp(status, "warn") == 0)
+        v->warns++;
+    if ((v->declared.arch == BERTH_ISA_AMD64 && r->max_level.major > 1) || (v->declared.arch != BERTH_ISA_AMD64 && r->features.n > 0))
+        v->above_baseline = 1;
+    if (r->max_level.major > v->max_level.major)
+        v->max_level.major = r->max_level.major;
+    if (strcmp(status, "pass") == 0 && r->nevidence == 0)
+        return; /* only files with findings are listed */
+    char lvl[24];
+    berth_isa_level_name(&r->max_level, lvl, sizeof(lvl));
+    json_t *ev = json_array();
+    for (int k = 0; k < r->nevidence; k++)
+        json_array_append_new(ev, json_pack("{s:s,s:s,s:s,s:I}", "function", r->evidence[k].function, "mnemonic", r->evidence[k].mnemonic,
+                                            "isa_set", r->evidence[k].isa_set, "offset", (json_int_t)r->evidence[k].offset));
+    json_t *f = json_array();
+    for (int k = 0; k < r->features.n; k++)
+        json_array_append_new(f, json_string(r->features.names[k]));
+    if (json_array_size(v->files_json) < 200)
+        json_array_append_new(v->files_json, json_pack("{s:s,s:s,s:s,s:o,s:b,s:b,s:s,s:o}", "path", path, "status", status, "max_level", lvl,
+                                                       "features", f, "dispatched", r->dispatched, "static", r->is_static, "reason", why,
+                                                       "evidence", ev));
+    else {
+        json_decref(ev);
+        json_decref(f);
+    }
+}
+
+/* Pass 2: read the final version of each regular file and judge its ELF contents */
+typedef struct {
+    fileset_t *fs;
+    verdict_t *v;
+} pass2_t;
+
+static int judge_entry(struct archive *a, struct archive_entry *ae, int layer, void *ctx)
+{
+    pass2_t *x = ctx;
+    if (x->v->bytes >= MAX_SCAN_BYTES)
+        return 1;
+    la_int64_t size = archive_entry_size(ae);
+    if (archive_entry_filetype(ae) != AE_IFREG || size < 64 || size > MAX_FILE_BYTES)
+        return 0;
+    char *p = clean_path(archive_entry_pathname(ae));
+    entry_t *e = find(x->fs, p);
+    if (e != NULL && e->layer == layer) {
+        unsigned char *buf = malloc((size_t)size);
+        la_ssize_t got = archive_read_data(a, buf, (size_t)size);
+        if (got == size && memcmp(buf, "\x7f" "ELF", 4) == 0) {
+            berth_elf_report_t r;
+            x->v->bytes += size;
+            if (berth_elf_scan(buf, (size_t)size, MAX_INSN_PER_FILE, &r) == 0)
+                judge(x->v, p, &r);
+        }
+        free(buf);
+    }
+    free(p);
+    return 0;
+}
+
+/* ---- results ------------------------------------------------------------------------------------------------ */
+
+/* Store bytes as a blob of `repo` (written like an upload: temp file, fsync, rename) */
+static int put_blob(berth_registry_t *reg, berth_dbconn_t *c, const char *repo, const char *data, size_t len, berth_digest_t *d)
+{
+    unsigned char rnd[12];
+    char id[40];
+    RAND_bytes(rnd, sizeof(rnd));
+    snprintf(id, sizeof(id), "isascan-");
+    for (int i = 0; i < 12; i++)
+        snprintf(id + 8 + 2 * i, 3, "%02x", rnd[i]);
+    berth_digest_of(d, BERTH_DIGEST_SHA256, data, len);
+    int fd;
+    int64_t sz;
+    berth_err_t err;
+    if (berth_store_upload_open(reg->store, id, 1, &fd, &sz, &err) != 0)
+        return -1;
+    int rc = berth_store_write_all(fd, data, len) == 0 && berth_store_upload_commit(reg->store, id, fd, d, &err) == 0 ? 0 : -1;
+    close(fd);
+    if (rc != 0) {
+        berth_store_upload_remove(reg->store, id);
+        return -1;
+    }
+    return berth_db_blob_commit(c, repo, d->str, (int64_t)len, NULL, &err);
+}
+
+/* The verdict as a referrer of the variant: an OCI artifact whose one layer is the JSON report */
+static int push_referrer(berth_registry_t *reg, berth_dbconn_t *c, const char *repo, const char *subject, size_t subject_size,
+                         const char *subject_mt, const char *report, const char *status)
+{
+    berth_digest_t rd, ed;
+    if (put_blob(reg, c, repo, report, strlen(report), &rd) != 0 || put_blob(reg, c, repo, "{}", 2, &ed) != 0)
+        return -1;
+    json_t *m = json_pack("{s:i,s:s,s:s,s:{s:s,s:s,s:i},s:[{s:s,s:s,s:I}],s:{s:s,s:s,s:I},s:{s:s,s:s}}", "schemaVersion", 2, "mediaType",
+                          BERTH_MT_OCI_MANIFEST, "artifactType", BERTH_ISA_SCAN_ARTIFACT_TYPE, "config", "mediaType",
+                          "application/vnd.oci.empty.v1+json", "digest", ed.str, "size", 2, "layers", "mediaType",
+                          BERTH_ISA_SCAN_ARTIFACT_TYPE, "digest", rd.str, "size", (json_int_t)strlen(report), "subject", "mediaType",
+                          subject_mt, "digest", subject, "size", (json_int_t)subject_size, "annotations", "io.berth.isa.scan.status",
+                          status, "io.berth.isa.scan.scanner", SCANNER_VERSION);
+    char *body = json_dumps(m, JSON_COMPACT | JSON_SORT_KEYS);
+    json_decref(m);
+    berth_manifest_info_t info;
+    berth_err_t err;
+    int rc = -1;
+    if (berth_manifest_parse(&info, body, strlen(body), BERTH_MT_OCI_MANIFEST, &err) == 0) {
+        berth_digest_t md;
+        berth_digest_of(&md, BERTH_DIGEST_SHA256, body, strlen(body));
+        rc = berth_db_manifest_put(c, repo, NULL, &md, &info, body, strlen(body), NULL, &err);
+        berth_manifest_info_dispose(&info);
+        if (rc == 0)
+            berth_cache_invalidate(repo);
+    }
+    free(body);
+    return rc;
+}
+
+int berth_isa_scan_variant(berth_registry_t *reg, const char *repo, const char *digest, const char *declared_level,
+                           const char *declared_features, char status_out[12])
+{
+    berth_err_t err;
+    berth_dbconn_t *c = berth_db_acquire(reg->db, &err);
+    if (c == NULL)
+        return -1;
+    berth_db_manifest_t m = {0};
+    int rc = berth_db_manifest_get(c, repo, digest, 1, &m, &err);
+    json_t *man = rc == 0 ? json_loadb(m.content, m.len, 0, NULL) : NULL;
+    verdict_t v = {0};
+    const char *arch_name = strncmp(declared_level, "x86-64", 6) == 0 ? "amd64" : strncmp(declared_level, "armv", 4) == 0 ? "arm64" : "ppc64le";
+    if (man == NULL || berth_isa_level_parse(berth_isa_arch_parse(arch_name), declared_level, &v.declared) != 0) {
+        json_decref(man);
+        berth_db_manifest_dispose(&m);
+        berth_db_release(reg->db, c);
+        return -1;
+    }
+    berth_isa_level_features(&v.declared, &v.allowed);
+    berth_isa_features_add_list(&v.allowed, declared_features != NULL ? declared_features : "");
+    v.max_level = v.declared;
+    v.max_level.major = v.declared.arch == BERTH_ISA_AMD64 ? 1 : v.declared.major;
+    v.files_json = json_array();
+    fileset_t fs = {0};
+    json_t *layers = json_object_get(man, "layers");
+    each_entry(reg, layers, note_entry, &fs);
+    pass2_t p2 = {.fs = &fs, .v = &v};
+    each_entry(reg, layers, judge_entry, &p2);
+    int under = (!berth_isa_level_is_baseline(&v.declared) || (declared_features != NULL && declared_features[0])) && !v.above_baseline;
+    const char *status = v.fails ? "fail" : (v.warns || under) ? "warn" : "pass";
+    char maxl[24];
+    if (v.declared.arch != BERTH_ISA_AMD64)
+        v.max_level = v.declared;
+    berth_isa_level_name(&v.max_level, maxl, sizeof(maxl));
+    json_t *report = json_pack("{s:s,s:s,s:s,s:s,s:b,s:i,s:I,s:o,s:s}", "subject", digest, "declared_level", declared_level,
+                               "max_level", maxl, "status", status, "under_built", under, "elf_files", v.files, "bytes_scanned",
+                               (json_int_t)v.bytes, "files", v.files_json, "scanner", SCANNER_VERSION);
+    char *text = json_dumps(report, JSON_COMPACT | JSON_SORT_KEYS);
+    json_decref(report);
+    /* the referrer first: once the verdict row is visible, its report is too */
+    if (push_referrer(reg, c, repo, digest, m.len, m.media_type, text, status) != 0)
+        berth_log_warn("isa scan of %s@%s: the referrer artifact could not be written", repo, digest);
+    rc = berth_db_isa_scan_put(c, digest, declared_level, status, maxl, text, &err);
+    berth_log_info("isa scan %s@%s declared %s: %s (%d ELF files)", repo, digest, declared_level, status, v.files);
+    snprintf(status_out, 12, "%s", status);
+    free(text);
+    for (size_t i = 0; i < fs.n; i++)
+        free(fs.e[i].path);
+    free(fs.e);
+    json_decref(man);
+    berth_db_manifest_dispose(&m);
+    berth_db_release(reg->db, c);
+    return rc;
+}
+
+/* ---- the job queue ------------------------------------------------------------------------------------------ */
+
+typedef struct job {
+    struct job *next;
+    char repo[256], digest[160], level[24], features[512];
+} job_t;
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+static job_t *head, *tail;
+static int running, stopping, queued;
+static pthread_t thread;
+static berth_registry_t *the_reg;
+
+static void *scanner_main(void *arg)
+{
+    pthread_mutex_lock(&mu);
+    for (;;) {
+        while (head == NULL && !stopping)
+            pthread_cond_wait(&cv, &mu);
+        if (stopping)
+            break;
+        job_t *j = head;
+        head = j->next;
+        if (head == NULL)
+            tail = NULL;
+        queued--;
+        pthread_mutex_unlock(&mu);
+        char status[12];
+        if (berth_isa_scan_variant(the_reg, j->repo, j->digest, j->level, j->features, status) != 0)
+            berth_log_warn("isa scan of %s@%s failed", j->repo, j->digest);
+        free(j);
+        pthread_mutex_lock(&mu);
+    }
+    pthread_mutex_unlock(&mu);
+    return NULL;
+}
+
+int berth_isa_scan_start(berth_registry_t *reg)
+{
+    the_reg = reg;
+    running = 1;
+    return pthread_create(&thread, NULL, scanner_main, NULL) == 0 ? 0 : -1;
+}
+
+void berth_isa_scan_stop(void)
+{
+    if (!running)
+        return;
+    pthread_mutex_lock(&mu);
+    stopping = 1;
+    pthread_cond_signal(&cv);
+    pthread_mutex_unlock(&mu);
+    pthread_join(thread, NULL);
+    while (head != NULL) { /* left for the next start: the variants stay unscanned ("pending" is not stored) */
+        job_t *j = head;
+        head = j->next;
+        free(j);
+    }
+    running = 0;
+}
+
+void berth_isa_scan_enqueue(const char *repo, const char *rows)
+{
+    json_t *arr = json_loads(rows, 0, NULL), *r;
+    size_t i;
+    json_array_foreach(arr, i, r)
+    {
+        const char *d = json_string_value(json_object_get(r, "digest")), *l = json_string_value(json_object_get(r, "level"));
+        if (d == NULL || l == NULL)
+            continue;
+        job_t *j = calloc(1, sizeof(*j));
+        snprintf(j->repo, sizeof(j->repo), "%s", repo);
+        snprintf(j->digest, sizeof(j->digest), "%s", d);
+        snprintf(j->level, sizeof(j->level), "%s", l);
+        snprintf(j->features, sizeof(j->features), "%s", json_string_value(json_object_get(r, "features")) ?: "");
+        pthread_mutex_lock(&mu);
+        if (!running || queued >= 10000) {
+            pthread_mutex_unlock(&mu);
+            free(j);
+            continue;
+        }
+        if (tail != NULL)
+            tail->next = j;
+        else
+            head = j;
+        tail = j;
+        queued++;
+        pthread_cond_signal(&cv);
+        pthread_mutex_unlock(&mu);
+    }
+    json_decref(arr);
+}
