@@ -26,7 +26,7 @@
     "coalesce((SELECT u.username FROM users u WHERE u.id = p.owner_id), ''), 'creation_time', p.created_at, "         \
     "'update_time', p.updated_at, 'repo_count', (SELECT count(*) FROM repositories r WHERE r.project_id = p.id), "     \
     "'metadata', json_build_object('public', CASE WHEN p.public THEN 'true' ELSE 'false' END, 'isa_policy', "        \
-    "p.isa_policy), "                                                                                                  \
+    "p.isa_policy, 'isa_require_scan_pass', CASE WHEN p.isa_require_scan_pass THEN 'true' ELSE 'false' END), "     \
     "'current_user_role_id', CASE WHEN " robot "::bool THEN 0 ELSE coalesce(berth_member_role(p.id, " uid           \
     "::bigint), 0) END)"
 
@@ -50,6 +50,10 @@
     "'references', CASE WHEN m.media_type IN " INDEX_TYPES " THEN coalesce((SELECT json_agg(json_build_object("       \
     "'child_digest', e->>'digest', 'child_media_type', e->>'mediaType', 'platform', e->'platform', 'annotations', "    \
     "e->'annotations')) FROM jsonb_array_elements(convert_from(m.content, 'UTF8')::jsonb->'manifests') e), '[]') END, " \
+    "'isa_variants', (SELECT json_agg(json_build_object('position', v.position, 'digest', v.digest, 'architecture', "    \
+    "v.architecture, 'variant', v.variant, 'level', v.level, 'features', v.features, 'target', v.target, 'scan_status', " \
+    "coalesce(s.status, 'pending'), 'scan_max_level', s.max_level) ORDER BY v.position) FROM isa_variants v LEFT JOIN " \
+    "isa_scans s ON s.digest = v.digest WHERE v.manifest_id = m.id), "                                                \
     "'accessories', coalesce((SELECT json_agg(json_build_object('digest', a.digest, 'artifact_type', a.artifact_type, " \
     "'size', a.size) ORDER BY a.digest) FROM manifests a WHERE a.repository_id = m.repository_id AND a.subject_digest " \
     "= m.digest), '[]'))"
@@ -112,9 +116,9 @@ static const berth_db__stmt_t queries[BERTH_Q__COUNT] = {
       3),
     /* $1 id, $2 public */
     Q(BERTH_Q_PROJECT_UPDATE,
-      "UPDATE projects SET public = coalesce($2::bool, public), isa_policy = coalesce($3::text, isa_policy), updated_at = now() "
-      "WHERE id = $1::bigint",
-      3),
+      "UPDATE projects SET public = coalesce($2::bool, public), isa_policy = coalesce($3::text, isa_policy), "
+      "isa_require_scan_pass = coalesce($4::bool, isa_require_scan_pass), updated_at = now() WHERE id = $1::bigint",
+      4),
     /* $1 id: only an empty project goes */
     Q(BERTH_Q_PROJECT_DELETE,
       "DELETE FROM projects p WHERE p.id = $1::bigint AND NOT EXISTS (SELECT 1 FROM repositories r WHERE r.project_id = p.id)",

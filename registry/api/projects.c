@@ -135,12 +135,16 @@ static int update_project(berth_api_t *a, const berth_authz_t *z, const char *na
     const char *ip = json_string_value(json_object_get(json_object_get(body, "metadata"), "isa_policy"));
     if (ip != NULL)
         snprintf(isa, sizeof(isa), "%s", ip);
+    const char *rs = json_string_value(json_object_get(json_object_get(body, "metadata"), "isa_require_scan_pass"));
+    int scan = rs == NULL ? -1 : strcmp(rs, "true") == 0 ? 1 : strcmp(rs, "false") == 0 ? 0 : -2;
     json_decref(body);
+    if (scan == -2)
+        return berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "metadata.isa_require_scan_pass must be \"true\" or \"false\"");
     if (isa[0] && strcmp(isa, "off") != 0 && strcmp(isa, "warn") != 0 && strcmp(isa, "strict") != 0)
         return berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "metadata.isa_policy must be off, warn or strict");
     char id[24];
     snprintf(id, sizeof(id), "%lld", (long long)z->project_id);
-    const char *p[] = {id, pub < 0 ? NULL : pub ? "true" : "false", isa[0] ? isa : NULL};
+    const char *p[] = {id, pub < 0 ? NULL : pub ? "true" : "false", isa[0] ? isa : NULL, scan < 0 ? NULL : scan ? "true" : "false"};
     berth_db_json_t r;
     if (berth_api_query(a, BERTH_Q_PROJECT_UPDATE, p, &r) != 0)
         return -1;

@@ -617,6 +617,20 @@ class IsaScanner(BerthTestCase):
             "policy": {"allow_unverified": False}}).encode(), {"Content-Type": "application/json"})
         self.assertEqual(st, 409)
         self.assertIn("scan fail", raw.decode())
+        # the same as the project's policy; artifacts show the variant table with verdicts
+        st, _, _ = self.b.request("PUT", "/api/v2.0/projects/scan", json.dumps({"metadata": {"isa_require_scan_pass": "true"}}).encode(),
+                                  {"Content-Type": "application/json"})
+        self.assertEqual(st, 200)
+        st, _, raw = self.b.request("POST", "/api/v2.0/isa/resolve", json.dumps({
+            "image": "scan/app:v4-as-v3", "node": {"architecture": "amd64", "level": "x86-64-v4"}}).encode(),
+            {"Content-Type": "application/json"})
+        self.assertEqual(st, 409)
+        st, _, raw = self.b.request("POST", "/api/v2.0/isa/resolve", json.dumps({
+            "image": "scan/app:v3-as-v3", "node": {"architecture": "amd64", "level": "x86-64-v4"}}).encode(),
+            {"Content-Type": "application/json"})
+        self.assertEqual(st, 200)
+        art = json.loads(self.b.request("GET", "/api/v2.0/projects/scan/repositories/app/artifacts/v4-as-v3")[2])
+        self.assertEqual([(v["level"], v["scan_status"]) for v in art["isa_variants"]], [("x86-64-v3", "fail")])
 
     @unittest.skipUnless(ARM_GCC, "aarch64-linux-gnu-gcc missing")
     def test_arm64_sve_verdicts(self):
