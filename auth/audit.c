@@ -1,6 +1,7 @@
 #include "auth/audit.h"
 
 #include <pthread.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,8 @@
 
 #define QUEUE_MAX 4096 /* ~6 MiB; the writer drains 256 per round trip */
 #define BATCH 256
+#define COALESCE_SECONDS 10 /* identical pulls within this window become one row with a count */
+#define COALESCE_SLOTS 1024
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER, idle_cv = PTHREAD_COND_INITIALIZER;
@@ -20,6 +23,17 @@ static int running, stopping, busy;
 static unsigned long dropped;
 static berth_db_t *audit_db;
 static pthread_t writer;
+
+/*
+ * Pull coalescing: the first pull of a (caller, address, manifest) is queued as a row; repeats within
+ * COALESCE_SECONDS only count here and are flushed as one row with that count when the window closes.
+ */
+typedef struct {
+    berth_db_audit_t row; /* the event repeated (count = repeats not yet written) */
+    time_t since;
+    int used;
+} slot_t;
+static slot_t *slots;
 
 /* JSON needs valid UTF-8: anything else (a hostile user name) is stored with '?' in place of high bytes */
 static void copy(char *dst, size_t sz, const char *src)
@@ -48,13 +62,34 @@ static void write_batch(berth_db_audit_t *rows, size_t n)
     pthread_mutex_unlock(&mu);
 }
 
+static void push_locked(const berth_db_audit_t *e);
+
+/* Queue the counts of windows that closed (all of them when `all`); called with mu held */
+static void flush_slots_locked(int all)
+{
+    time_t now = time(NULL);
+    for (int i = 0; slots != NULL && i < COALESCE_SLOTS; i++)
+        if (slots[i].used && slots[i].row.count > 0 && (all || now - slots[i].since >= COALESCE_SECONDS)) {
+            push_locked(&slots[i].row);
+            slots[i].row.count = 0;
+            slots[i].used = 0;
+        }
+}
+
 static void *writer_main(void *arg)
 {
     berth_db_audit_t *batch = malloc(BATCH * sizeof(*batch));
     pthread_mutex_lock(&mu);
     for (;;) {
-        while (qlen == 0 && !stopping)
-            pthread_cond_wait(&cv, &mu);
+        while (qlen == 0 && !stopping) {
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            ts.tv_sec += 1;
+            pthread_cond_timedwait(&cv, &mu, &ts);
+            flush_slots_locked(0);
+        }
+        if (stopping)
+            flush_slots_locked(1);
         if (qlen == 0 && stopping)
             break;
         size_t n = 0;
@@ -79,7 +114,8 @@ int berth_audit_start(berth_db_t *db)
 {
     audit_db = db;
     queue = calloc(QUEUE_MAX, sizeof(*queue));
-    if (queue == NULL)
+    slots = calloc(COALESCE_SLOTS, sizeof(*slots));
+    if (queue == NULL || slots == NULL)
         return BERTH_ERROR;
     running = 1;
     return pthread_create(&writer, NULL, writer_main, NULL) == 0 ? 0 : BERTH_ERROR;
@@ -108,6 +144,8 @@ void berth_audit_stop(void)
     pthread_mutex_unlock(&mu);
     free(queue);
     queue = NULL;
+    free(slots);
+    slots = NULL;
 }
 
 unsigned long berth_audit_dropped(void)
@@ -118,17 +156,65 @@ unsigned long berth_audit_dropped(void)
     return d;
 }
 
-static void enqueue(const berth_db_audit_t *e)
+static void push_locked(const berth_db_audit_t *e)
 {
-    pthread_mutex_lock(&mu);
-    if (!running || stopping || qlen == QUEUE_MAX) {
-        dropped += running;
-        pthread_mutex_unlock(&mu);
+    if (qlen == QUEUE_MAX) {
+        dropped += (unsigned long)(e->count > 0 ? e->count : 1);
         return;
     }
     queue[(qhead + qlen) % QUEUE_MAX] = *e;
     qlen++;
     pthread_cond_signal(&cv);
+}
+
+static void enqueue(const berth_db_audit_t *e)
+{
+    pthread_mutex_lock(&mu);
+    if (!running || stopping)
+        dropped += running;
+    else
+        push_locked(e);
+    pthread_mutex_unlock(&mu);
+}
+
+static unsigned slot_of(const berth_db_audit_t *e)
+{
+    unsigned h = 2166136261u;
+    const char *parts[] = {e->username, e->remote, e->repo, e->digest, e->resource};
+    for (int k = 0; k < 5; k++)
+        for (const char *p = parts[k]; *p; p++)
+            h = (h ^ (unsigned char)*p) * 16777619u;
+    return h % COALESCE_SLOTS;
+}
+
+static int same_pull(const berth_db_audit_t *a, const berth_db_audit_t *b)
+{
+    return strcmp(a->username, b->username) == 0 && strcmp(a->remote, b->remote) == 0 && strcmp(a->repo, b->repo) == 0 &&
+           strcmp(a->digest, b->digest) == 0 && strcmp(a->resource, b->resource) == 0;
+}
+
+/* a pull: written at once the first time, then counted until its window closes */
+static void enqueue_pull(const berth_db_audit_t *e)
+{
+    pthread_mutex_lock(&mu);
+    if (!running || stopping) {
+        dropped += running;
+        pthread_mutex_unlock(&mu);
+        return;
+    }
+    slot_t *s = &slots[slot_of(e)];
+    time_t now = time(NULL);
+    if (s->used && same_pull(&s->row, e) && now - s->since < COALESCE_SECONDS) {
+        s->row.count++;
+    } else {
+        if (s->used && s->row.count > 0)
+            push_locked(&s->row); /* another event took the slot: write what the old one counted */
+        push_locked(e);
+        s->row = *e;
+        s->row.count = 0;
+        s->since = now;
+        s->used = 1;
+    }
     pthread_mutex_unlock(&mu);
 }
 
@@ -144,6 +230,7 @@ static void fill(berth_db_audit_t *e, const char *username, const char *remote, 
     copy(e->result, sizeof(e->result), ok ? "success" : "failure");
     copy(e->detail, sizeof(e->detail), detail);
     e->repo[0] = e->digest[0] = '\0';
+    e->count = 1;
 }
 
 void berth_audit(const char *username, const char *remote, const char *operation, const char *rtype, const char *resource,
@@ -165,5 +252,5 @@ void berth_audit_pull(const char *username, const char *remote, const char *repo
     fill(&e, username, remote, "pull", "artifact", resource, project, 1, "");
     copy(e.repo, sizeof(e.repo), repo);
     copy(e.digest, sizeof(e.digest), digest);
-    enqueue(&e);
+    enqueue_pull(&e);
 }

@@ -19,7 +19,10 @@ void berth_audit_flush(void);
  */
 void berth_audit(const char *username, const char *remote, const char *operation, const char *resource_type,
                  const char *resource, const char *project, int ok, const char *detail);
-/** A successful or failed pull of repo@digest (requested as `ref`): also bumps pull counts when written. */
+/**
+ * A pull of repo@digest (requested as `ref`): also bumps pull counts when written. Repeats by the same caller
+ * from the same address within 10 s are one row with a count (flushed when the window closes).
+ */
 void berth_audit_pull(const char *username, const char *remote, const char *repo, const char *ref, const char *digest);
 /** Events dropped since start (queue full or database unreachable). */
 unsigned long berth_audit_dropped(void);

@@ -265,7 +265,7 @@ static const berth_db__stmt_t queries[BERTH_Q__COUNT] = {
       "$5::text) AND ($6::text IS NULL OR a.username = $6::text) AND ($7::text IS NULL OR strpos(a.resource, $7::text) > 0)) "
       PAGE("json_build_object('id', x.id, 'username', x.username, 'resource', x.resource, 'resource_type', "
            "x.resource_type, 'operation', x.operation, 'op_time', x.op_time, 'remote', x.remote, 'result', x.result, "
-           "'detail', x.detail)",
+           "'detail', x.detail, 'count', x.count)",
            "x", "id DESC", "$8", "$9"),
       9),
     /* $1 uid, $2 admin, $3 robot, $4 substring */

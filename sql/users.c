@@ -67,12 +67,13 @@ static const berth_db__stmt_t stmts[] = {
     /* one round trip per batch: the rows, then pull counts and pull times for successful pulls */
     {S_AUDIT_INSERT,
      "WITH x AS (SELECT * FROM json_to_recordset($1::json) AS x(username text, remote text, operation text, "
-     "resource_type text, resource text, project text, result text, detail text, repo text, digest text)), "
-     "ins AS (INSERT INTO audit_log (username, remote, operation, resource_type, resource, project_id, result, detail) "
+     "resource_type text, resource text, project text, result text, detail text, repo text, digest text, count int)), "
+     "ins AS (INSERT INTO audit_log (username, remote, operation, resource_type, resource, project_id, result, detail, count) "
      "SELECT x.username, x.remote, x.operation, x.resource_type, x.resource, (SELECT p.id FROM projects p WHERE p.name = "
-     "x.project), x.result, x.detail FROM x RETURNING 1), "
-     "pulls AS (SELECT repo, digest FROM x WHERE operation = 'pull' AND result = 'success' AND repo <> ''), "
-     "cnt AS (UPDATE repositories r SET pull_count = r.pull_count + y.n FROM (SELECT repo, count(*) AS n FROM pulls "
+     "x.project), x.result, x.detail, greatest(coalesce(x.count, 1), 1) FROM x RETURNING 1), "
+     "pulls AS (SELECT repo, digest, greatest(coalesce(count, 1), 1) AS n FROM x WHERE operation = 'pull' AND result = "
+     "'success' AND repo <> ''), "
+     "cnt AS (UPDATE repositories r SET pull_count = r.pull_count + y.n FROM (SELECT repo, sum(n) AS n FROM pulls "
      "GROUP BY repo) y WHERE r.name = y.repo RETURNING 1) "
      "UPDATE manifests m SET pull_time = now() FROM (SELECT DISTINCT repo, digest FROM pulls WHERE digest <> '') z "
      "JOIN repositories r ON r.name = z.repo WHERE m.repository_id = r.id AND m.digest = z.digest",
@@ -254,10 +255,10 @@ int berth_db_audit_insert(berth_dbconn_t *c, const berth_db_audit_t *rows, size_
     json_t *arr = json_array();
     for (size_t i = 0; i < n; i++) {
         const berth_db_audit_t *r = &rows[i];
-        json_array_append_new(arr, json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "username", r->username, "remote",
+        json_array_append_new(arr, json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:i}", "username", r->username, "remote",
                                              r->remote, "operation", r->operation, "resource_type", r->resource_type, "resource",
                                              r->resource, "project", r->project, "result", r->result, "detail", r->detail, "repo",
-                                             r->repo, "digest", r->digest));
+                                             r->repo, "digest", r->digest, "count", r->count > 0 ? r->count : 1));
     }
     char *doc = json_dumps(arr, JSON_COMPACT | JSON_ENSURE_ASCII);
     json_decref(arr);

@@ -64,6 +64,7 @@ int berth_db_ldap_onboard(berth_dbconn_t *c, const char *username, const char *d
 typedef struct st_berth_db_audit_t {
     char username[256], remote[64], operation[16], resource_type[16], resource[512], project[256], result[8], detail[128];
     char repo[256], digest[136]; /* pulls: which repository's count and which manifest's pull time to bump */
+    int count;                   /* identical events this row stands for (>= 1) */
 } berth_db_audit_t;
 /** Insert a batch in one statement; pulls also bump their repository's pull count and manifest pull time. */
 int berth_db_audit_insert(berth_dbconn_t *c, const berth_db_audit_t *rows, size_t n, berth_err_t *err);
