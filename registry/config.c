@@ -43,6 +43,9 @@ static const struct {
     {"auth.token_algorithm", "BERTH_TOKEN_ALGORITHM", T_STR, FIELD(token_alg)},
     {"projects.creation", "BERTH_PROJECT_CREATION", T_STR, FIELD(project_creation)},
     {"isa.view", "BERTH_ISA_VIEW", T_BOOL, FIELD(isa_view)},
+    {"replication.workers", NULL, T_INT, FIELD(repl_workers)},
+    {"replication.key_file", "BERTH_REPLICATION_KEY_FILE", T_STR, FIELD(repl_key_file)},
+    {"replication.chunk_bytes", "BERTH_REPLICATION_CHUNK_BYTES", T_INT, FIELD(repl_chunk)},
     {"ldap.url", "BERTH_LDAP_URL", T_STR, FIELD(ldap_url)},
     {"ldap.starttls", NULL, T_BOOL, FIELD(ldap_starttls)},
     {"ldap.search_dn", "BERTH_LDAP_SEARCH_DN", T_STR, FIELD(ldap_search_dn)},
@@ -215,6 +218,8 @@ int berth_config_load(berth_config_t *cfg, const char *path, char *errbuf, size_
     cfg->ldap_timeout = 5;
     cfg->ldap_verify_cert = 1;
     cfg->isa_view = 1;
+    cfg->repl_workers = 2;
+    cfg->repl_chunk = 8 << 20;
     if (path != NULL && load_yaml(cfg, path, errbuf, errlen) != 0)
         return -1;
     for (size_t i = 0; i < NDIR; i++) {
@@ -255,6 +260,11 @@ int berth_config_load(berth_config_t *cfg, const char *path, char *errbuf, size_
         size_t n = strlen(cfg->storage_root) + 8;
         cfg->keys_dir = malloc(n);
         snprintf(cfg->keys_dir, n, "%s/keys", cfg->storage_root);
+    }
+    if (cfg->repl_key_file == NULL) {
+        size_t n = strlen(cfg->keys_dir) + 20;
+        cfg->repl_key_file = malloc(n);
+        snprintf(cfg->repl_key_file, n, "%s/replication.key", cfg->keys_dir);
     }
     if (cfg->external_url == NULL) {
         size_t n = strlen(cfg->http_addr) + 8;

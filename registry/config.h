@@ -37,6 +37,9 @@ typedef struct st_berth_config_t {
     char *ldap_group_admin_dn;
     int ldap_starttls, ldap_timeout, ldap_verify_cert;
     int isa_view; /* isa.view BERTH_ISA_VIEW: serve /v2/_isa/<level>/… (default true) */
+    int repl_workers;    /* replication.workers: transfer threads (2) */
+    char *repl_key_file; /* replication.key_file: AES key for endpoint secrets (default <keys_dir>/replication.key) */
+    int repl_chunk;      /* replication.chunk_bytes: blob chunk size (8 MiB) */
 } berth_config_t;
 
 /**

@@ -10,6 +10,7 @@
 
 #include "auth/audit.h"
 #include "auth/ldap.h"
+#include "replication/replication.h"
 #include "auth/password.h"
 #include "auth/service.h"
 #include <openssl/crypto.h>
@@ -75,6 +76,32 @@ static int open_ldap(const berth_config_t *cfg, berth_ldap_t **out)
     OPENSSL_cleanse(pw, sizeof(pw));
     if (rc != 0)
         fprintf(stderr, "berthd: ldap: %s\n", err.msg);
+    return rc;
+}
+
+/* Replication reaches this Berth through its own edge as an internal system user with a fresh password */
+static int start_replication(const berth_config_t *cfg, berth_db_t *db)
+{
+    char pw[48], hex[65], hash[BERTH_PASSWORD_HASH_MAX], url[300];
+    berth_authsvc_random_secret(pw, hex);
+    berth_err_t err;
+    berth_err_clear(&err);
+    berth_dbconn_t *c = berth_password_hash(hash, pw) == 0 ? berth_db_acquire(db, &err) : NULL;
+    int rc = c != NULL ? berth_db_user_internal(c, "berth-replication", hash, &err) : -1;
+    if (c != NULL)
+        berth_db_release(db, c);
+    const char *addr = cfg->http_addr;
+    if (strncmp(addr, "0.0.0.0:", 8) == 0)
+        snprintf(url, sizeof(url), "http://127.0.0.1:%s", addr + 8);
+    else
+        snprintf(url, sizeof(url), "http://%s", addr);
+    berth_repl_conf_t rc_conf = {.db = db, .self_url = url, .self_user = "berth-replication", .self_password = pw,
+                                 .key_file = cfg->repl_key_file, .workers = cfg->repl_workers, .chunk_bytes = cfg->repl_chunk};
+    if (rc == 0)
+        rc = berth_repl_start(&rc_conf, &err);
+    OPENSSL_cleanse(pw, sizeof(pw));
+    if (rc != 0)
+        fprintf(stderr, "berthd: replication: %s\n", err.msg[0] ? err.msg : "cannot create the internal user");
     return rc;
 }
 
@@ -174,6 +201,8 @@ int main(int argc, char **argv)
                             .isa_view_disabled = !cfg.isa_view};
     berth_workers_t *workers = berth_workers_start(cfg.workers);
     berth_isa_scan_start(&reg);
+    if (start_replication(&cfg, db) != 0)
+        return 1;
     berth_janitor_t *janitor = berth_janitor_start(&reg, cfg.upload_purge_interval, cfg.upload_max_age);
     berth_server_t *server = NULL;
     berth_upload_server_t *uploads = NULL;
@@ -228,6 +257,7 @@ int main(int argc, char **argv)
     berth_upload_server_stop(uploads);
     berth_server_stop(server);
     berth_janitor_stop(janitor);
+    berth_repl_stop();
     berth_workers_stop(workers);
     berth_isa_scan_stop();
     berth_audit_stop();

@@ -21,6 +21,7 @@ enum {
     S_REFRESH_GET,
     S_AUDIT_INSERT,
     S_LDAP_UPSERT,
+    S_INTERNAL_USER,
     S__END
 };
 
@@ -89,6 +90,11 @@ static const berth_db__stmt_t stmts[] = {
      "ON CONFLICT DO NOTHING) "
      "SELECT id FROM u",
      6},
+    /* berthd's own system user (replication through its own edge): a new password at every start */
+    {S_INTERNAL_USER,
+     "INSERT INTO users (username, password_hash, sysadmin, comment) VALUES ($1, $2, true, 'internal: replication') "
+     "ON CONFLICT (username) DO UPDATE SET password_hash = EXCLUDED.password_hash, sysadmin = true, disabled = false",
+     2},
 };
 _Static_assert(sizeof(stmts) / sizeof(stmts[0]) == S__END - S_USER_GET, "one statement per id, in order");
 _Static_assert(S__END <= 100, "ids 100 and up belong to sql/api.c");
@@ -306,4 +312,10 @@ int berth_db_ldap_onboard(berth_dbconn_t *c, const char *username, const char *d
         *id_out = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
     PQclear(res);
     return rc;
+}
+
+int berth_db_user_internal(berth_dbconn_t *c, const char *username, const char *password_hash, berth_err_t *err)
+{
+    const char *p[] = {username, password_hash};
+    return exec(c, S_INTERNAL_USER, p, err);
 }

@@ -26,6 +26,8 @@ int berth_db_robot_get(berth_dbconn_t *c, const char *name, berth_db_user_t *out
 /** Create `username` as system admin if the users table is empty; *created says whether it did. */
 int berth_db_user_bootstrap_admin(berth_dbconn_t *c, const char *username, const char *password_hash, int *created,
                                   berth_err_t *err);
+/** Create or reset berthd's internal system user with this password hash. */
+int berth_db_user_internal(berth_dbconn_t *c, const char *username, const char *password_hash, berth_err_t *err);
 /** 1 if any user exists, 0 if none, <0 on error. */
 int berth_db_user_any(berth_dbconn_t *c, berth_err_t *err);
 

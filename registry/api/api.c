@@ -382,6 +382,8 @@ void berth_api_handle(berth_registry_t *reg, const berth_api_req_t *rq, berth_re
         rc = berth_api_ldap_route(&a);
     else if (a.nseg > 0 && strcmp(a.seg[0], "isa") == 0)
         rc = berth_api_isa_route(&a);
+    else if (a.nseg > 0 && (strcmp(a.seg[0], "registries") == 0 || strcmp(a.seg[0], "replication") == 0))
+        rc = berth_api_replication_route(&a);
     else
         rc = berth_api_system_route(&a);
     if (rc > 0)

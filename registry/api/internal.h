@@ -74,6 +74,7 @@ int berth_api_system_route(berth_api_t *a);
 int berth_api_session(berth_api_t *a, int login);
 int berth_api_ldap_route(berth_api_t *a);
 int berth_api_isa_route(berth_api_t *a);
+int berth_api_replication_route(berth_api_t *a);
 /** …/repositories/{r}/artifacts/{ref}/isa[/resolve] and …/{r}/isa/assemble */
 int berth_api_isa_artifact(berth_api_t *a, const berth_authz_t *z, const char *project, const char *repo);
 /** The user group a member request names ({id} or {group_name, ldap_group_dn}, created if new); 0 or answered. */

@@ -13,6 +13,7 @@
 #include "registry/service/cache.h"
 #include "registry/service/isa.h"
 #include "registry/service/isa_scan.h"
+#include "replication/replication.h"
 #include "sql/registry.h"
 
 #define LIST_MAX 10000 /* page size cap for tags/list and _catalog; a Link header leads on */
@@ -244,6 +245,8 @@ static int do_manifest_put(berth_registry_t *reg, berth_dbconn_t *c, const berth
                                rq->body_len, isa_rows, err);
     if (rc == 0 && isa_rows != NULL)
         berth_isa_scan_enqueue(rq->route.name, isa_rows); /* verdicts arrive later as referrers; the PUT never waits */
+    if (rc == 0 && !rq->route.ref_is_digest)
+        berth_repl_event("push", rq->route.name, rq->route.ref); /* event-based replication */
     free(isa_rows);
     if (rc != 0)
         goto Exit;
@@ -273,6 +276,7 @@ static int do_manifest(berth_registry_t *reg, berth_dbconn_t *c, const berth_v2_
         if (rc == 0) {
             berth_cache_invalidate(rq->route.name);
             audit_ok(rq, "delete", rq->route.ref_is_digest ? "artifact" : "tag", rq->route.ref_is_digest ? "@" : ":", rq->route.ref);
+            berth_repl_event("delete", rq->route.name, rq->route.ref);
             berth_resp_body(resp, 202, NULL, 0, NULL);
         }
         return rc;

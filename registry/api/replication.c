@@ -1,0 +1,369 @@
+/*
+ * /api/v2.0/registries and /api/v2.0/replication/{policies,executions}: system admins (Harbor), and — beyond
+ * Harbor — the project admins of a policy's project_scope, for policies whose filters stay inside that project.
+ */
+#include <openssl/crypto.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "registry/api/internal.h"
+#include "replication/replication.h"
+
+static int id_ok(const char *s)
+{
+    size_t n = strlen(s);
+    return n > 0 && n <= 18 && strspn(s, "0123456789") == n;
+}
+
+/* ---- endpoints ---- */
+
+static int registries(berth_api_t *a)
+{
+    char limit[24], offset[24];
+    if (berth_api_need_admin(a) != 0)
+        return -1;
+    if (a->nseg == 1 && berth_api_match(a, "GET", "registries")) {
+        if (berth_api_page(a, limit, offset) != 0)
+            return -1;
+        const char *p[] = {limit, offset};
+        return berth_api_list(a, BERTH_Q_REG_LIST, p, limit, offset);
+    }
+    int is_ping = a->nseg == 2 && strcmp(a->seg[1], "ping") == 0 && berth_api_match(a, "POST", "registries/ping");
+    if ((a->nseg == 1 && berth_api_match(a, "POST", "registries")) || is_ping ||
+        (a->nseg == 2 && berth_api_match(a, "PUT", "registries/{}"))) {
+        json_t *body = berth_api_body(a);
+        if (body == NULL)
+            return -1;
+        const char *name = json_string_value(json_object_get(body, "name")), *type = json_string_value(json_object_get(body, "type"));
+        const char *url = json_string_value(json_object_get(body, "url"));
+        json_t *cred = json_object_get(body, "credential");
+        const char *key = json_string_value(json_object_get(cred, "access_key")), *secret = json_string_value(json_object_get(cred, "access_secret"));
+        json_t *ins = json_object_get(body, "insecure");
+        const char *ca = json_string_value(json_object_get(body, "ca_file"));
+        int rc;
+        if (is_ping) {
+            berth_err_t err;
+            rc = url == NULL ? berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "url is required")
+                 : berth_repl_ping(type, url, key, secret, json_is_true(ins), ca, &err) != 0 ? berth_api_err(a, &err)
+                                                                                           : berth_api_empty(a, 200);
+            json_decref(body);
+            return rc;
+        }
+        int create = strcmp(a->rq->method, "POST") == 0;
+        if (create && (name == NULL || url == NULL || type == NULL || (strcmp(type, "berth") != 0 && strcmp(type, "docker-registry") != 0) ||
+                       (strncmp(url, "http://", 7) != 0 && strncmp(url, "https://", 8) != 0))) {
+            json_decref(body);
+            return berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "name, type (berth or docker-registry) and an http(s) url are required");
+        }
+        char *sealed = secret != NULL && secret[0] ? berth_repl_seal(secret) : NULL;
+        berth_db_json_t r;
+        if (create) {
+            const char *p[] = {name, type, url, key, sealed, json_is_boolean(ins) ? (json_is_true(ins) ? "true" : "false") : NULL, ca};
+            rc = berth_api_query(a, BERTH_Q_REG_CREATE, p, &r);
+            if (rc == 0) {
+                json_t *v = json_loads(r.json, 0, NULL);
+                berth_resp_header(a->resp, "location", "/api/v2.0/registries/%lld", (long long)json_integer_value(json_object_get(v, "id")));
+                json_decref(v);
+                free(r.json);
+                berth_api_empty(a, 201);
+            }
+        } else {
+            const char *p[] = {a->seg[1], name, url, key, sealed, json_is_boolean(ins) ? (json_is_true(ins) ? "true" : "false") : NULL, ca};
+            rc = id_ok(a->seg[1]) ? berth_api_query(a, BERTH_Q_REG_UPDATE, p, &r) : berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "bad id");
+            if (rc == 0)
+                rc = r.affected == 1 ? berth_api_empty(a, 200) : berth_api_fail(a, BERTH_OCI_NOT_FOUND, "registry not found");
+        }
+        berth_api_audit(a, create ? "create" : "update", "registry", name != NULL ? name : a->seg[1], NULL, rc == 0);
+        free(sealed);
+        json_decref(body);
+        return rc;
+    }
+    if (a->nseg != 2 || !id_ok(a->seg[1]))
+        return a->nseg == 2 ? berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "registry id must be a number") : 1;
+    const char *p[] = {a->seg[1]};
+    if (berth_api_match(a, "GET", "registries/{}"))
+        return berth_api_object(a, BERTH_Q_REG_GET, p, "registry");
+    if (berth_api_match(a, "DELETE", "registries/{}")) {
+        berth_db_json_t r;
+        int rc = berth_api_query(a, BERTH_Q_REG_DELETE, p, &r);
+        if (rc != 0 && a->resp->status == 404)
+            return berth_api_fail(a, BERTH_OCI_PRECONDITION, "policies still use this registry");
+        if (rc != 0)
+            return -1;
+        int found = r.json != NULL;
+        free(r.json);
+        berth_api_audit(a, "delete", "registry", a->seg[1], NULL, found);
+        return found ? berth_api_empty(a, 200) : berth_api_fail(a, BERTH_OCI_NOT_FOUND, "registry not found");
+    }
+    return 1;
+}
+
+/* ---- policies and executions ---- */
+
+/* system admin, or project admin of `scope` */
+static int may_manage(berth_api_t *a, const char *scope)
+{
+    if (a->authed && a->who.sysadmin)
+        return 1;
+    if (scope == NULL || scope[0] == '\0' || !a->authed)
+        return 0;
+    berth_authz_t z;
+    return berth_authz_project(a->c, &a->who, scope, &z, NULL) == 0 && z.exists && berth_authz_can(&z, BERTH_RES_PROJECT, BERTH_ACT_UPDATE) &&
+           z.role == 1;
+}
+
+static int deny(berth_api_t *a)
+{
+    if (!a->authed)
+        return berth_api_fail(a, BERTH_OCI_UNAUTHORIZED, "authentication required");
+    return berth_api_fail(a, BERTH_OCI_DENIED, "system administrators (or the policy's project admins) only");
+}
+
+static int policy_scope(berth_api_t *a, const char *id, char scope[256])
+{
+    const char *p[] = {id};
+    berth_db_json_t r;
+    if (berth_api_query(a, BERTH_Q_POL_GET, p, &r) != 0)
+        return -1;
+    json_t *v = r.json != NULL ? json_loads(r.json, 0, NULL) : NULL;
+    free(r.json);
+    if (v == NULL)
+        return berth_api_fail(a, BERTH_OCI_NOT_FOUND, "policy not found");
+    snprintf(scope, 256, "%s", json_string_value(json_object_get(v, "project_scope")) ?: "");
+    json_decref(v);
+    return 0;
+}
+
+/* A policy body into the JSON the SQL takes; checks a delegated policy stays inside its project */
+static json_t *policy_doc(berth_api_t *a, json_t *b, int create)
+{
+    json_t *d = json_object();
+    static const char *const copy_keys[] = {"name", "description", "dest_namespace", "filters", "trigger", "override", "enabled",
+                                            "replicate_deletion", "speed", "project_scope"};
+    for (size_t i = 0; i < sizeof(copy_keys) / sizeof(copy_keys[0]); i++) {
+        json_t *v = json_object_get(b, copy_keys[i]);
+        if (v != NULL && !json_is_null(v))
+            json_object_set(d, copy_keys[i], v);
+    }
+    json_t *rc = json_object_get(b, "dest_namespace_replace_count");
+    if (json_is_integer(rc))
+        json_object_set(d, "replace_count", rc);
+    else if (create && json_string_value(json_object_get(b, "dest_namespace")) != NULL)
+        json_object_set_new(d, "replace_count", json_integer(1)); /* Harbor's default: the project is replaced */
+    json_t *src = json_object_get(json_object_get(b, "src_registry"), "id"), *dst = json_object_get(json_object_get(b, "dest_registry"), "id");
+    if (json_is_integer(src) && json_integer_value(src) > 0)
+        json_object_set(d, "src", src);
+    if (json_is_integer(dst) && json_integer_value(dst) > 0)
+        json_object_set(d, "dst", dst);
+    json_object_set_new(d, "creator", json_string(a->who.username));
+    const char *name = json_string_value(json_object_get(d, "name"));
+    if (create && (name == NULL || name[0] == '\0' || (json_object_get(d, "src") == NULL) == (json_object_get(d, "dst") == NULL))) {
+        json_decref(d);
+        berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "a name and exactly one of src_registry and dest_registry are required");
+        return NULL;
+    }
+    json_t *f = json_object_get(d, "filters"), *e;
+    size_t i;
+    const char *scope = json_string_value(json_object_get(d, "project_scope"));
+    int confined = 0;
+    json_array_foreach(f, i, e)
+    {
+        const char *type = json_string_value(json_object_get(e, "type")), *v = json_string_value(json_object_get(e, "value"));
+        if (type == NULL || (strcmp(type, "name") != 0 && strcmp(type, "tag") != 0 && strcmp(type, "label") != 0 &&
+                             strcmp(type, "resource") != 0) || v == NULL) {
+            json_decref(d);
+            berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "filters are {type: name|tag|label|resource, value, decoration}");
+            return NULL;
+        }
+        size_t sl = scope != NULL ? strlen(scope) : 0;
+        if (scope != NULL && strcmp(type, "name") == 0 && strncmp(v, scope, sl) == 0 && v[sl] == '/' &&
+            strpbrk(scope, "*?{") == NULL && json_string_value(json_object_get(e, "decoration")) == NULL)
+            confined = 1;
+    }
+    if (scope != NULL && !confined) {
+        json_decref(d);
+        berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "a policy delegated to project %s needs a name filter \"%s/…\"", scope, scope);
+        return NULL;
+    }
+    return d;
+}
+
+static int policies(berth_api_t *a)
+{
+    char limit[24], offset[24], scope[256] = "";
+    if (berth_api_need_login(a) != 0)
+        return -1;
+    if (a->nseg == 2 && berth_api_match(a, "GET", "replication/policies")) {
+        if (berth_api_page(a, limit, offset) != 0)
+            return -1;
+        const char *ps = berth_api_param(a, "project_scope");
+        if (ps != NULL)
+            snprintf(scope, sizeof(scope), "%s", ps);
+        if (!may_manage(a, scope))
+            return deny(a);
+        const char *p[] = {scope[0] ? scope : NULL, limit, offset};
+        return berth_api_list(a, BERTH_Q_POL_LIST, p, limit, offset);
+    }
+    if (a->nseg == 2 && berth_api_match(a, "POST", "replication/policies")) {
+        json_t *body = berth_api_body(a);
+        if (body == NULL)
+            return -1;
+        const char *sc = json_string_value(json_object_get(body, "project_scope"));
+        if (!may_manage(a, sc)) {
+            json_decref(body);
+            return deny(a);
+        }
+        json_t *d = policy_doc(a, body, 1);
+        json_decref(body);
+        if (d == NULL)
+            return -1;
+        char *doc = json_dumps(d, JSON_COMPACT);
+        const char *p[] = {doc};
+        berth_db_json_t r;
+        int rc = berth_api_query(a, BERTH_Q_POL_CREATE, p, &r);
+        berth_api_audit(a, "create", "replication_policy", json_string_value(json_object_get(d, "name")), sc, rc == 0);
+        if (rc == 0) {
+            json_t *v = json_loads(r.json, 0, NULL);
+            berth_resp_header(a->resp, "location", "/api/v2.0/replication/policies/%lld",
+                              (long long)json_integer_value(json_object_get(v, "id")));
+            json_decref(v);
+            free(r.json);
+            berth_api_empty(a, 201);
+        }
+        free(doc);
+        json_decref(d);
+        return rc;
+    }
+    if (a->nseg != 3 || !id_ok(a->seg[2]))
+        return a->nseg == 3 ? berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "policy id must be a number") : 1;
+    if (policy_scope(a, a->seg[2], scope) != 0)
+        return -1;
+    if (!may_manage(a, scope))
+        return deny(a);
+    const char *p[] = {a->seg[2], NULL};
+    if (berth_api_match(a, "GET", "replication/policies/{}"))
+        return berth_api_object(a, BERTH_Q_POL_GET, p, "policy");
+    if (berth_api_match(a, "DELETE", "replication/policies/{}"))
+        return berth_api_delete(a, BERTH_Q_POL_DELETE, p, "replication_policy", a->seg[2], NULL);
+    if (berth_api_match(a, "PUT", "replication/policies/{}")) {
+        json_t *body = berth_api_body(a);
+        if (body == NULL)
+            return -1;
+        if (scope[0]) /* a delegated policy stays in its project */
+            json_object_set_new(body, "project_scope", json_string(scope));
+        json_t *d = policy_doc(a, body, 0);
+        json_decref(body);
+        if (d == NULL)
+            return -1;
+        char *doc = json_dumps(d, JSON_COMPACT);
+        p[1] = doc;
+        berth_db_json_t r;
+        int rc = berth_api_query(a, BERTH_Q_POL_UPDATE, p, &r);
+        free(doc);
+        json_decref(d);
+        if (rc != 0)
+            return -1;
+        return berth_api_empty(a, 200);
+    }
+    return 1;
+}
+
+static int executions(berth_api_t *a)
+{
+    char limit[24], offset[24], scope[256] = "";
+    if (berth_api_need_login(a) != 0)
+        return -1;
+    if (a->nseg == 2 && berth_api_match(a, "POST", "replication/executions")) {
+        json_t *body = berth_api_body(a);
+        if (body == NULL)
+            return -1;
+        long long pid = (long long)json_integer_value(json_object_get(body, "policy_id"));
+        json_decref(body);
+        char ids[24];
+        snprintf(ids, sizeof(ids), "%lld", pid);
+        if (pid <= 0 || policy_scope(a, ids, scope) != 0)
+            return pid <= 0 ? berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "policy_id is required") : -1;
+        if (!may_manage(a, scope))
+            return deny(a);
+        long long eid;
+        berth_err_t err;
+        if (berth_repl_trigger(pid, "manual", &eid, &err) != 0)
+            return berth_api_err(a, &err);
+        berth_api_audit(a, "create", "replication_execution", ids, scope[0] ? scope : NULL, 1);
+        if (eid == 0)
+            return berth_api_fail(a, BERTH_OCI_CONFLICT, "the policy's previous execution is still running");
+        berth_resp_header(a->resp, "location", "/api/v2.0/replication/executions/%lld", eid);
+        return berth_api_empty(a, 201);
+    }
+    if (a->nseg == 2 && berth_api_match(a, "GET", "replication/executions")) {
+        if (berth_api_page(a, limit, offset) != 0)
+            return -1;
+        char pid[24] = "";
+        const char *v = berth_api_param(a, "policy_id");
+        if (v != NULL && id_ok(v))
+            snprintf(pid, sizeof(pid), "%s", v);
+        if (pid[0] && policy_scope(a, pid, scope) != 0)
+            return -1;
+        if (!may_manage(a, scope))
+            return deny(a);
+        const char *p[] = {pid[0] ? pid : NULL, scope[0] && !a->who.sysadmin ? scope : NULL, limit, offset};
+        return berth_api_list(a, BERTH_Q_EXEC_LIST, p, limit, offset);
+    }
+    if (a->nseg < 3 || !id_ok(a->seg[2]))
+        return a->nseg >= 3 ? berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "execution id must be a number") : 1;
+    const char *p[] = {a->seg[2]};
+    berth_db_json_t r;
+    if (berth_api_query(a, BERTH_Q_EXEC_GET, p, &r) != 0)
+        return -1;
+    if (r.json == NULL)
+        return berth_api_fail(a, BERTH_OCI_NOT_FOUND, "execution not found");
+    char pid[24];
+    snprintf(pid, sizeof(pid), "%lld", r.total); /* the query's second column: the policy */
+    if (policy_scope(a, pid, scope) != 0 || !may_manage(a, scope)) {
+        free(r.json);
+        return a->resp->status == 200 ? deny(a) : -1;
+    }
+    if (a->nseg == 3 && berth_api_match(a, "GET", "replication/executions/{}"))
+        return berth_api_json(a, 200, r.json);
+    free(r.json);
+    if (a->nseg == 3 && berth_api_match(a, "PUT", "replication/executions/{}")) {
+        berth_db_json_t s;
+        if (berth_api_query(a, BERTH_Q_EXEC_STOP, p, &s) != 0)
+            return -1;
+        return berth_api_empty(a, 200);
+    }
+    if (a->nseg == 4 && berth_api_match(a, "GET", "replication/executions/{}/tasks")) {
+        if (berth_api_page(a, limit, offset) != 0)
+            return -1;
+        const char *tp[] = {a->seg[2], limit, offset};
+        return berth_api_list(a, BERTH_Q_TASK_LIST, tp, limit, offset);
+    }
+    if (a->nseg == 6 && berth_api_match(a, "GET", "replication/executions/{}/tasks/{}/log") && id_ok(a->seg[4])) {
+        const char *lp[] = {a->seg[2], a->seg[4]};
+        berth_db_json_t l;
+        if (berth_api_query(a, BERTH_Q_TASK_LOG, lp, &l) != 0)
+            return -1;
+        json_t *v = l.json != NULL ? json_loads(l.json, JSON_DECODE_ANY, NULL) : NULL;
+        free(l.json);
+        if (!json_is_string(v)) {
+            json_decref(v);
+            return berth_api_fail(a, BERTH_OCI_NOT_FOUND, "task not found");
+        }
+        berth_resp_body(a->resp, 200, strdup(json_string_value(v)), strlen(json_string_value(v)), "text/plain");
+        json_decref(v);
+        return 0;
+    }
+    return 1;
+}
+
+int berth_api_replication_route(berth_api_t *a)
+{
+    if (strcmp(a->seg[0], "registries") == 0)
+        return registries(a);
+    if (a->nseg >= 2 && strcmp(a->seg[1], "policies") == 0)
+        return policies(a);
+    if (a->nseg >= 2 && strcmp(a->seg[1], "executions") == 0)
+        return executions(a);
+    return 1;
+}

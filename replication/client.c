@@ -1,0 +1,206 @@
+#include "replication/client.h"
+
+#include <curl/curl.h>
+#include <jansson.h>
+#include <openssl/crypto.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+struct st_berth_client_t {
+    CURL *curl;
+    char url[512];
+    char userpwd[600];
+    char bearer[8192]; /* the last token, reused until a 401 */
+    int insecure;
+    char ca_file[512];
+    long max_send, timeout;
+};
+
+void berth_http_dispose(berth_http_t *r)
+{
+    free(r->body);
+    memset(r, 0, sizeof(*r));
+}
+
+berth_client_t *berth_client_new(const berth_client_conf_t *conf)
+{
+    berth_client_t *c = calloc(1, sizeof(*c));
+    c->curl = curl_easy_init();
+    snprintf(c->url, sizeof(c->url), "%s", conf->url);
+    size_t n = strlen(c->url);
+    while (n > 0 && c->url[n - 1] == '/')
+        c->url[--n] = '\0';
+    if (conf->user != NULL && conf->user[0] != '\0')
+        snprintf(c->userpwd, sizeof(c->userpwd), "%s:%s", conf->user, conf->password != NULL ? conf->password : "");
+    c->insecure = conf->insecure;
+    snprintf(c->ca_file, sizeof(c->ca_file), "%s", conf->ca_file != NULL ? conf->ca_file : "");
+    c->max_send = conf->max_send_bytes_per_s;
+    c->timeout = conf->timeout_s > 0 ? conf->timeout_s : 120;
+    return c;
+}
+
+void berth_client_free(berth_client_t *c)
+{
+    if (c == NULL)
+        return;
+    curl_easy_cleanup(c->curl);
+    OPENSSL_cleanse(c->userpwd, sizeof(c->userpwd));
+    OPENSSL_cleanse(c->bearer, sizeof(c->bearer));
+    free(c);
+}
+
+typedef struct {
+    berth_http_t *out;
+    char challenge[1024];
+} ctx_t;
+
+static size_t on_body(char *p, size_t sz, size_t n, void *ud)
+{
+    berth_http_t *h = ((ctx_t *)ud)->out;
+    size_t add = sz * n;
+    if (h->len + add > (64u << 20))
+        return 0; /* bodies here are manifests, lists and blob chunks */
+    h->body = realloc(h->body, h->len + add + 1);
+    memcpy(h->body + h->len, p, add);
+    h->len += add;
+    h->body[h->len] = '\0';
+    return add;
+}
+
+static void header_value(const char *line, size_t len, size_t skip, char *out, size_t outsz)
+{
+    while (skip < len && line[skip] == ' ')
+        skip++;
+    snprintf(out, outsz, "%.*s", (int)(len - skip), line + skip);
+    out[strcspn(out, "\r\n")] = '\0';
+}
+
+static size_t on_header(char *p, size_t sz, size_t n, void *ud)
+{
+    ctx_t *x = ud;
+    size_t len = sz * n;
+    if (len > 9 && strncasecmp(p, "location:", 9) == 0)
+        header_value(p, len, 9, x->out->location, sizeof(x->out->location));
+    else if (len > 13 && strncasecmp(p, "content-type:", 13) == 0)
+        header_value(p, len, 13, x->out->content_type, sizeof(x->out->content_type));
+    else if (len > 22 && strncasecmp(p, "docker-content-digest:", 22) == 0)
+        header_value(p, len, 22, x->out->digest, sizeof(x->out->digest));
+    else if (len > 6 && strncasecmp(p, "range:", 6) == 0)
+        header_value(p, len, 6, x->out->range, sizeof(x->out->range));
+    else if (len > 17 && strncasecmp(p, "www-authenticate:", 17) == 0)
+        header_value(p, len, 17, x->challenge, sizeof(x->challenge));
+    return len;
+}
+
+static int perform(berth_client_t *c, const char *method, const char *url, struct curl_slist *hdrs, const void *body, size_t len,
+                   int use_basic, ctx_t *x)
+{
+    CURL *h = c->curl;
+    curl_easy_reset(h);
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, x);
+    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(h, CURLOPT_HEADERDATA, x);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT, c->timeout);
+    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, 10L);
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    if (strcmp(method, "HEAD") == 0)
+        curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
+    else if (strcmp(method, "GET") != 0)
+        curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+    if (body != NULL || strcmp(method, "PUT") == 0 || strcmp(method, "PATCH") == 0 || strcmp(method, "POST") == 0) {
+        curl_easy_setopt(h, CURLOPT_POSTFIELDS, body != NULL ? body : "");
+        curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
+    }
+    if (use_basic && c->userpwd[0]) {
+        curl_easy_setopt(h, CURLOPT_USERPWD, c->userpwd);
+        curl_easy_setopt(h, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
+    }
+    if (c->max_send > 0)
+        curl_easy_setopt(h, CURLOPT_MAX_SEND_SPEED_LARGE, (curl_off_t)c->max_send);
+    if (c->insecure) {
+        curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L);
+        curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L);
+    } else if (c->ca_file[0]) {
+        curl_easy_setopt(h, CURLOPT_CAINFO, c->ca_file);
+    }
+    CURLcode rc = curl_easy_perform(h);
+    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &x->out->status);
+    curl_off_t up = 0;
+    curl_easy_getinfo(h, CURLINFO_SIZE_UPLOAD_T, &up);
+    x->out->sent += (long long)up;
+    return rc == CURLE_OK ? 0 : -1;
+}
+
+static int param(const char *ch, const char *key, char *out, size_t outsz)
+{
+    char pat[32];
+    snprintf(pat, sizeof(pat), "%s=\"", key);
+    const char *p = strstr(ch, pat);
+    if (p == NULL)
+        return -1;
+    p += strlen(pat);
+    snprintf(out, outsz, "%.*s", (int)strcspn(p, "\""), p);
+    return 0;
+}
+
+/* Answer a Bearer challenge: a token for exactly the scope asked, with our Basic credentials */
+static int fetch_token(berth_client_t *c, const char *challenge)
+{
+    char realm[512], service[256] = "", scope[512] = "", url[2048];
+    if (param(challenge, "realm", realm, sizeof(realm)) != 0)
+        return -1;
+    param(challenge, "service", service, sizeof(service));
+    param(challenge, "scope", scope, sizeof(scope));
+    char *es = curl_easy_escape(c->curl, service, 0), *sc = curl_easy_escape(c->curl, scope, 0);
+    snprintf(url, sizeof(url), "%s?service=%s%s%s", realm, es, scope[0] ? "&scope=" : "", sc);
+    curl_free(es);
+    curl_free(sc);
+    berth_http_t t = {0};
+    ctx_t x = {.out = &t};
+    int rc = perform(c, "GET", url, NULL, NULL, 0, 1, &x);
+    json_t *j = rc == 0 && t.status == 200 ? json_loads(t.body, 0, NULL) : NULL;
+    const char *tok = json_string_value(json_object_get(j, "token")) ?: json_string_value(json_object_get(j, "access_token"));
+    if (tok != NULL)
+        snprintf(c->bearer, sizeof(c->bearer), "Authorization: Bearer %s", tok);
+    json_decref(j);
+    berth_http_dispose(&t);
+    return tok != NULL ? 0 : -1;
+}
+
+int berth_client_do(berth_client_t *c, const char *method, const char *path, const char *const *headers, const void *body, size_t len,
+                    berth_http_t *out)
+{
+    memset(out, 0, sizeof(*out));
+    char url[4096];
+    if (strncmp(path, "http://", 7) == 0 || strncmp(path, "https://", 8) == 0)
+        snprintf(url, sizeof(url), "%s", path);
+    else
+        snprintf(url, sizeof(url), "%s%s", c->url, path);
+    for (int attempt = 0; attempt < 2; attempt++) {
+        struct curl_slist *hdrs = NULL;
+        for (int i = 0; headers != NULL && headers[i] != NULL; i++)
+            hdrs = curl_slist_append(hdrs, headers[i]);
+        hdrs = curl_slist_append(hdrs, "Expect:");
+        if (c->bearer[0])
+            hdrs = curl_slist_append(hdrs, c->bearer);
+        ctx_t x = {.out = out};
+        long long sent = out->sent;
+        berth_http_dispose(out);
+        out->sent = sent;
+        int rc = perform(c, method, url, hdrs, body, len, c->bearer[0] == '\0', &x);
+        curl_slist_free_all(hdrs);
+        if (rc != 0)
+            return -1;
+        if (out->status != 401 || attempt == 1 || strncasecmp(x.challenge, "Bearer ", 7) != 0)
+            return 0;
+        c->bearer[0] = '\0';
+        if (fetch_token(c, x.challenge) != 0)
+            return 0; /* the 401 stands */
+    }
+    return 0;
+}

@@ -1,0 +1,246 @@
+"""Replication between real sites: each site a berthd with its own PostgreSQL cluster and storage. Push- and
+pull-based policies, event triggers, deletion, filters and flattening, a stock Distribution registry at either end,
+a site cut off mid-transfer (its veth in a network namespace taken down) that resumes the partial blob instead of
+restarting it, and a berthd killed mid-execution that finishes after its restart."""
+import base64
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+import unittest
+
+from harness import ADMIN_AUTH, ADMIN_PASSWORD, BERTHD, BERTH_PG, OCI_INDEX, BerthTestCase, Berthd, free_port, main, sha256, \
+    write_oci_layout
+
+ADMIN = "admin:" + ADMIN_PASSWORD
+
+
+def api(b, method, path, body=None, host=None):
+    data = json.dumps(body).encode() if body is not None else None
+    st, h, raw = b.request(method, "/api/v2.0" + path, data, {"Content-Type": "application/json"} if data else {})
+    try:
+        return st, h, json.loads(raw) if raw else None
+    except ValueError:
+        return st, h, raw
+
+
+def wait_execution(b, eid, timeout=120):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        st, _, e = api(b, "GET", "/replication/executions/%d" % eid)
+        if e["status"] != "InProgress":
+            return e
+        time.sleep(0.3)
+    raise AssertionError("execution %d still running: %s" % (eid, e))
+
+
+def add_registry(b, name, url, kind="berth", user="admin", password=ADMIN_PASSWORD):
+    st, h, body = api(b, "POST", "/registries", {"name": name, "type": kind, "url": url, "insecure": True,
+                                                  "credential": {"type": "basic", "access_key": user, "access_secret": password}})
+    assert st == 201, (st, body)
+    return int(h["location"].rsplit("/", 1)[1])
+
+
+def add_policy(b, body):
+    st, h, out = api(b, "POST", "/replication/policies", body)
+    assert st == 201, (st, out)
+    return int(h["location"].rsplit("/", 1)[1])
+
+
+def run_policy(b, pid):
+    st, h, out = api(b, "POST", "/replication/executions", {"policy_id": pid})
+    assert st == 201, (st, out)
+    return int(h["location"].rsplit("/", 1)[1])
+
+
+def manifest(b, repo, ref):
+    st, h, body = b.request("GET", "/v2/%s/manifests/%s" % (repo, ref), headers={
+        "Accept": "application/vnd.oci.image.manifest.v1+json, " + OCI_INDEX})
+    return st, h.get("docker-content-digest"), body
+
+
+class PgCluster:
+    def __init__(self):
+        self.port = free_port()
+        self.dir = tempfile.mkdtemp(prefix="berth-site-pg-")
+        subprocess.run([BERTH_PG, "start", self.dir, str(self.port)], check=True, capture_output=True)
+
+    def conninfo(self, db="berth"):
+        return "host=%s port=%d user=postgres dbname=%s" % (self.dir, self.port, db)
+
+    def create_db(self, name):
+        subprocess.run(["psql", "-h", self.dir, "-p", str(self.port), "-U", "postgres", "-Atqc", "CREATE DATABASE " + name, "postgres"],
+                       check=True, capture_output=True)
+
+    def stop(self):
+        subprocess.run([BERTH_PG, "stop", self.dir], capture_output=True)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class Site(Berthd):
+    """A berthd with its own PostgreSQL cluster."""
+
+    def __init__(self, env=None, netns=None, addr=None):
+        self.pg = PgCluster()
+        self.pg.create_db("site")
+        super().__init__(dbname="site", env=dict(env or {}, BERTH_DATABASE_URL=self.pg.conninfo("site")))
+        self.netns = netns
+        if addr is not None:
+            self.env["BERTH_HTTP_ADDR"] = addr
+            self.addr = addr
+
+    def start(self, wait=True):
+        if self.netns:
+            self.args_prefix = ["ip", "netns", "exec", self.netns]
+        return super().start(wait)
+
+    def cleanup(self):
+        super().cleanup()
+        self.pg.stop()
+
+
+class TwoSites(BerthTestCase):
+    START = False
+
+    @classmethod
+    def setUpClass(cls):
+        cls.a = Site().start()
+        cls.b = Site().start()
+        cls.tmp = tempfile.mkdtemp(prefix="repl-")
+        cls.reg_b = add_registry(cls.a, "site-b", "http://" + cls.b.host)
+        cls.reg_a_on_b = add_registry(cls.b, "site-a", "http://" + cls.a.host)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.a.cleanup()
+        cls.b.cleanup()
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def push(self, site, repo, tag, files, plats=None):
+        layout = os.path.join(self.tmp, "l-%s-%s" % (repo.replace("/", "_"), tag))
+        shutil.rmtree(layout, ignore_errors=True)
+        digest = write_oci_layout(layout, files, plats, tag=tag)
+        r = subprocess.run(["skopeo", "copy", "--all", "--preserve-digests", "--dest-tls-verify=false", "--dest-creds", ADMIN,
+                            "oci:%s:%s" % (layout, tag), "docker://%s/%s:%s" % (site.host, repo, tag)], capture_output=True, text=True,
+                           timeout=300)
+        assert r.returncode == 0, r.stderr
+        return digest
+
+    def test_manual_push_with_filters_and_flattening(self):
+        d1 = self.push(self.a, "team/app", "1.0", [{"f": os.urandom(3000)}])
+        self.push(self.a, "team/app", "dev", [{"f": b"dev build"}])
+        self.push(self.a, "team/tools/lint", "1.0", [{"f": b"lint"}])
+        idx = self.push(self.a, "team/multi", "1.0", [{"a": b"amd64"}, {"b": b"arm64"}], [("linux", "amd64"), ("linux", "arm64")])
+        pid = add_policy(self.a, {"name": "push-team", "dest_registry": {"id": self.reg_b}, "dest_namespace": "mirror",
+                                  "dest_namespace_replace_count": 1, "trigger": {"type": "manual"},
+                                  "filters": [{"type": "name", "value": "team/**"}, {"type": "tag", "value": "dev",
+                                                                                      "decoration": "excludes"}]})
+        e = wait_execution(self.a, run_policy(self.a, pid))
+        self.assertEqual((e["status"], e["failed"], e["succeed"]), ("Succeed", 0, 3), e)
+        st, d, _ = manifest(self.b, "mirror/app", "1.0")
+        self.assertEqual((st, d), (200, d1))
+        self.assertEqual(manifest(self.b, "mirror/app", "dev")[0], 404)  # excluded by the tag filter
+        self.assertEqual(manifest(self.b, "mirror/tools/lint", "1.0")[0], 200)  # one level replaced
+        st, d, body = manifest(self.b, "mirror/multi", "1.0")
+        self.assertEqual((st, d), (200, idx))  # the index and both children, digests identical
+        for child in json.loads(body)["manifests"]:
+            self.assertEqual(manifest(self.b, "mirror/multi", child["digest"])[0], 200)
+        st, _, tasks = api(self.a, "GET", "/replication/executions/%d/tasks" % e["id"])
+        self.assertEqual(len(tasks), 3)
+        self.assertTrue(all(t["status"] == "Succeed" for t in tasks))
+        # a second run finds everything there: nothing re-sent
+        e2 = wait_execution(self.a, run_policy(self.a, pid))
+        st, _, tasks = api(self.a, "GET", "/replication/executions/%d/tasks" % e2["id"])
+        self.assertEqual(sum(t["bytes_sent"] for t in tasks), 0)
+
+    def test_event_trigger_and_deletion(self):
+        pid = add_policy(self.a, {"name": "events", "dest_registry": {"id": self.reg_b}, "trigger": {"type": "event_based"},
+                                  "replicate_deletion": True, "filters": [{"type": "name", "value": "live/**"}]})
+        d = self.push(self.a, "live/svc", "v1", [{"x": b"live"}])
+        deadline = time.time() + 60
+        while time.time() < deadline and manifest(self.b, "live/svc", "v1")[0] != 200:
+            time.sleep(0.3)
+        self.assertEqual(manifest(self.b, "live/svc", "v1")[1], d)
+        st, _, _ = self.a.request("DELETE", "/v2/live/svc/manifests/v1")
+        self.assertEqual(st, 202)
+        deadline = time.time() + 60
+        while time.time() < deadline and manifest(self.b, "live/svc", "v1")[0] != 404:
+            time.sleep(0.3)
+        self.assertEqual(manifest(self.b, "live/svc", "v1")[0], 404)
+        st, _, execs = api(self.a, "GET", "/replication/executions?policy_id=%d" % pid)
+        self.assertTrue(all(x["trigger"] == "event_based" for x in execs))
+
+    def test_pull_based(self):
+        d = self.push(self.b, "upstream/base", "2.0", [{"u": b"upstream"}])
+        pid = add_policy(self.a, {"name": "pull-base", "src_registry": {"id": self.reg_b}, "trigger": {"type": "manual"},
+                                  "filters": [{"type": "name", "value": "upstream/base"}]})
+        e = wait_execution(self.a, run_policy(self.a, pid))
+        self.assertEqual(e["status"], "Succeed", e)
+        self.assertEqual(manifest(self.a, "upstream/base", "2.0")[1], d)
+
+    def test_api_rules(self):
+        st, _, _ = api(self.a, "POST", "/registries", {"name": "x", "type": "quay", "url": "http://h"})
+        self.assertEqual(st, 400)
+        st, _, reg = api(self.a, "GET", "/registries/%d" % self.reg_b)
+        self.assertEqual(reg["credential"]["access_secret"], "*****")  # stored sealed, never shown
+        self.assertEqual(api(self.a, "POST", "/registries/ping", {"type": "berth", "url": "http://" + self.b.host,
+                                                                  "credential": {"access_key": "admin", "access_secret": ADMIN_PASSWORD}})[0], 200)
+        self.assertEqual(api(self.a, "POST", "/registries/ping", {"type": "berth", "url": "http://" + self.b.host,
+                                                                  "credential": {"access_key": "admin", "access_secret": "nope"}})[0], 401)
+        self.assertEqual(api(self.a, "POST", "/replication/policies", {"name": "both", "src_registry": {"id": self.reg_b},
+                                                                       "dest_registry": {"id": self.reg_b}})[0], 400)
+        self.assertNotIn(ADMIN_PASSWORD.encode(), open(self.a.log_path, "rb").read())
+
+
+@unittest.skipUnless(shutil.which("docker-registry") and shutil.which("skopeo"), "docker-registry/skopeo missing")
+class WithDistribution(BerthTestCase):
+    """Push-based to a stock Distribution registry and pull-based from one."""
+    START = False
+
+    @classmethod
+    def setUpClass(cls):
+        cls.a = Site().start()
+        cls.tmp = tempfile.mkdtemp(prefix="repl-dist-")
+        cls.port = free_port()
+        cfg = os.path.join(cls.tmp, "config.yml")
+        with open(cfg, "w") as f:
+            f.write("version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n    rootdirectory: %s/data\n  delete:\n    enabled: true\n"
+                    "http:\n  addr: 127.0.0.1:%d\n" % (cls.tmp, cls.port))
+        cls.dist = subprocess.Popen(["docker-registry", "serve", cfg], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(0.5)
+        cls.reg = add_registry(cls.a, "dist", "http://127.0.0.1:%d" % cls.port, kind="docker-registry", user="", password="")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.dist.terminate()
+        cls.dist.wait(10)
+        cls.a.cleanup()
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def test_push_to_and_pull_from_distribution(self):
+        layout = os.path.join(self.tmp, "l")
+        d = write_oci_layout(layout, [{"f": os.urandom(5000)}], tag="1")
+        r = subprocess.run(["skopeo", "copy", "--preserve-digests", "--dest-tls-verify=false", "--dest-creds", ADMIN, "oci:%s:1" % layout,
+                            "docker://%s/out/app:1" % self.a.host], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        pid = add_policy(self.a, {"name": "to-dist", "dest_registry": {"id": self.reg}, "filters": [{"type": "name", "value": "out/**"}]})
+        e = wait_execution(self.a, run_policy(self.a, pid))
+        self.assertEqual(e["status"], "Succeed", e)
+        r = subprocess.run(["skopeo", "inspect", "--raw", "--tls-verify=false", "docker://127.0.0.1:%d/out/app:1" % self.port],
+                           capture_output=True, text=True)
+        self.assertEqual(sha256(r.stdout.encode()), d)
+        # and back: pull-based from Distribution into another project
+        r = subprocess.run(["skopeo", "copy", "--preserve-digests", "--dest-tls-verify=false", "oci:%s:1" % layout,
+                            "docker://127.0.0.1:%d/src/app:7" % self.port], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        pid = add_policy(self.a, {"name": "from-dist", "src_registry": {"id": self.reg}, "filters": [{"type": "name", "value": "src/**"}]})
+        e = wait_execution(self.a, run_policy(self.a, pid))
+        self.assertEqual(e["status"], "Succeed", e)
+        self.assertEqual(manifest(self.a, "src/app", "7")[1], d)
+
+
+if __name__ == "__main__":
+    main()
