@@ -45,7 +45,7 @@ static const struct {
     {"isa.view", "BERTH_ISA_VIEW", T_BOOL, FIELD(isa_view)},
     {"replication.workers", NULL, T_INT, FIELD(repl_workers)},
     {"replication.key_file", "BERTH_REPLICATION_KEY_FILE", T_STR, FIELD(repl_key_file)},
-    {"replication.chunk_bytes", "BERTH_REPLICATION_CHUNK_BYTES", T_INT, FIELD(repl_chunk)},
+    {"replication.chunk_kib", "BERTH_REPLICATION_CHUNK_KIB", T_INT, FIELD(repl_chunk)},
     {"ldap.url", "BERTH_LDAP_URL", T_STR, FIELD(ldap_url)},
     {"ldap.starttls", NULL, T_BOOL, FIELD(ldap_starttls)},
     {"ldap.search_dn", "BERTH_LDAP_SEARCH_DN", T_STR, FIELD(ldap_search_dn)},
@@ -219,7 +219,7 @@ int berth_config_load(berth_config_t *cfg, const char *path, char *errbuf, size_
     cfg->ldap_verify_cert = 1;
     cfg->isa_view = 1;
     cfg->repl_workers = 2;
-    cfg->repl_chunk = 8 << 20;
+    cfg->repl_chunk = 8192;
     if (path != NULL && load_yaml(cfg, path, errbuf, errlen) != 0)
         return -1;
     for (size_t i = 0; i < NDIR; i++) {

@@ -39,7 +39,7 @@ typedef struct st_berth_config_t {
     int isa_view; /* isa.view BERTH_ISA_VIEW: serve /v2/_isa/<level>/… (default true) */
     int repl_workers;    /* replication.workers: transfer threads (2) */
     char *repl_key_file; /* replication.key_file: AES key for endpoint secrets (default <keys_dir>/replication.key) */
-    int repl_chunk;      /* replication.chunk_bytes: blob chunk size (8 MiB) */
+    int repl_chunk;      /* replication.chunk_kib: blob chunk size in KiB (8192) */
 } berth_config_t;
 
 /**

@@ -96,7 +96,7 @@ static int start_replication(const berth_config_t *cfg, berth_db_t *db)
     else
         snprintf(url, sizeof(url), "http://%s", addr);
     berth_repl_conf_t rc_conf = {.db = db, .self_url = url, .self_user = "berth-replication", .self_password = pw,
-                                 .key_file = cfg->repl_key_file, .workers = cfg->repl_workers, .chunk_bytes = cfg->repl_chunk};
+                                 .key_file = cfg->repl_key_file, .workers = cfg->repl_workers, .chunk_bytes = (long)cfg->repl_chunk * 1024};
     if (rc == 0)
         rc = berth_repl_start(&rc_conf, &err);
     OPENSSL_cleanse(pw, sizeof(pw));

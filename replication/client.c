@@ -107,6 +107,9 @@ static int perform(berth_client_t *c, const char *method, const char *url, struc
     curl_easy_setopt(h, CURLOPT_HEADERDATA, x);
     curl_easy_setopt(h, CURLOPT_TIMEOUT, c->timeout);
     curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, 10L);
+    /* a link that goes silent (a cut WAN) fails the request in seconds, not at the overall timeout */
+    curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
+    curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, 5L);
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
     if (strcmp(method, "HEAD") == 0)
         curl_easy_setopt(h, CURLOPT_NOBODY, 1L);

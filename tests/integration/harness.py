@@ -70,15 +70,17 @@ def sha256(data):
 class Berthd:
     """One berthd process with its own database, storage and ports."""
 
-    def __init__(self, dbname=None, env=None, storage=None, args=None):
+    def __init__(self, dbname=None, env=None, storage=None, args=None, ip="127.0.0.1", prefix=None):
         self.args = list(args or [])
+        self.ip = ip                      # where it listens (a network namespace's address for multi-site tests)
+        self.prefix = list(prefix or [])  # e.g. ["ip", "netns", "exec", "site-a"]
         self.dbname = dbname or new_database()
         self.dir = tempfile.mkdtemp(prefix="berthd-")
         self.storage = storage or os.path.join(self.dir, "storage")
         self.port = free_port()
         self.env = dict(os.environ)
         self.env.update({
-            "BERTH_HTTP_ADDR": "127.0.0.1:%d" % self.port,
+            "BERTH_HTTP_ADDR": "%s:%d" % (ip, self.port),
             "BERTH_DATABASE_URL": pg_conninfo(self.dbname),
             "BERTH_STORAGE_ROOT": self.storage,
             "BERTH_RUN_DIR": os.path.join(self.dir, "run"),
@@ -92,12 +94,12 @@ class Berthd:
 
     @property
     def host(self):
-        return "127.0.0.1:%d" % self.port
+        return "%s:%d" % (self.ip, self.port)
 
     def start(self, wait=True):
         for attempt in range(3):
             self.log = open(self.log_path, "ab")
-            self.proc = subprocess.Popen([BERTHD, *self.args], env=self.env, stdout=self.log, stderr=subprocess.STDOUT)
+            self.proc = subprocess.Popen([*self.prefix, BERTHD, *self.args], env=self.env, stdout=self.log, stderr=subprocess.STDOUT)
             if not wait:
                 return self
             try:
@@ -110,7 +112,7 @@ class Berthd:
                     raise
                 self.stop()
                 self.port = free_port()
-                self.env["BERTH_HTTP_ADDR"] = "127.0.0.1:%d" % self.port
+                self.env["BERTH_HTTP_ADDR"] = "%s:%d" % (self.ip, self.port)
         return self
 
     def wait_ready(self, timeout=20):
@@ -179,7 +181,7 @@ class Berthd:
         headers = dict(headers or {})
         if auth is not None and not any(k.lower() == "authorization" for k in headers):
             headers["Authorization"] = auth
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+        conn = http.client.HTTPConnection(self.ip, self.port, timeout=timeout)
         try:
             conn.request(method, path, body=body, headers=headers)
             r = conn.getresponse()
