@@ -91,6 +91,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
             .content_range = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Range"),
             .content_length = cl != NULL ? strtoll(cl, NULL, 10) : -1,
             .authorization = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION),
+            .content_encoding = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_ENCODING),
         };
         st->upload = berth_upload_begin(s->reg, &rq, &resp);
         if (st->upload == NULL)

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <zstd.h>
 #include <unistd.h>
 
 #include "auth/gate.h"
@@ -27,6 +28,9 @@ struct st_berth_upload_t {
     int64_t written;
     int64_t expect;      /* bytes announced by Content-Length / Content-Range, -1 unknown */
     int finished;
+    ZSTD_DStream *zstd;  /* Content-Encoding: zstd (replication between Berth sites) */
+    char *zbuf;
+    int zdone;           /* the last frame ended */
     berth_hash_t *hash;  /* sha256 of the file's first offset+written bytes */
     berth_err_t err;     /* first failure */
 };
@@ -302,14 +306,27 @@ berth_upload_t *berth_upload_begin(berth_registry_t *reg, const berth_upload_req
             session_headers(resp, rq->route->name, id, 0);
         goto Fail;
     }
+    int zstd = rq->content_encoding != NULL && strcmp(rq->content_encoding, "zstd") == 0;
+    if (rq->content_encoding != NULL && !zstd && strcmp(rq->content_encoding, "identity") != 0) {
+        rc = berth_err_set(&err, BERTH_OCI_UNSUPPORTED, "Content-Encoding %s is not supported (zstd is)", rq->content_encoding);
+        goto Fail;
+    }
+    if (zstd) { /* the body is compressed: sizes are checked on the decoded bytes */
+        u->zstd = ZSTD_createDStream();
+        u->zbuf = malloc(ZSTD_DStreamOutSize());
+        ZSTD_initDStream(u->zstd);
+        u->expect = -1;
+    }
     if (rq->content_range != NULL && (is_patch || rq->content_length != 0)) {
         uint64_t start, end;
         if (berth_range_parse(rq->content_range, strlen(rq->content_range), &start, &end) != 0 || start != (uint64_t)u->offset ||
-            (rq->content_length >= 0 && (uint64_t)rq->content_length != end - start + 1)) {
+            (!zstd && rq->content_length >= 0 && (uint64_t)rq->content_length != end - start + 1)) {
             rc = berth_err_set(&err, BERTH_OCI_RANGE_INVALID, "Content-Range must continue at offset %lld", (long long)u->offset);
             session_headers(resp, rq->route->name, id, u->offset);
             goto Fail;
         }
+        if (zstd)
+            u->expect = (int64_t)(end - start + 1);
     }
     if ((rc = berth_db_upload_touch(c, id, &err)) != 0)
         goto Fail;
@@ -333,7 +350,26 @@ Fail:
     return NULL;
 }
 
+static void write_plain(berth_upload_t *u, const char *data, size_t len);
+
 void berth_upload_write(berth_upload_t *u, const char *data, size_t len)
+{
+    if (u->err.code != 0 || u->zstd == NULL)
+        return write_plain(u, data, len);
+    ZSTD_inBuffer in = {.src = data, .size = len, .pos = 0};
+    while (in.pos < in.size && u->err.code == 0) {
+        ZSTD_outBuffer out = {.dst = u->zbuf, .size = ZSTD_DStreamOutSize(), .pos = 0};
+        size_t r = ZSTD_decompressStream(u->zstd, &out, &in);
+        if (ZSTD_isError(r)) {
+            berth_err_set(&u->err, BERTH_OCI_BLOB_UPLOAD_INVALID, "zstd body: %s", ZSTD_getErrorName(r));
+            return;
+        }
+        u->zdone = r == 0;
+        write_plain(u, u->zbuf, out.pos);
+    }
+}
+
+static void write_plain(berth_upload_t *u, const char *data, size_t len)
 {
     if (u->err.code != 0)
         return;
@@ -397,6 +433,8 @@ void berth_upload_finish(berth_upload_t *u, berth_resp_t *resp)
     berth_resp_init(resp);
     u->finished = 1;
     __atomic_sub_fetch(&active, 1, __ATOMIC_RELAXED); /* the body is complete: no longer streaming */
+    if (u->err.code == 0 && u->zstd != NULL && !u->zdone && u->written > 0)
+        berth_err_set(&u->err, BERTH_OCI_BLOB_UPLOAD_INVALID, "zstd body ends inside a frame");
     if (u->err.code == 0 && u->expect >= 0 && u->written != u->expect)
         berth_err_set(&u->err, BERTH_OCI_SIZE_INVALID, "received %lld of %lld bytes", (long long)u->written, (long long)u->expect);
     if (u->err.code != 0) {
@@ -431,6 +469,8 @@ void berth_upload_free(berth_upload_t *u)
         berth_hash_free(u->hash);
     if (u->fd >= 0)
         close(u->fd);
+    ZSTD_freeDStream(u->zstd);
+    free(u->zbuf);
     /* a monolithic upload has no session to resume: a truncated one leaves nothing behind */
     if (u->op == OP_MONOLITHIC && !u->finished)
         berth_store_upload_remove(u->reg->store, u->id);

@@ -20,6 +20,7 @@ typedef struct st_berth_upload_req_t {
     const char *content_range;  /* may be NULL */
     int64_t content_length;     /* -1 when unknown (chunked) */
     const char *authorization;  /* header value or NULL */
+    const char *content_encoding; /* "zstd": the body is compressed; ranges and digests are of the decoded bytes */
 } berth_upload_req_t;
 
 /**
