@@ -496,7 +496,7 @@ static int cron_field(const char *f, int v)
     return 0;
 }
 
-static int cron_matches(const char *expr, const struct tm *tm)
+int berth_repl_cron_matches(const char *expr, const struct tm *tm)
 {
     char f[6][64];
     int n = sscanf(expr, "%63s %63s %63s %63s %63s %63s", f[0], f[1], f[2], f[3], f[4], f[5]);
@@ -541,7 +541,7 @@ static void *eventer_main(void *arg)
                 const char *cron = json_string_value(json_object_get(p, "cron"));
                 long long eid;
                 berth_err_t err;
-                if (cron != NULL && cron_matches(cron, &tm))
+                if (cron != NULL && berth_repl_cron_matches(cron, &tm))
                     berth_repl_trigger((long long)json_integer_value(json_object_get(p, "id")), "scheduled", &eid, &err);
             }
             json_decref(pols);
@@ -609,6 +609,44 @@ static void absolute(const char *base, const char *loc, char *out, size_t outsz)
         snprintf(out, outsz, "%s%s", base, loc);
 }
 
+/* Blobs recently copied, by destination base and digest: a later copy into another repository there mounts it */
+#define MOUNTS 4096
+static struct {
+    char key[200], repo[256];
+} mounts[MOUNTS];
+static pthread_mutex_t mounts_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static unsigned mount_slot(const char *base, const char *digest, char key[200])
+{
+    snprintf(key, 200, "%.60s|%.135s", base, digest);
+    unsigned h = 2166136261u;
+    for (const char *p = key; *p; p++)
+        h = (h ^ (unsigned char)*p) * 16777619u;
+    return h % MOUNTS;
+}
+
+static void mount_note(const char *base, const char *digest, const char *repo)
+{
+    char key[200];
+    unsigned i = mount_slot(base, digest, key);
+    pthread_mutex_lock(&mounts_mu);
+    snprintf(mounts[i].key, sizeof(mounts[i].key), "%s", key);
+    snprintf(mounts[i].repo, sizeof(mounts[i].repo), "%s", repo);
+    pthread_mutex_unlock(&mounts_mu);
+}
+
+static int mount_from(const char *base, const char *digest, char repo[256])
+{
+    char key[200];
+    unsigned i = mount_slot(base, digest, key);
+    pthread_mutex_lock(&mounts_mu);
+    int hit = strcmp(mounts[i].key, key) == 0;
+    if (hit)
+        snprintf(repo, 256, "%s", mounts[i].repo);
+    pthread_mutex_unlock(&mounts_mu);
+    return hit;
+}
+
 /* Copy one blob, resuming a session this task left at the destination */
 static int copy_blob(job_t *j, const char *dst_base, const char *srepo, const char *drepo, const char *digest, long long size)
 {
@@ -622,6 +660,16 @@ static int copy_blob(job_t *j, const char *dst_base, const char *srepo, const ch
     j->total += size;
     if (have == 200)
         return 0; /* the destination has it */
+    char from[256];
+    if (mount_from(dst_base, digest, from) && strcmp(from, drepo) != 0) { /* the destination has it elsewhere */
+        snprintf(path, sizeof(path), "/v2/%s/blobs/uploads/?mount=%s&from=%s", drepo, digest, from);
+        if (berth_client_do(j->dst, "POST", path, NULL, NULL, 0, &r) == 0 && r.status == 201) {
+            berth_http_dispose(&r);
+            logf_(j, "mounted %s from %s", digest, from);
+            return 0;
+        }
+        berth_http_dispose(&r); /* a 202 session from a refused mount is simply left to expire */
+    }
     long long off = 0;
     const char *up[] = {j->id, digest};
     char *saved = q(BERTH_Q_UPLOAD_GET, up, NULL);
@@ -725,6 +773,7 @@ static int copy_blob(job_t *j, const char *dst_base, const char *srepo, const ch
         logf_(j, "upload finish %s: HTTP %ld", digest, st);
         return -2;
     }
+    mount_note(dst_base, digest, drepo);
     return 0;
 }
 
@@ -735,6 +784,18 @@ static int copy_manifest(job_t *j, const char *dst_base, const char *srepo, cons
     berth_http_t m;
     if (depth > 4)
         return -2;
+    if (depth == 0 && strchr(dref, ':') == NULL && !json_is_true(json_object_get(j->task, "override"))) {
+        /* override off: a tag the destination already has stays as it is */
+        snprintf(path, sizeof(path), "/v2/%s/manifests/%s", drepo, dref);
+        if (berth_client_do(j->dst, "HEAD", path, (const char *const[]){ACCEPT_ALL, NULL}, NULL, 0, &m) != 0)
+            return -1;
+        long have = m.status;
+        berth_http_dispose(&m);
+        if (have == 200) {
+            logf_(j, "%s:%s exists at the destination (override off): kept", drepo, dref);
+            return 0;
+        }
+    }
     snprintf(path, sizeof(path), "/v2/%s/manifests/%s", srepo, ref);
     if (berth_client_do(j->src, "GET", path, (const char *const[]){ACCEPT_ALL, NULL}, NULL, 0, &m) != 0)
         return -1;

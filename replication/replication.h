@@ -39,6 +39,9 @@ char *berth_repl_open(const char *sealed_hex);
 int berth_repl_ping(const char *type, const char *url, const char *user, const char *password, int insecure, const char *ca_file,
                     berth_err_t *err);
 
+struct tm;
+/** 1 if a cron expression ("m h dom mon dow", or Harbor's six fields with seconds first) fires at `tm`'s minute. */
+int berth_repl_cron_matches(const char *expr, const struct tm *tm);
 /** 1 if `name` matches the doublestar glob `pattern` ("**" crosses '/', "*" does not, "{a,b}" alternatives). */
 int berth_repl_glob(const char *pattern, const char *name);
 

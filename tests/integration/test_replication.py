@@ -212,6 +212,83 @@ class TwoSites(BerthTestCase):
         st, h3, _ = self.b.request("GET", h["location"])
         self.assertEqual(h3.get("range", "0-0"), "0-0")
 
+    def test_referrers_mount_override_stop_and_delegation(self):
+        from harness import OCI_CONFIG, OCI_MANIFEST
+        layer = os.urandom(20000)
+        ld = self.a.push_blob("ref/app", layer)
+        cfg = json.dumps({"architecture": "amd64", "os": "linux"}).encode()
+        cd = self.a.push_blob("ref/app", cfg)
+        m = {"schemaVersion": 2, "mediaType": OCI_MANIFEST, "config": {"mediaType": OCI_CONFIG, "digest": cd, "size": len(cfg)},
+             "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar", "digest": ld, "size": len(layer)}]}
+        st, h, _, raw = self.a.push_manifest("ref/app", "1", m)
+        subject = h["docker-content-digest"]
+        # a signature-like referrer of it
+        sig = self.a.push_blob("ref/app", b"signature")
+        empty = self.a.push_blob("ref/app", b"{}")
+        ref = {"schemaVersion": 2, "mediaType": OCI_MANIFEST, "artifactType": "application/vnd.example.sig",
+               "config": {"mediaType": "application/vnd.oci.empty.v1+json", "digest": empty, "size": 2},
+               "layers": [{"mediaType": "application/vnd.example.sig", "digest": sig, "size": 9}],
+               "subject": {"mediaType": OCI_MANIFEST, "digest": subject, "size": len(raw)}}
+        st, h, _, _ = self.a.push_manifest("ref/app", sha256(json.dumps(ref).encode()), ref)
+        self.assertEqual(st, 201)
+        # the same layer in another repository: copied second, it is mounted at the destination, not sent again
+        for blob in (layer, cfg):
+            self.a.push_blob("ref/other", blob)
+        st, _, _, _ = self.a.push_manifest("ref/other", "1", m)
+        self.assertEqual(st, 201)
+        pid = add_policy(self.a, {"name": "refs", "dest_registry": {"id": self.reg_b}, "filters": [{"type": "name", "value": "ref/{app,other}"}]})
+        e = wait_execution(self.a, run_policy(self.a, pid))
+        self.assertEqual(e["status"], "Succeed", e)
+        st, _, body = self.b.request("GET", "/v2/ref/app/referrers/" + subject)
+        self.assertEqual([r["artifactType"] for r in json.loads(body)["manifests"]], ["application/vnd.example.sig"])
+        tasks = api(self.a, "GET", "/replication/executions/%d/tasks" % e["id"])[2]
+        logs = [api(self.a, "GET", "/replication/executions/%d/tasks/%d/log" % (e["id"], t["id"]))[2] for t in tasks]
+        self.assertTrue(any(b"mounted" in (l if isinstance(l, bytes) else l.encode()) for l in logs), logs)
+        # override off: the destination's tag stays
+        m2 = dict(m, annotations={"changed": "yes"})
+        st, h2, _, _ = self.a.push_manifest("ref/app", "1", m2)
+        keep = add_policy(self.a, {"name": "keep", "dest_registry": {"id": self.reg_b}, "override": False,
+                                   "filters": [{"type": "name", "value": "ref/app"}]})
+        self.assertEqual(wait_execution(self.a, run_policy(self.a, keep))["status"], "Succeed")
+        self.assertEqual(manifest(self.b, "ref/app", "1")[1], subject)
+        # stop: a slow run is stopped, its task too
+        big = self.a.push_blob("ref/slow", os.urandom(24 << 20))
+        cfg2 = self.a.push_blob("ref/slow", cfg)
+        m3 = {"schemaVersion": 2, "mediaType": OCI_MANIFEST, "config": {"mediaType": OCI_CONFIG, "digest": cfg2, "size": len(cfg)},
+              "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar", "digest": big, "size": 24 << 20}]}
+        self.assertEqual(self.a.push_manifest("ref/slow", "1", m3)[0], 201)
+        slow = add_policy(self.a, {"name": "slow", "dest_registry": {"id": self.reg_b}, "speed": 1024,
+                                   "filters": [{"type": "name", "value": "ref/slow"}]})
+        eid = run_policy(self.a, slow)
+        self.assertEqual(api(self.a, "POST", "/replication/executions", {"policy_id": slow})[0], 409)  # still running: skipped
+        time.sleep(1.5)
+        self.assertEqual(api(self.a, "PUT", "/replication/executions/%d" % eid, {"status": "Stopped"})[0], 200)
+        e = wait_execution(self.a, eid)
+        self.assertEqual(e["status"], "Stopped")
+        time.sleep(2)
+        self.assertEqual(api(self.a, "GET", "/replication/executions/%d/tasks" % eid)[2][0]["status"], "Stopped")
+        self.assertEqual(manifest(self.b, "ref/slow", "1")[0], 404)
+        # delegation (beyond Harbor): a project admin manages policies confined to the project
+        for u in ("pa", "dev"):
+            api(self.a, "POST", "/users", {"username": u, "password": "Passw0rd!x"})
+        api(self.a, "POST", "/projects/ref/members", {"role_id": 1, "member_user": {"username": "pa"}})
+        api(self.a, "POST", "/projects/ref/members", {"role_id": 2, "member_user": {"username": "dev"}})
+
+        def as_user(user, method, path, body=None):
+            auth = "Basic " + base64.b64encode(("%s:Passw0rd!x" % user).encode()).decode()
+            data = json.dumps(body).encode() if body is not None else None
+            return self.a.request(method, "/api/v2.0" + path, data, {"Content-Type": "application/json"}, auth=auth)[0]
+        scoped = {"name": "pa-own", "project_scope": "ref", "dest_registry": {"id": self.reg_b},
+                  "filters": [{"type": "name", "value": "ref/app"}]}
+        self.assertEqual(as_user("pa", "POST", "/replication/policies", dict(scoped, filters=[])), 400)  # must stay in ref/
+        self.assertEqual(as_user("pa", "POST", "/replication/policies", dict(scoped, project_scope=None, name="x")), 403)
+        self.assertEqual(as_user("dev", "POST", "/replication/policies", scoped), 403)
+        self.assertEqual(as_user("pa", "POST", "/replication/policies", scoped), 201)
+        mine = [p for p in api(self.a, "GET", "/replication/policies?project_scope=ref")[2] if p["name"] == "pa-own"][0]
+        self.assertEqual(as_user("pa", "POST", "/replication/executions", {"policy_id": mine["id"]}), 201)
+        self.assertEqual(as_user("pa", "POST", "/replication/executions", {"policy_id": pid}), 403)  # not theirs
+        self.assertEqual(as_user("pa", "GET", "/registries"), 403)
+
     def test_api_rules(self):
         st, _, _ = api(self.a, "POST", "/registries", {"name": "x", "type": "quay", "url": "http://h"})
         self.assertEqual(st, 400)
