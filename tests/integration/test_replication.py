@@ -470,6 +470,40 @@ class NetworkSites(BerthTestCase):
         self.assertEqual(manifest(self.a, "kill/big", "1")[1], d)
         self.assertLess(t["bytes_sent"], size + 4 * (1 << 20), t)
 
+    def test_throughput_with_and_without_zstd(self):
+        """Site to site over B's shaped link (tbf 80 mbit): a compressible 32 MiB layer and a random one, each to B
+        as a Berth (zstd chunks) and as a generic OCI endpoint (plain chunks)."""
+        from harness import OCI_CONFIG, OCI_MANIFEST
+        text = b"".join(b"%08d GROMACS step %d energy -1.2345e+05 pressure 1.01325 temperature 300.0\n" % (i, i) for i in range(500000))
+        layers = {"text": text[: 32 << 20], "random": os.urandom(32 << 20)}
+        reg_z = add_registry(self.a, "tp-b-berth", "http://" + self.b.host)
+        reg_p = add_registry(self.a, "tp-b-plain", "http://" + self.b.host, kind="docker-registry")
+        rows = []
+        for kind, layer in layers.items():
+            repo = "tp/" + kind
+            ld = self.a.push_blob(repo, layer)
+            cfg = json.dumps({"architecture": "amd64", "os": "linux"}).encode()
+            cd = self.a.push_blob(repo, cfg)
+            m = {"schemaVersion": 2, "mediaType": OCI_MANIFEST, "config": {"mediaType": OCI_CONFIG, "digest": cd, "size": len(cfg)},
+                 "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar", "digest": ld, "size": len(layer)}]}
+            self.assertEqual(self.a.push_manifest(repo, "1", m)[0], 201)
+            for label, reg in (("zstd", reg_z), ("plain", reg_p)):
+                pid = add_policy(self.a, {"name": "tp-%s-%s" % (kind, label), "dest_registry": {"id": reg}, "dest_namespace": "tp-" + label,
+                                          "filters": [{"type": "name", "value": repo}]})
+                t0 = time.time()
+                e = wait_execution(self.a, run_policy(self.a, pid), timeout=300)
+                secs = time.time() - t0
+                self.assertEqual(e["status"], "Succeed", e)
+                t = api(self.a, "GET", "/replication/executions/%d/tasks" % e["id"])[2][0]
+                st, _, body = self.b.request("GET", "/v2/tp-%s/%s/blobs/%s" % (label, kind, ld))
+                self.assertEqual(sha256(body), ld)
+                rows.append((kind, label, t["bytes_sent"], secs, len(layer) / secs / (1 << 20)))
+        by = {(k, l): (b, s, r) for k, l, b, s, r in rows}
+        self.assertLess(by[("text", "zstd")][0] * 4, by[("text", "plain")][0])
+        self.assertLess(by[("random", "zstd")][0], by[("random", "plain")][0] * 1.02)  # incompressible: sent as is
+        for k, l, b, s_, r in rows:
+            print("\n# BENCH replication A->B (tbf 80 mbit), %s layer 32 MiB, %s: %d bytes on the wire, %.2f s, %.1f MiB/s" % (k, l, b, s_, r))
+
     def test_three_sites_chain(self):
         # A -> B by event, B -> C by schedule-free manual run: the same digest everywhere
         reg_b = add_registry(self.a, "chain-b", "http://" + self.b.host)
