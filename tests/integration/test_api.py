@@ -467,7 +467,8 @@ class Api(BerthTestCase):
         doc = yaml.safe_load(raw)
         self.assertEqual(doc["openapi"][:2], "3.")
         subst = {"project_name_or_id": "team", "project_name": "team", "repository_name": "app", "reference": "v1",
-                 "tag_name": "v1", "user_id": "999999", "mid": "999999", "robot_id": "999999", "group_id": "999999"}
+                 "tag_name": "v1", "user_id": "999999", "mid": "999999", "robot_id": "999999", "group_id": "999999",
+                 "registry_id": "999999", "policy_id": "999999", "execution_id": "999999", "task_id": "999999"}
         checked = 0
         for path, ops in doc["paths"].items():
             for method in ops:
