@@ -92,8 +92,8 @@ int berth_isa_push_check(berth_registry_t *reg, berth_dbconn_t *c, const char *r
     if (r.nerrors > 0) {
         char msg[256];
         size_t o = (size_t)snprintf(msg, sizeof(msg), "isa: %s", r.errors[0]);
-        if (r.nerrors > 1 && o < sizeof(msg))
-            snprintf(msg + o, sizeof(msg) - o, " (and %d more)", r.nerrors - 1);
+        for (int i = 1; i < r.nerrors && o < sizeof(msg); i++) /* every error, as far as the message holds them */
+            o += (size_t)snprintf(msg + o, sizeof(msg) - o, "; %s", r.errors[i]);
         for (int i = 0; i < r.nerrors; i++)
             berth_log_info("manifest for %s refused: isa: %s", repo, r.errors[i]);
         berth_isa_report_dispose(&r);
