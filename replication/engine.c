@@ -752,9 +752,12 @@ static int copy_blob(job_t *j, const char *dst_base, const char *srepo, const ch
         if (rc != 0)
             return -1;
         if (r.status != 202) {
-            logf_(j, "upload %s at %lld: HTTP %ld", digest, off, r.status);
+            /* 416 (the session is still held by the request a cut link left behind, or the offset moved) and
+             * 404 (the session expired) are settled by the retry, which asks the destination again */
+            long st = r.status;
+            logf_(j, "upload %s at %lld: HTTP %ld", digest, off, st);
             berth_http_dispose(&r);
-            return r.status == 416 || r.status == 404 ? -1 : -2; /* an offset mismatch: the retry asks again */
+            return st == 401 || st == 403 ? -2 : -1;
         }
         absolute(dst_base, r.location, loc, sizeof(loc));
         berth_http_dispose(&r);
