@@ -289,6 +289,22 @@ class TwoSites(BerthTestCase):
         self.assertEqual(as_user("pa", "POST", "/replication/executions", {"policy_id": pid}), 403)  # not theirs
         self.assertEqual(as_user("pa", "GET", "/registries"), 403)
 
+    def test_scheduled_trigger(self):
+        d = self.push(self.a, "sched/app", "1", [{"s": b"scheduled"}])
+        pid = add_policy(self.a, {"name": "every-minute", "dest_registry": {"id": self.reg_b},
+                                  "trigger": {"type": "scheduled", "trigger_settings": {"cron": "0 * * * * *"}},
+                                  "filters": [{"type": "name", "value": "sched/**"}]})
+        deadline = time.time() + 75  # the scheduler looks once a minute
+        execs = []
+        while time.time() < deadline and not execs:
+            execs = api(self.a, "GET", "/replication/executions?policy_id=%d" % pid)[2]
+            time.sleep(1)
+        self.assertTrue(execs, "no scheduled execution within 75 s")
+        self.assertEqual(execs[0]["trigger"], "scheduled")
+        e = wait_execution(self.a, execs[0]["id"])
+        self.assertEqual(e["status"], "Succeed", e)
+        self.assertEqual(manifest(self.b, "sched/app", "1")[1], d)
+
     def test_api_rules(self):
         st, _, _ = api(self.a, "POST", "/registries", {"name": "x", "type": "quay", "url": "http://h"})
         self.assertEqual(st, 400)
