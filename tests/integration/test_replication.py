@@ -179,26 +179,27 @@ class TwoSites(BerthTestCase):
         original digest; as a generic OCI endpoint (type docker-registry) the same bytes travel as they are."""
         from harness import OCI_CONFIG, OCI_MANIFEST
         text = b"".join(b"%08d the quick brown fox jumps over the lazy dog, again and again\n" % i for i in range(200000))
-        layer = text[: 12 << 20]
-        ld = self.a.push_blob("zs/app", layer)
-        cfg = json.dumps({"architecture": "amd64", "os": "linux", "rootfs": {"type": "layers", "diff_ids": [ld]}}).encode()
-        cd = self.a.push_blob("zs/app", cfg)
-        m = {"schemaVersion": 2, "mediaType": OCI_MANIFEST, "config": {"mediaType": OCI_CONFIG, "digest": cd, "size": len(cfg)},
-             "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar", "digest": ld, "size": len(layer)}]}
-        st, h, _, _ = self.a.push_manifest("zs/app", "1", m)
-        self.assertEqual(st, 201)
         plain_reg = add_registry(self.a, "site-b-plain", "http://" + self.b.host, kind="docker-registry")
         results = {}
         for label, reg, ns in (("zstd", self.reg_b, "zs-z"), ("plain", plain_reg, "zs-p")):
+            # its own bytes per run: the second would otherwise be mounted from the first at B
+            layer = text[: 12 << 20] + label.encode()
+            ld = self.a.push_blob("zs/" + label, layer)
+            cfg = json.dumps({"architecture": "amd64", "os": "linux", "rootfs": {"type": "layers", "diff_ids": [ld]}}).encode()
+            cd = self.a.push_blob("zs/" + label, cfg)
+            m = {"schemaVersion": 2, "mediaType": OCI_MANIFEST, "config": {"mediaType": OCI_CONFIG, "digest": cd, "size": len(cfg)},
+                 "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar", "digest": ld, "size": len(layer)}]}
+            st, h, _, _ = self.a.push_manifest("zs/" + label, "1", m)
+            self.assertEqual(st, 201)
             pid = add_policy(self.a, {"name": "zs-" + label, "dest_registry": {"id": reg}, "dest_namespace": ns,
-                                      "filters": [{"type": "name", "value": "zs/app"}]})
+                                      "filters": [{"type": "name", "value": "zs/" + label}]})
             t0 = time.time()
             e = wait_execution(self.a, run_policy(self.a, pid))
             secs = time.time() - t0
             self.assertEqual(e["status"], "Succeed", e)
             t = api(self.a, "GET", "/replication/executions/%d/tasks" % e["id"])[2][0]
-            self.assertEqual(manifest(self.b, ns + "/app", "1")[1], h["docker-content-digest"])
-            st, _, body = self.b.request("GET", "/v2/%s/app/blobs/%s" % (ns, ld))
+            self.assertEqual(manifest(self.b, "%s/%s" % (ns, label), "1")[1], h["docker-content-digest"])
+            st, _, body = self.b.request("GET", "/v2/%s/%s/blobs/%s" % (ns, label, ld))
             self.assertEqual(sha256(body), ld)
             results[label] = (t["bytes_sent"], secs)
         self.assertLess(results["zstd"][0] * 4, results["plain"][0], results)
@@ -236,12 +237,17 @@ class TwoSites(BerthTestCase):
             self.a.push_blob("ref/other", blob)
         st, _, _, _ = self.a.push_manifest("ref/other", "1", m)
         self.assertEqual(st, 201)
-        pid = add_policy(self.a, {"name": "refs", "dest_registry": {"id": self.reg_b}, "filters": [{"type": "name", "value": "ref/{app,other}"}]})
+        pid = add_policy(self.a, {"name": "refs", "dest_registry": {"id": self.reg_b}, "filters": [{"type": "name", "value": "ref/app"}]})
         e = wait_execution(self.a, run_policy(self.a, pid))
         self.assertEqual(e["status"], "Succeed", e)
         st, _, body = self.b.request("GET", "/v2/ref/app/referrers/" + subject)
         self.assertEqual([r["artifactType"] for r in json.loads(body)["manifests"]], ["application/vnd.example.sig"])
+        other = add_policy(self.a, {"name": "refs-other", "dest_registry": {"id": self.reg_b},
+                                    "filters": [{"type": "name", "value": "ref/other"}]})
+        e = wait_execution(self.a, run_policy(self.a, other))
+        self.assertEqual(e["status"], "Succeed", e)
         tasks = api(self.a, "GET", "/replication/executions/%d/tasks" % e["id"])[2]
+        self.assertLess(tasks[0]["bytes_sent"], len(layer))  # the layer was mounted, not sent
         logs = [api(self.a, "GET", "/replication/executions/%d/tasks/%d/log" % (e["id"], t["id"]))[2] for t in tasks]
         self.assertTrue(any(b"mounted" in (l if isinstance(l, bytes) else l.encode()) for l in logs), logs)
         # override off: the destination's tag stays
