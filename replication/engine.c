@@ -27,7 +27,7 @@
     "application/vnd.docker.distribution.manifest.list.v2+json, application/vnd.docker.distribution.manifest.v2+json"
 
 static berth_repl_conf_t conf;
-static char self_url[512], self_user[128], self_password[128];
+static char self_url[512], self_user[128], self_password[128], instance[800];
 static unsigned char key[32];
 static pthread_t workers[MAX_WORKERS], eventer;
 static int nworkers, running, stopping;
@@ -939,7 +939,8 @@ static void *worker_main(void *arg)
         pthread_mutex_unlock(&mu);
         if (stop)
             break;
-        char *t = q(BERTH_Q_TASK_CLAIM, NULL, NULL);
+        const char *cp[] = {instance};
+        char *t = q(BERTH_Q_TASK_CLAIM, cp, NULL);
         json_t *task = t != NULL ? json_loads(t, 0, NULL) : NULL;
         free(t);
         if (task != NULL) {
@@ -967,7 +968,12 @@ int berth_repl_start(const berth_repl_conf_t *c, berth_err_t *err)
     snprintf(self_password, sizeof(self_password), "%s", c->self_password);
     if (load_key(c->key_file) != 0)
         return berth_err_set(err, BERTH_OCI_INTERNAL, "cannot read or create the replication key %s", c->key_file);
-    free(q(BERTH_Q_TASKS_RESET, NULL, NULL)); /* tasks a stopped berthd was running start again */
+    /* this instance is its host and edge address: a restart takes back its own tasks at once */
+    char host[256] = "";
+    gethostname(host, sizeof(host) - 1);
+    snprintf(instance, sizeof(instance), "%s|%s", host, self_url);
+    const char *rp[] = {instance};
+    free(q(BERTH_Q_TASKS_RESET, rp, NULL)); /* tasks a stopped berthd was running start again */
     running = 1;
     nworkers = c->workers > 0 && c->workers <= MAX_WORKERS ? c->workers : 2;
     for (int i = 0; i < nworkers; i++)

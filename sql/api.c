@@ -416,14 +416,15 @@ static const berth_db__stmt_t queries[BERTH_Q__COUNT] = {
     Q(BERTH_Q_TASK_LOG, "SELECT to_json(log)::text FROM replication_tasks WHERE id = $2::bigint AND execution_id = $1::bigint", 2),
     /* the next runnable task, with what it needs: policy, endpoints (secrets sealed) */
     Q(BERTH_Q_TASK_CLAIM,
-      "UPDATE replication_tasks t SET status = 'InProgress', attempts = t.attempts + 1, start_time = coalesce(t.start_time, now()) "
+      "UPDATE replication_tasks t SET status = 'InProgress', attempts = t.attempts + 1, start_time = coalesce(t.start_time, now()), "
+      "claimed_by = $1::text, heartbeat = now() "
       "FROM replication_executions e, replication_policies p WHERE t.id = (SELECT t2.id FROM replication_tasks t2 JOIN "
       "replication_executions e2 ON e2.id = t2.execution_id WHERE t2.status = 'Pending' AND t2.not_before <= now() AND "
       "e2.status = 'InProgress' ORDER BY t2.id LIMIT 1 FOR UPDATE OF t2 SKIP LOCKED) AND e.id = t.execution_id AND p.id = "
       "e.policy_id RETURNING json_build_object('id', t.id, 'execution_id', t.execution_id, 'src', t.src_resource, 'dst', "
       "t.dst_resource, 'operation', t.operation, 'attempts', t.attempts, 'override', p.override, 'speed', p.speed_kib, "
       "'src_registry', " REG_ENGINE("p.src_registry_id") ", 'dest_registry', " REG_ENGINE("p.dest_registry_id") ")::text",
-      0),
+      1),
     /* $1 task, $2 status, $3 log line, $4 bytes total, $5 retry delay seconds (Pending again) */
     Q(BERTH_Q_TASK_DONE,
       "UPDATE replication_tasks SET status = $2::text, log = log || $3::text || E'\\n', bytes_total = bytes_total + "
@@ -431,8 +432,12 @@ static const berth_db__stmt_t queries[BERTH_Q__COUNT] = {
       "make_interval(secs => coalesce($5::int, 0)) WHERE id = $1::bigint AND status = 'InProgress' RETURNING "
       "to_json(execution_id)::text",
       5),
-    Q(BERTH_Q_TASK_PROGRESS, "UPDATE replication_tasks SET bytes_sent = bytes_sent + $2::bigint WHERE id = $1::bigint", 2),
-    Q(BERTH_Q_TASKS_RESET, "UPDATE replication_tasks SET status = 'Pending' WHERE status = 'InProgress'", 0),
+    Q(BERTH_Q_TASK_PROGRESS, "UPDATE replication_tasks SET bytes_sent = bytes_sent + $2::bigint, heartbeat = now() WHERE id = $1::bigint", 2),
+    /* $1 this instance: its own unfinished tasks, and any an instance left silent for five minutes */
+    Q(BERTH_Q_TASKS_RESET,
+      "UPDATE replication_tasks SET status = 'Pending' WHERE status = 'InProgress' AND (claimed_by = $1::text OR heartbeat IS NULL "
+      "OR heartbeat < now() - interval '5 minutes')",
+      1),
     Q(BERTH_Q_UPLOAD_GET, "SELECT to_json(location)::text FROM replication_uploads WHERE task_id = $1::bigint AND digest = $2::text", 2),
     Q(BERTH_Q_UPLOAD_PUT,
       "INSERT INTO replication_uploads (task_id, digest, location) VALUES ($1::bigint, $2::text, $3::text) ON CONFLICT (task_id, "
