@@ -47,6 +47,12 @@ static int apply_all(berth_dbconn_t *c, berth_err_t *err)
         berth_digest_t sum;
         berth_digest_of(&sum, BERTH_DIGEST_SHA256, m->sql, strlen(m->sql));
         int found = 0;
+        /* databases made before versions were decimal recorded 0010 as 8 (octal): the file name decides */
+        char v0[16];
+        snprintf(v0, sizeof(v0), "%d", m->version);
+        const char *fix[] = {v0, m->name};
+        PQclear(PQexecParams(c->pg, "UPDATE schema_migrations SET version = $1 WHERE name = $2 AND version <> $1", 2, NULL, fix, NULL,
+                             NULL, 0));
         if ((rc = applied(c, m->version, sum.str, &found, err)) != 0)
             return rc;
         newest = m->version;
