@@ -105,6 +105,9 @@ static int start_replication(const berth_config_t *cfg, berth_db_t *db)
     return rc;
 }
 
+static int serve(berth_config_t *cfgp, berth_db_t *db, berth_store_t *store, berth_token_keys_t *keys, berth_ldap_t *ldap,
+                 berth_authsvc_t *authp, sigset_t *sigsp);
+
 int main(int argc, char **argv)
 {
     const char *config_path = NULL;
@@ -137,17 +140,25 @@ int main(int argc, char **argv)
     mallopt(M_MMAP_THRESHOLD, 1 << 20);
     berth_config_t cfg;
     char errbuf[512];
+    int rc = 0;
+    berth_db_t *db = NULL;
+    berth_store_t *store = NULL;
+    berth_token_keys_t *keys = NULL;
+    berth_ldap_t *ldap = NULL;
     if (berth_config_load(&cfg, config_path, errbuf, sizeof(errbuf)) != 0) {
         fprintf(stderr, "berthd: bad configuration: %s\n", errbuf);
-        return 2;
+        rc = 2;
+        goto Out;
     }
     if (berth_log_set_level(cfg.log_level) != 0) {
         fprintf(stderr, "berthd: bad configuration: log.level must be error, warn, info or debug\n");
-        return 2;
+        rc = 2;
+        goto Out;
     }
     if (berth_access_log_open(cfg.access_log) != 0) {
         fprintf(stderr, "berthd: cannot open access log %s: %s\n", cfg.access_log, strerror(errno));
-        return 2;
+        rc = 2;
+        goto Out;
     }
     /* signals are taken synchronously by the main thread; every thread created below inherits the mask */
     sigset_t sigs;
@@ -160,38 +171,59 @@ int main(int argc, char **argv)
 
     berth_err_t err;
     berth_err_clear(&err);
-    berth_db_t *db = NULL;
+    rc = 1; /* the failures below */
     if (berth_db_open(&db, cfg.database_url, cfg.database_pool, &err) != 0) {
         fprintf(stderr, "berthd: %s\n", err.msg);
-        return 1;
+        goto Out;
     }
     if (berth_db_migrate(db, &err) != 0) {
         fprintf(stderr, "berthd: schema migration failed: %s\n", err.msg);
-        return 1;
+        goto Out;
     }
-    berth_store_t *store = NULL;
     if (berth_store_open(&store, cfg.storage_root, &err) != 0) {
         fprintf(stderr, "berthd: storage: %s\n", err.msg);
-        return 1;
+        goto Out;
     }
-    berth_token_keys_t *keys = NULL;
     if (berth_token_keys_load(&keys, cfg.keys_dir, cfg.token_alg, &err) != 0) {
         fprintf(stderr, "berthd: %s\n", err.msg);
-        return 1;
+        goto Out;
     }
-    berth_ldap_t *ldap = NULL;
     if (cfg.ldap_url != NULL && cfg.ldap_url[0] != '\0' && open_ldap(&cfg, &ldap) != 0)
-        return 1;
+        goto Out;
     berth_authsvc_t auth = {.db = db, .keys = keys, .realm = cfg.external_url, .issuer = cfg.token_issuer, .service = cfg.token_service,
                             .ttl_seconds = cfg.token_ttl, .ldap = ldap};
     if (berth_authsvc_bootstrap(&auth, cfg.admin_password, &err) != 0) {
         fprintf(stderr, "berthd: cannot create the first admin: %s\n", err.msg);
-        return 1;
+        goto Out;
     }
     if (check_only) {
         printf("berthd: configuration and database OK\n");
-        return 0;
+        rc = 0;
+        goto Out;
     }
+    rc = serve(&cfg, db, store, keys, ldap, &auth, &sigs);
+Out:
+    /* everything that was opened, in reverse order (the sanitizer build checks for leaks at exit) */
+    berth_ldap_close(ldap);
+    berth_token_keys_free(keys);
+    if (store != NULL)
+        berth_store_close(store);
+    if (db != NULL)
+        berth_db_close(db);
+    berth_config_dispose(&cfg);
+    berth_access_log_flush();
+    return rc;
+}
+
+/* Run until a signal: threads, listeners and the edge; returns the exit status */
+static int serve(berth_config_t *cfgp, berth_db_t *db, berth_store_t *store, berth_token_keys_t *keys, berth_ldap_t *ldap,
+                 berth_authsvc_t *authp, sigset_t *sigsp)
+{
+    berth_config_t cfg = *cfgp;
+    berth_authsvc_t auth = *authp;
+    sigset_t sigs = *sigsp;
+    (void)keys;
+    (void)ldap;
     berth_api_conf_t api_conf = {.project_creation_admin_only = strcmp(cfg.project_creation, "adminonly") == 0,
                                  .session_ttl = cfg.session_ttl, .external_url = cfg.external_url, .version = BERTH_VERSION};
     berth_api_configure(&api_conf);
@@ -262,12 +294,6 @@ int main(int argc, char **argv)
     berth_isa_scan_stop();
     berth_audit_stop();
     berth_db_listen_stop(listener);
-    berth_db_close(db);
-    berth_store_close(store);
-    berth_token_keys_free(keys);
-    berth_ldap_close(ldap);
-    berth_config_dispose(&cfg);
-    berth_access_log_flush();
     berth_log_info("stopped");
     return status;
 }

@@ -3,6 +3,7 @@
 # both builds. The tests start their own PostgreSQL, berthd instances and clients; nothing must be running.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+root=$PWD
 deploy/install-deps deploy/packages.txt deploy/test-packages.txt
 jobs=$(nproc)
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
@@ -17,5 +18,6 @@ echo "== libFuzzer runs (clang, ASan+UBSan)"
 echo "== release build"
 (cd build && ctest --output-on-failure -j2 "$@") || status=1
 echo "== ASan+UBSan build"
-(cd build-asan && ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j2 "$@") || status=1
+(cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 LSAN_OPTIONS=suppressions=$root/tests/lsan.supp:print_suppressions=0 \
+  UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j2 "$@") || status=1
 exit $status

@@ -160,6 +160,10 @@ class Berthd:
         rc = self.proc.returncode
         self.proc = None
         self.log.close()
+        # under ASan with leak detection on (tests/run.sh), a clean exit must leave nothing behind
+        if sig != signal.SIGKILL and "ERROR: LeakSanitizer" in self.logs():
+            log = self.logs()
+            raise AssertionError("berthd leaked memory:\n" + log[log.find("ERROR: LeakSanitizer"):][:6000])
         # nginx may outlive a SIGKILLed berthd for a moment; it is ours, end it
         pid_file = os.path.join(self.env["BERTH_RUN_DIR"], "nginx.pid")
         if sig == signal.SIGKILL and os.path.exists(pid_file):
