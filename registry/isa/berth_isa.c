@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 
 #include "registry/isa/detect.h"
+#include "replication/client.h"
 #include "registry/isa/index.h"
 
 #define EXIT_NO_VARIANT 3
@@ -120,127 +121,6 @@ static int cmd_detect(int argc, char **argv)
     return 0;
 }
 
-/* ---- HTTP ---------------------------------------------------------------------------------------------------- */
-
-typedef struct {
-    char *body;
-    size_t len;
-    char www_auth[1024];
-    long status;
-} http_t;
-
-static size_t on_body(char *p, size_t sz, size_t n, void *ud)
-{
-    http_t *h = ud;
-    size_t add = sz * n;
-    if (h->len + add > (16u << 20))
-        return 0;
-    h->body = realloc(h->body, h->len + add + 1);
-    memcpy(h->body + h->len, p, add);
-    h->len += add;
-    h->body[h->len] = '\0';
-    return add;
-}
-
-static size_t on_header(char *p, size_t sz, size_t n, void *ud)
-{
-    http_t *h = ud;
-    size_t len = sz * n;
-    if (len > 17 && strncasecmp(p, "www-authenticate:", 17) == 0) {
-        size_t v = 17;
-        while (v < len && p[v] == ' ')
-            v++;
-        snprintf(h->www_auth, sizeof(h->www_auth), "%.*s", (int)(len - v), p + v);
-        h->www_auth[strcspn(h->www_auth, "\r\n")] = '\0';
-    }
-    return len;
-}
-
-static int get(const char *url, const char *accept, const char *auth_header, const char *userpwd, int insecure, http_t *out)
-{
-    memset(out, 0, sizeof(*out));
-    CURL *c = curl_easy_init();
-    struct curl_slist *hdrs = NULL;
-    if (accept != NULL) {
-        char a[512];
-        snprintf(a, sizeof(a), "Accept: %s", accept);
-        hdrs = curl_slist_append(hdrs, a);
-    }
-    if (auth_header != NULL)
-        hdrs = curl_slist_append(hdrs, auth_header);
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, out);
-    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
-    curl_easy_setopt(c, CURLOPT_HEADERDATA, out);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT, 60L);
-    if (userpwd != NULL) {
-        curl_easy_setopt(c, CURLOPT_USERPWD, userpwd);
-        curl_easy_setopt(c, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
-    }
-    if (insecure) {
-        curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 0L);
-        curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 0L);
-    }
-    CURLcode rc = curl_easy_perform(c);
-    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &out->status);
-    curl_slist_free_all(hdrs);
-    curl_easy_cleanup(c);
-    if (rc != CURLE_OK)
-        fprintf(stderr, "berth-isa: %s: %s\n", url, curl_easy_strerror(rc));
-    return rc == CURLE_OK ? 0 : -1;
-}
-
-/* a parameter of a Bearer challenge */
-static int challenge_param(const char *ch, const char *key, char *out, size_t outsz)
-{
-    char pat[32];
-    snprintf(pat, sizeof(pat), "%s=\"", key);
-    const char *p = strstr(ch, pat);
-    if (p == NULL)
-        return -1;
-    p += strlen(pat);
-    size_t n = strcspn(p, "\"");
-    snprintf(out, outsz, "%.*s", (int)n, p);
-    return 0;
-}
-
-/* GET with the registry token dance: on a Bearer challenge, fetch a token (with Basic creds if given) and retry */
-static int registry_get(const char *url, const char *accept, const char *userpwd, int insecure, http_t *out)
-{
-    if (get(url, accept, NULL, userpwd, insecure, out) != 0)
-        return -1;
-    if (out->status != 401 || strncasecmp(out->www_auth, "Bearer ", 7) != 0)
-        return 0;
-    char realm[512], service[256] = "", scope[512] = "", turl[2048];
-    if (challenge_param(out->www_auth, "realm", realm, sizeof(realm)) != 0)
-        return 0;
-    challenge_param(out->www_auth, "service", service, sizeof(service));
-    challenge_param(out->www_auth, "scope", scope, sizeof(scope));
-    CURL *esc = curl_easy_init();
-    char *es = curl_easy_escape(esc, service, 0), *sc = curl_easy_escape(esc, scope, 0);
-    snprintf(turl, sizeof(turl), "%s?service=%s&scope=%s", realm, es, sc);
-    curl_free(es);
-    curl_free(sc);
-    curl_easy_cleanup(esc);
-    http_t t;
-    free(out->body);
-    if (get(turl, NULL, NULL, userpwd, insecure, &t) != 0 || t.status != 200) {
-        free(t.body);
-        memset(out, 0, sizeof(*out));
-        out->status = 401;
-        return 0;
-    }
-    json_t *tj = json_loads(t.body, 0, NULL);
-    const char *tok = json_string_value(json_object_get(tj, "token")) ?: json_string_value(json_object_get(tj, "access_token"));
-    char auth[8192];
-    snprintf(auth, sizeof(auth), "Authorization: Bearer %s", tok != NULL ? tok : "");
-    json_decref(tj);
-    free(t.body);
-    return get(url, accept, auth, NULL, insecure, out);
-}
-
 /* ---- resolve ---------------------------------------------------------------------------------------------- */
 
 typedef struct {
@@ -270,6 +150,9 @@ static int parse_image(const char *s, image_t *im)
     return im->repo[0] ? 0 : -1;
 }
 
+static int run_resolve(berth_client_t *client, const char *base, const image_t *imp, const berth_isa_node_t *nodep, const char *maxl,
+                       const char *image_arg);
+
 static int cmd_resolve(int argc, char **argv)
 {
     image_t im;
@@ -280,7 +163,7 @@ static int cmd_resolve(int argc, char **argv)
     berth_isa_node_t node;
     if (node_of(argc, argv, &node) != 0)
         return 1;
-    char base[512], userpwd[600] = "", url[2048];
+    char base[512], password[512] = "";
     const char *reg = opt(argc, argv, "--registry"), *user = opt(argc, argv, "--user"), *pwf = opt(argc, argv, "--password-file");
     int insecure = flag(argc, argv, "--insecure");
     snprintf(base, sizeof(base), "%s", reg != NULL ? reg : "");
@@ -293,9 +176,23 @@ static int cmd_resolve(int argc, char **argv)
             return 1;
         }
         pw[strcspn(pw, "\r\n")] = '\0';
-        snprintf(userpwd, sizeof(userpwd), "%s:%s", user, pw);
+        snprintf(password, sizeof(password), "%s", pw);
         free(pw);
     }
+    /* the same registry client replication uses: Basic, or the token dance for registries that want it */
+    berth_client_conf_t cc = {.url = base, .user = pwf != NULL ? user : NULL, .password = password, .insecure = insecure, .timeout_s = 60};
+    berth_client_t *client = berth_client_new(&cc);
+    int rc = run_resolve(client, base, &im, &node, opt(argc, argv, "--max-level"), argv[argc - 1]);
+    berth_client_free(client);
+    return rc;
+}
+
+static int run_resolve(berth_client_t *client, const char *base, const image_t *imp, const berth_isa_node_t *nodep, const char *maxl,
+                       const char *image_arg)
+{
+    image_t im = *imp;
+    berth_isa_node_t node = *nodep;
+    char url[2048];
     char level[24], extras[2048];
     berth_isa_level_name(&node.level, level, sizeof(level));
     berth_isa_features_t implied, extra;
@@ -305,7 +202,6 @@ static int cmd_resolve(int argc, char **argv)
         if (!berth_isa_features_has(&implied, node.features.names[i]))
             berth_isa_features_add(&extra, node.features.names[i]);
     berth_isa_features_join(&extra, extras, sizeof(extras));
-    const char *maxl = opt(argc, argv, "--max-level");
     /* Berth first: its answer carries scan verdicts and project policy */
     const char *slash = strchr(im.repo, '/');
     if (slash != NULL) {
@@ -313,46 +209,47 @@ static int cmd_resolve(int argc, char **argv)
         snprintf(rest, sizeof(rest), "%s", slash + 1);
         CURL *esc = curl_easy_init();
         char *r1 = curl_easy_escape(esc, rest, 0), *r2 = curl_easy_escape(esc, r1, 0), *fe = curl_easy_escape(esc, extras, 0);
-        snprintf(url, sizeof(url), "%s/api/v2.0/projects/%.*s/repositories/%s/artifacts/%s/isa/resolve?arch=%s&level=%s&features=%s%s%s", base,
+        snprintf(url, sizeof(url), "/api/v2.0/projects/%.*s/repositories/%s/artifacts/%s/isa/resolve?arch=%s&level=%s&features=%s%s%s",
                  (int)(slash - im.repo), im.repo, r2, im.ref, berth_isa_arch_name(node.level.arch), level, fe, maxl != NULL ? "&max_level=" : "",
                  maxl != NULL ? maxl : "");
         curl_free(r1);
         curl_free(r2);
         curl_free(fe);
         curl_easy_cleanup(esc);
-        http_t h;
-        if (get(url, "application/json", NULL, userpwd[0] ? userpwd : NULL, insecure, &h) == 0 && (h.status == 200 || h.status == 409)) {
+        berth_http_t h;
+        if (berth_client_do(client, "GET", url, (const char *const[]){"Accept: application/json", NULL}, NULL, 0, &h) == 0 &&
+            (h.status == 200 || h.status == 409)) {
             json_t *j = json_loads(h.body, 0, NULL);
-            free(h.body);
+            berth_http_dispose(&h);
             if (json_object_get(j, "candidates") != NULL) {
                 const char *d = json_string_value(json_object_get(json_object_get(j, "selected"), "digest"));
                 if (d != NULL)
                     printf("%s/%s@%s\n", im.host, im.repo, d);
                 else
-                    fprintf(stderr, "berth-isa: no variant of %s fits this %s node\n", argv[argc - 1], level);
+                    fprintf(stderr, "berth-isa: no variant of %s fits this %s node\n", image_arg, level);
                 json_decref(j);
                 return d != NULL ? 0 : EXIT_NO_VARIANT;
             }
             json_decref(j);
         } else {
-            free(h.body);
+            berth_http_dispose(&h);
         }
     }
     /* any OCI registry: fetch the index and match here, with the same library Berth uses */
-    snprintf(url, sizeof(url), "%s/v2/%s/manifests/%s", base, im.repo, im.ref);
-    http_t h;
-    const char *accept = "application/vnd.oci.image.index.v1+json, application/vnd.docker.distribution.manifest.list.v2+json, "
+    snprintf(url, sizeof(url), "/v2/%s/manifests/%s", im.repo, im.ref);
+    berth_http_t h;
+    const char *accept = "Accept: application/vnd.oci.image.index.v1+json, application/vnd.docker.distribution.manifest.list.v2+json, "
                          "application/vnd.oci.image.manifest.v1+json, application/vnd.docker.distribution.manifest.v2+json";
-    if (registry_get(url, accept, userpwd[0] ? userpwd : NULL, insecure, &h) != 0 || h.status != 200) {
-        fprintf(stderr, "berth-isa: %s: HTTP %ld\n", url, h.status);
-        free(h.body);
+    if (berth_client_do(client, "GET", url, (const char *const[]){accept, NULL}, NULL, 0, &h) != 0 || h.status != 200) {
+        fprintf(stderr, "berth-isa: %s%s: HTTP %ld\n", base, url, h.status);
+        berth_http_dispose(&h);
         return 1;
     }
     berth_isa_report_t r;
     int rc = 1;
     if (berth_isa_index_check(h.body, h.len, BERTH_ISA_POLICY_OFF, NULL, NULL, &r) != 0) {
-        fprintf(stderr, "berth-isa: %s is a single manifest; nothing to choose\n", argv[argc - 1]);
-        free(h.body);
+        fprintf(stderr, "berth-isa: %s is a single manifest; nothing to choose\n", image_arg);
+        berth_http_dispose(&h);
         return 1;
     }
     berth_isa_choice_t *ch = calloc(r.nvariants + 1, sizeof(*ch));
@@ -364,7 +261,7 @@ static int cmd_resolve(int argc, char **argv)
         printf("%s/%s@%s\n", im.host, im.repo, r.variants[best].digest);
         rc = 0;
     } else {
-        fprintf(stderr, "berth-isa: no variant of %s fits this %s node\n", argv[argc - 1], level);
+        fprintf(stderr, "berth-isa: no variant of %s fits this %s node\n", image_arg, level);
         rc = EXIT_NO_VARIANT;
     }
     free(ch);
