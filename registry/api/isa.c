@@ -14,45 +14,6 @@
 #include "registry/service/isa.h"
 #include "sql/registry.h"
 
-typedef struct {
-    char host[256], repo[BERTH_NAME_MAX + 1], ref[BERTH_REF_MAX + 1];
-} image_t;
-
-/* "[host/]project/repo[:tag|@digest]"; a first component with '.' or ':' (or "localhost") is a registry host */
-static int parse_image(const char *s, image_t *out)
-{
-    memset(out, 0, sizeof(*out));
-    if (s == NULL || strlen(s) > 600)
-        return -1;
-    const char *slash = strchr(s, '/');
-    if (slash != NULL && (memchr(s, '.', (size_t)(slash - s)) != NULL || memchr(s, ':', (size_t)(slash - s)) != NULL ||
-                          (slash - s == 9 && memcmp(s, "localhost", 9) == 0))) {
-        snprintf(out->host, sizeof(out->host), "%.*s", (int)(slash - s), s);
-        s = slash + 1;
-    }
-    const char *at = strchr(s, '@'), *last = strrchr(s, '/'), *colon = strrchr(s, ':');
-    size_t nlen = strlen(s);
-    if (at != NULL) {
-        nlen = (size_t)(at - s);
-        snprintf(out->ref, sizeof(out->ref), "%s", at + 1);
-        berth_digest_t d;
-        if (berth_digest_parse(&d, out->ref, strlen(out->ref), NULL) != 0)
-            return -1;
-    } else if (colon != NULL && (last == NULL || colon > last)) {
-        nlen = (size_t)(colon - s);
-        snprintf(out->ref, sizeof(out->ref), "%s", colon + 1);
-        if (!berth_ref_tag_valid(out->ref, strlen(out->ref)))
-            return -1;
-    } else {
-        snprintf(out->ref, sizeof(out->ref), "latest");
-    }
-    if (nlen == 0 || nlen > BERTH_NAME_MAX)
-        return -1;
-    memcpy(out->repo, s, nlen);
-    out->repo[nlen] = '\0';
-    return berth_ref_name_valid(out->repo, nlen) ? 0 : -1;
-}
-
 /* May the caller pull this repository? Without the right, the image looks absent. */
 static int may_pull(berth_api_t *a, const char *repo)
 {
@@ -71,16 +32,16 @@ static json_t *not_found(const char *image)
 /* One resolution for a caller; returns the status and the body */
 static int resolve_one(berth_api_t *a, const char *image, json_t *node, json_t *policy, json_t **out)
 {
-    image_t im;
-    if (parse_image(image, &im) != 0) {
+    berth_image_ref_t im;
+    if (berth_ref_image_parse(&im, image) != 0) {
         *out = json_pack("{s:[{s:s,s:s}]}", "errors", "code", "NAME_INVALID", "message", "image must be [host/]name[:tag|@digest]");
         return 400;
     }
-    if (!may_pull(a, im.repo)) {
+    if (!may_pull(a, im.name)) {
         *out = not_found(image);
         return a->authed ? 404 : 401;
     }
-    return berth_isa_resolve(a->reg, a->c, im.host, im.repo, im.ref, node, policy, out);
+    return berth_isa_resolve(a->reg, a->c, im.host, im.name, im.ref, node, policy, out);
 }
 
 static int post_resolve(berth_api_t *a, int batch)
@@ -276,7 +237,7 @@ static int assemble(berth_api_t *a, const char *project, const char *repo)
 /* ---- Kubernetes ------------------------------------------------------------------------------------------- */
 
 /* Berth images of a pod (containers and init containers whose repository Berth holds and the caller may pull) */
-static size_t pod_images(berth_api_t *a, json_t *pod, image_t *out, size_t max)
+static size_t pod_images(berth_api_t *a, json_t *pod, berth_image_ref_t *out, size_t max)
 {
     size_t n = 0;
     static const char *const lists[] = {"containers", "initContainers"};
@@ -285,9 +246,9 @@ static size_t pod_images(berth_api_t *a, json_t *pod, image_t *out, size_t max)
         json_t *c;
         json_array_foreach(json_object_get(json_object_get(pod, "spec"), lists[l]), i, c)
         {
-            image_t im;
-            if (n < max && parse_image(json_string_value(json_object_get(c, "image")), &im) == 0 && may_pull(a, im.repo) &&
-                berth_db_repo_exists(a->c, im.repo, NULL) == 1)
+            berth_image_ref_t im;
+            if (n < max && berth_ref_image_parse(&im, json_string_value(json_object_get(c, "image"))) == 0 && may_pull(a, im.name) &&
+                berth_db_repo_exists(a->c, im.name, NULL) == 1)
                 out[n++] = im;
         }
     }
@@ -341,7 +302,7 @@ static int k8s(berth_api_t *a, const char *verb)
     if (args == NULL)
         return -1;
     json_t *pod = json_object_get(args, "Pod"), *items = json_object_get(json_object_get(args, "Nodes"), "items");
-    image_t imgs[16];
+    berth_image_ref_t imgs[16];
     size_t nimg = pod_images(a, pod, imgs, 16), i;
     json_t *node, *out;
     if (strcmp(verb, "filter") == 0) {
@@ -352,9 +313,9 @@ static int k8s(berth_api_t *a, const char *verb)
             json_t *nd = node_of(node);
             for (size_t k = 0; k < nimg && reason[0] == '\0'; k++) {
                 json_t *r = NULL;
-                int st = berth_isa_resolve(a->reg, a->c, imgs[k].host, imgs[k].repo, imgs[k].ref, nd, NULL, &r);
+                int st = berth_isa_resolve(a->reg, a->c, imgs[k].host, imgs[k].name, imgs[k].ref, nd, NULL, &r);
                 if (st == 409 || st == 400)
-                    snprintf(reason, sizeof(reason), "berth: %s:%s has no variant for this node (%s)", imgs[k].repo, imgs[k].ref,
+                    snprintf(reason, sizeof(reason), "berth: %s:%s has no variant for this node (%s)", imgs[k].name, imgs[k].ref,
                              st == 400 ? "node labels unusable" : "level or features missing");
                 json_decref(r);
             }
@@ -375,7 +336,7 @@ static int k8s(berth_api_t *a, const char *verb)
             json_t *nd = node_of(node);
             for (size_t k = 0; k < nimg; k++) {
                 json_t *r = NULL;
-                berth_isa_resolve(a->reg, a->c, imgs[k].host, imgs[k].repo, imgs[k].ref, nd, NULL, &r);
+                berth_isa_resolve(a->reg, a->c, imgs[k].host, imgs[k].name, imgs[k].ref, nd, NULL, &r);
                 int s = image_score(r);
                 json_decref(r);
                 if (s < score)
@@ -403,10 +364,10 @@ static int affinity(berth_api_t *a)
     int rc = 0;
     json_array_foreach(json_object_get(body, "images"), i, img)
     {
-        image_t im;
+        berth_image_ref_t im;
         json_t *table = NULL;
         berth_err_t err;
-        if (parse_image(json_string_value(img), &im) != 0 || !may_pull(a, im.repo) || berth_isa_table(a->c, im.repo, im.ref, &table, &err) != 0) {
+        if (berth_ref_image_parse(&im, json_string_value(img)) != 0 || !may_pull(a, im.name) || berth_isa_table(a->c, im.name, im.ref, &table, &err) != 0) {
             rc = berth_api_fail(a, BERTH_OCI_NAME_UNKNOWN, "%s: unknown image", json_string_value(img) ?: "?");
             break;
         }

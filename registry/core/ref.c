@@ -179,6 +179,41 @@ int berth_route_parse(berth_route_t *out, const char *path, size_t len, berth_er
     return BERTH_ENOTFOUND;
 }
 
+int berth_ref_image_parse(berth_image_ref_t *out, const char *s)
+{
+    memset(out, 0, sizeof(*out));
+    if (s == NULL)
+        return -1;
+    const char *slash = strchr(s, '/');
+    if (slash != NULL && (memchr(s, '.', (size_t)(slash - s)) != NULL || memchr(s, ':', (size_t)(slash - s)) != NULL ||
+                          (slash - s == 9 && memcmp(s, "localhost", 9) == 0))) {
+        if ((size_t)(slash - s) >= sizeof(out->host))
+            return -1;
+        memcpy(out->host, s, (size_t)(slash - s));
+        s = slash + 1;
+    }
+    const char *at = strchr(s, '@'), *last = strrchr(s, '/'), *colon = strrchr(s, ':');
+    size_t nlen = strlen(s);
+    const char *ref = "latest";
+    if (at != NULL) {
+        nlen = (size_t)(at - s);
+        ref = at + 1;
+        out->ref_is_digest = 1;
+    } else if (colon != NULL && (last == NULL || colon > last)) {
+        nlen = (size_t)(colon - s);
+        ref = colon + 1;
+    }
+    size_t rlen = strlen(ref);
+    if (nlen == 0 || nlen > BERTH_NAME_MAX || !berth_ref_name_valid(s, nlen) || rlen > BERTH_REF_MAX)
+        return -1;
+    berth_digest_t d;
+    if (out->ref_is_digest ? berth_digest_parse(&d, ref, rlen, NULL) != 0 : !berth_ref_tag_valid(ref, rlen))
+        return -1;
+    memcpy(out->name, s, nlen);
+    memcpy(out->ref, ref, rlen + 1);
+    return 0;
+}
+
 const char *berth_route_label(berth_route_kind_t kind)
 {
     static const char *labels[BERTH_ROUTE__COUNT] = {"other", "base", "catalog", "manifest", "blob", "upload", "tags", "referrers"};

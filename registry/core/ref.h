@@ -17,6 +17,20 @@ int berth_ref_tag_valid(const char *tag, size_t len);
 /** Length of the first path component (the project) of a valid name. */
 size_t berth_ref_project_len(const char *name, size_t len);
 
+/** An image reference as people write it: "[host/]name[:tag|@digest]". */
+typedef struct {
+    char host[256]; /* empty when the reference names no registry */
+    char name[BERTH_NAME_MAX + 1];
+    char ref[BERTH_REF_MAX + 1]; /* "latest" when none was given */
+    int ref_is_digest;
+} berth_image_ref_t;
+
+/**
+ * Parse an image reference. A first component containing '.' or ':' (or exactly "localhost") is the registry
+ * host, as docker reads it. The name, tag and digest are held to the OCI grammar. Returns 0 or -1.
+ */
+int berth_ref_image_parse(berth_image_ref_t *out, const char *s);
+
 typedef enum {
     BERTH_ROUTE_NONE = 0,
     BERTH_ROUTE_BASE,       /* /v2/ */

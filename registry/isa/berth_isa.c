@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "registry/core/ref.h"
 #include "registry/isa/detect.h"
 #include "replication/client.h"
 #include "registry/isa/index.h"
@@ -123,40 +124,13 @@ static int cmd_detect(int argc, char **argv)
 
 /* ---- resolve ---------------------------------------------------------------------------------------------- */
 
-typedef struct {
-    char host[256], repo[256], ref[160];
-} image_t;
-
-static int parse_image(const char *s, image_t *im)
-{
-    memset(im, 0, sizeof(*im));
-    const char *slash = strchr(s, '/');
-    if (slash == NULL)
-        return -1;
-    snprintf(im->host, sizeof(im->host), "%.*s", (int)(slash - s), s);
-    s = slash + 1;
-    const char *at = strchr(s, '@'), *colon = strrchr(s, ':'), *last = strrchr(s, '/');
-    size_t n = strlen(s);
-    if (at != NULL) {
-        n = (size_t)(at - s);
-        snprintf(im->ref, sizeof(im->ref), "%s", at + 1);
-    } else if (colon != NULL && (last == NULL || colon > last)) {
-        n = (size_t)(colon - s);
-        snprintf(im->ref, sizeof(im->ref), "%s", colon + 1);
-    } else {
-        snprintf(im->ref, sizeof(im->ref), "latest");
-    }
-    snprintf(im->repo, sizeof(im->repo), "%.*s", (int)n, s);
-    return im->repo[0] ? 0 : -1;
-}
-
-static int run_resolve(berth_client_t *client, const char *base, const image_t *imp, const berth_isa_node_t *nodep, const char *maxl,
+static int run_resolve(berth_client_t *client, const char *base, const berth_image_ref_t *imp, const berth_isa_node_t *nodep, const char *maxl,
                        const char *image_arg);
 
 static int cmd_resolve(int argc, char **argv)
 {
-    image_t im;
-    if (argc < 3 || parse_image(argv[argc - 1], &im) != 0) {
+    berth_image_ref_t im;
+    if (argc < 3 || berth_ref_image_parse(&im, argv[argc - 1]) != 0 || im.host[0] == '\0') {
         fprintf(stderr, "usage: berth-isa resolve [--registry URL] [--user U --password-file F] [--level L] [--max-level L] HOST/NAME[:TAG]\n");
         return 2;
     }
@@ -187,10 +161,10 @@ static int cmd_resolve(int argc, char **argv)
     return rc;
 }
 
-static int run_resolve(berth_client_t *client, const char *base, const image_t *imp, const berth_isa_node_t *nodep, const char *maxl,
+static int run_resolve(berth_client_t *client, const char *base, const berth_image_ref_t *imp, const berth_isa_node_t *nodep, const char *maxl,
                        const char *image_arg)
 {
-    image_t im = *imp;
+    berth_image_ref_t im = *imp;
     berth_isa_node_t node = *nodep;
     char url[2048];
     char level[24], extras[2048];
@@ -203,14 +177,14 @@ static int run_resolve(berth_client_t *client, const char *base, const image_t *
             berth_isa_features_add(&extra, node.features.names[i]);
     berth_isa_features_join(&extra, extras, sizeof(extras));
     /* Berth first: its answer carries scan verdicts and project policy */
-    const char *slash = strchr(im.repo, '/');
+    const char *slash = strchr(im.name, '/');
     if (slash != NULL) {
         char rest[512];
         snprintf(rest, sizeof(rest), "%s", slash + 1);
         CURL *esc = curl_easy_init();
         char *r1 = curl_easy_escape(esc, rest, 0), *r2 = curl_easy_escape(esc, r1, 0), *fe = curl_easy_escape(esc, extras, 0);
         snprintf(url, sizeof(url), "/api/v2.0/projects/%.*s/repositories/%s/artifacts/%s/isa/resolve?arch=%s&level=%s&features=%s%s%s",
-                 (int)(slash - im.repo), im.repo, r2, im.ref, berth_isa_arch_name(node.level.arch), level, fe, maxl != NULL ? "&max_level=" : "",
+                 (int)(slash - im.name), im.name, r2, im.ref, berth_isa_arch_name(node.level.arch), level, fe, maxl != NULL ? "&max_level=" : "",
                  maxl != NULL ? maxl : "");
         curl_free(r1);
         curl_free(r2);
@@ -224,7 +198,7 @@ static int run_resolve(berth_client_t *client, const char *base, const image_t *
             if (json_object_get(j, "candidates") != NULL) {
                 const char *d = json_string_value(json_object_get(json_object_get(j, "selected"), "digest"));
                 if (d != NULL)
-                    printf("%s/%s@%s\n", im.host, im.repo, d);
+                    printf("%s/%s@%s\n", im.host, im.name, d);
                 else
                     fprintf(stderr, "berth-isa: no variant of %s fits this %s node\n", image_arg, level);
                 json_decref(j);
@@ -236,7 +210,7 @@ static int run_resolve(berth_client_t *client, const char *base, const image_t *
         }
     }
     /* any OCI registry: fetch the index and match here, with the same library Berth uses */
-    snprintf(url, sizeof(url), "/v2/%s/manifests/%s", im.repo, im.ref);
+    snprintf(url, sizeof(url), "/v2/%s/manifests/%s", im.name, im.ref);
     berth_http_t h;
     const char *accept = "Accept: application/vnd.oci.image.index.v1+json, application/vnd.docker.distribution.manifest.list.v2+json, "
                          "application/vnd.oci.image.manifest.v1+json, application/vnd.docker.distribution.manifest.v2+json";
@@ -258,7 +232,7 @@ static int run_resolve(berth_client_t *client, const char *base, const image_t *
         pol.has_max_level = 1;
     int best = berth_isa_select(r.variants, r.nvariants, &node, &pol, ch);
     if (best >= 0) {
-        printf("%s/%s@%s\n", im.host, im.repo, r.variants[best].digest);
+        printf("%s/%s@%s\n", im.host, im.name, r.variants[best].digest);
         rc = 0;
     } else {
         fprintf(stderr, "berth-isa: no variant of %s fits this %s node\n", image_arg, level);

@@ -33,6 +33,27 @@ static void test_names(void)
     ok(berth_ref_project_len(S("proj/a/b")) == 4 && berth_ref_project_len(S("solo")) == 4, "project component");
 }
 
+static void test_image_refs(void)
+{
+    berth_image_ref_t im;
+    ok(berth_ref_image_parse(&im, "proj/app") == 0 && im.host[0] == '\0' && strcmp(im.name, "proj/app") == 0 &&
+           strcmp(im.ref, "latest") == 0 && !im.ref_is_digest,
+       "no host, no tag: latest");
+    ok(berth_ref_image_parse(&im, "127.0.0.1:5000/proj/app:v1") == 0 && strcmp(im.host, "127.0.0.1:5000") == 0 &&
+           strcmp(im.name, "proj/app") == 0 && strcmp(im.ref, "v1") == 0,
+       "host:port and tag");
+    ok(berth_ref_image_parse(&im, "localhost/a@sha256:" HEX64) == 0 && strcmp(im.host, "localhost") == 0 && im.ref_is_digest &&
+           strcmp(im.ref, "sha256:" HEX64) == 0,
+       "localhost and digest");
+    ok(berth_ref_image_parse(&im, "reg.example/a/b/c:x") == 0 && strcmp(im.name, "a/b/c") == 0, "a dotted first component is a host");
+    ok(berth_ref_image_parse(&im, "myhost/app") == 0 && im.host[0] == '\0' && strcmp(im.name, "myhost/app") == 0,
+       "a plain first component is part of the name");
+    const char *bad[] = {"", "Proj/app", "proj/app:", "proj/app:.x", "proj/app@sha256:abc", "reg.example/", "a//b", "proj/app@", NULL};
+    for (size_t i = 0; bad[i] != NULL; i++)
+        ok(berth_ref_image_parse(&im, bad[i]) != 0, "image '%s' is refused", bad[i]);
+    ok(berth_ref_image_parse(&im, NULL) != 0, "NULL is refused");
+}
+
 static void test_routes(void)
 {
     berth_route_t r;
@@ -209,6 +230,7 @@ static void test_errors(void)
 int main(void)
 {
     test_names();
+    test_image_refs();
     test_routes();
     test_digests();
     test_ranges();
