@@ -11,12 +11,6 @@
 
 #define ROBOT_DEFAULT_DAYS 30 /* Harbor's robot_token_duration */
 
-static int id_ok(const char *s)
-{
-    size_t n = strlen(s);
-    return n > 0 && n <= 18 && strspn(s, "0123456789") == n;
-}
-
 static char *copy_str(json_t *o, const char *key)
 {
     const char *v = json_string_value(json_object_get(o, key));
@@ -188,7 +182,7 @@ static int users(berth_api_t *a)
         const char *p[] = {name, limit, offset};
         return berth_api_list(a, BERTH_Q_USERS_SEARCH, p, limit, offset);
     }
-    if (a->nseg < 2 || !id_ok(a->seg[1]))
+    if (a->nseg < 2 || !berth_api_id_ok(a->seg[1]))
         return a->nseg >= 2 ? berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "user id must be a number") : 1;
     const char *id = a->seg[1];
     berth_db_json_t r;
@@ -545,7 +539,7 @@ static int robots(berth_api_t *a)
         return berth_api_need_login(a) != 0 ? -1 : create_robot(a);
     if (a->nseg != 2)
         return 1;
-    if (!id_ok(a->seg[1]))
+    if (!berth_api_id_ok(a->seg[1]))
         return berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "robot id must be a number");
     const char *id = a->seg[1];
     json_t *robot = NULL;

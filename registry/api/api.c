@@ -1,6 +1,5 @@
 #include "registry/api/internal.h"
 
-#include <ctype.h>
 #include <openssl/crypto.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -172,14 +171,10 @@ json_t *berth_api_body(berth_api_t *a)
     return v;
 }
 
-static int all_digits(const char *s)
+int berth_api_id_ok(const char *s)
 {
-    if (*s == '\0' || strlen(s) > 18)
-        return 0;
-    for (; *s; s++)
-        if (!isdigit((unsigned char)*s))
-            return 0;
-    return 1;
+    size_t n = strlen(s);
+    return n > 0 && n <= 18 && strspn(s, "0123456789") == n;
 }
 
 static int unauthenticated(berth_api_t *a)
@@ -194,7 +189,7 @@ int berth_api_project(berth_api_t *a, const char *name, berth_authz_t *z, char c
     snprintf(canonical, 256, "%s", name);
     if (berth_authz_project(a->c, a->authed ? &a->who : NULL, name, z, &err) != 0)
         return berth_api_err(a, &err);
-    if (!z->exists && all_digits(name)) { /* Harbor addresses projects by name or id */
+    if (!z->exists && berth_api_id_ok(name)) { /* Harbor addresses projects by name or id */
         const char *p[] = {name};
         berth_db_json_t r;
         json_t *v = NULL;

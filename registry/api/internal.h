@@ -82,5 +82,7 @@ int berth_api_group_id(berth_api_t *a, json_t *group, char id[24]);
 
 /** 1 if method and segments match `pattern` ("projects/{}/members"; "{}" matches one segment). */
 int berth_api_match(berth_api_t *a, const char *method, const char *pattern);
+/** 1 if `s` is a database id: 1 to 18 decimal digits (so it fits a bigint). */
+int berth_api_id_ok(const char *s);
 
 #endif

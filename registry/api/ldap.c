@@ -164,7 +164,7 @@ static int usergroups(berth_api_t *a)
     if (a->nseg != 2)
         return 1;
     const char *id = a->seg[1];
-    if (strspn(id, "0123456789") != strlen(id) || strlen(id) == 0 || strlen(id) > 18)
+    if (!berth_api_id_ok(id))
         return berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "group id must be a number");
     const char *p[] = {id, NULL};
     if (berth_api_match(a, "GET", "usergroups/{}"))

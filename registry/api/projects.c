@@ -229,7 +229,7 @@ static int members(berth_api_t *a, const berth_authz_t *z, const char *project)
     if (a->nseg != 4)
         return 1;
     const char *mid = a->seg[3];
-    if (strspn(mid, "0123456789") != strlen(mid) || strlen(mid) == 0 || strlen(mid) > 18)
+    if (!berth_api_id_ok(mid))
         return berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "member id must be a number");
     const char *p[] = {pid, mid, role};
     berth_db_json_t r;

@@ -10,12 +10,6 @@
 #include "registry/api/internal.h"
 #include "replication/replication.h"
 
-static int id_ok(const char *s)
-{
-    size_t n = strlen(s);
-    return n > 0 && n <= 18 && strspn(s, "0123456789") == n;
-}
-
 /* ---- endpoints ---- */
 
 static int registries(berth_api_t *a)
@@ -70,7 +64,7 @@ static int registries(berth_api_t *a)
             }
         } else {
             const char *p[] = {a->seg[1], name, url, key, sealed, json_is_boolean(ins) ? (json_is_true(ins) ? "true" : "false") : NULL, ca};
-            rc = id_ok(a->seg[1]) ? berth_api_query(a, BERTH_Q_REG_UPDATE, p, &r) : berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "bad id");
+            rc = berth_api_id_ok(a->seg[1]) ? berth_api_query(a, BERTH_Q_REG_UPDATE, p, &r) : berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "bad id");
             if (rc == 0)
                 rc = r.affected == 1 ? berth_api_empty(a, 200) : berth_api_fail(a, BERTH_OCI_NOT_FOUND, "registry not found");
         }
@@ -79,7 +73,7 @@ static int registries(berth_api_t *a)
         json_decref(body);
         return rc;
     }
-    if (a->nseg != 2 || !id_ok(a->seg[1]))
+    if (a->nseg != 2 || !berth_api_id_ok(a->seg[1]))
         return a->nseg == 2 ? berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "registry id must be a number") : 1;
     const char *p[] = {a->seg[1]};
     if (berth_api_match(a, "GET", "registries/{}"))
@@ -235,7 +229,7 @@ static int policies(berth_api_t *a)
         json_decref(d);
         return rc;
     }
-    if (a->nseg != 3 || !id_ok(a->seg[2]))
+    if (a->nseg != 3 || !berth_api_id_ok(a->seg[2]))
         return a->nseg == 3 ? berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "policy id must be a number") : 1;
     if (policy_scope(a, a->seg[2], scope) != 0)
         return -1;
@@ -301,7 +295,7 @@ static int executions(berth_api_t *a)
             return -1;
         char pid[24] = "";
         const char *v = berth_api_param(a, "policy_id");
-        if (v != NULL && id_ok(v))
+        if (v != NULL && berth_api_id_ok(v))
             snprintf(pid, sizeof(pid), "%s", v);
         if (pid[0] && policy_scope(a, pid, scope) != 0)
             return -1;
@@ -310,7 +304,7 @@ static int executions(berth_api_t *a)
         const char *p[] = {pid[0] ? pid : NULL, scope[0] && !a->who.sysadmin ? scope : NULL, limit, offset};
         return berth_api_list(a, BERTH_Q_EXEC_LIST, p, limit, offset);
     }
-    if (a->nseg < 3 || !id_ok(a->seg[2]))
+    if (a->nseg < 3 || !berth_api_id_ok(a->seg[2]))
         return a->nseg >= 3 ? berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "execution id must be a number") : 1;
     const char *p[] = {a->seg[2]};
     berth_db_json_t r;
@@ -339,7 +333,7 @@ static int executions(berth_api_t *a)
         const char *tp[] = {a->seg[2], limit, offset};
         return berth_api_list(a, BERTH_Q_TASK_LIST, tp, limit, offset);
     }
-    if (a->nseg == 6 && berth_api_match(a, "GET", "replication/executions/{}/tasks/{}/log") && id_ok(a->seg[4])) {
+    if (a->nseg == 6 && berth_api_match(a, "GET", "replication/executions/{}/tasks/{}/log") && berth_api_id_ok(a->seg[4])) {
         const char *lp[] = {a->seg[2], a->seg[4]};
         berth_db_json_t l;
         if (berth_api_query(a, BERTH_Q_TASK_LOG, lp, &l) != 0)

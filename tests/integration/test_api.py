@@ -215,6 +215,25 @@ class Api(BerthTestCase):
         self.assertEqual((s["project_admin_count"], s["limited_guest_count"]), (2, 1))
 
     # --- users -------------------------------------------------------------------------------------------
+    def test_malformed_ids_are_refused_and_change_nothing(self):
+        # every /{id} path shares one check: 1..18 digits; anything else is a 400 before any SQL runs
+        st, _, before = self.api("GET", "/users?page_size=100")
+        self.assertEqual(st, 200)
+        st, _, members_before = self.api("GET", "/projects/team/members")
+        self.assertEqual(st, 200)
+        for bad in ("abc", "12x", "-1", "1234567890123456789"):
+            for method, path in (("GET", "/users/%s"), ("DELETE", "/users/%s"), ("GET", "/robots/%s"), ("DELETE", "/robots/%s"),
+                                 ("GET", "/registries/%s"), ("DELETE", "/registries/%s"), ("GET", "/replication/policies/%s"),
+                                 ("DELETE", "/replication/policies/%s"), ("DELETE", "/projects/team/members/%s"),
+                                 ("GET", "/usergroups/%s"), ("DELETE", "/usergroups/%s")):
+                st, _, body = self.api(method, path % bad)
+                self.assertEqual(st, 400, (method, path % bad, body))
+                self.assertEqual(body["errors"][0]["code"], "BAD_REQUEST", (method, path % bad, body))
+        st, _, after = self.api("GET", "/users?page_size=100")
+        self.assertEqual(sorted(u["user_id"] for u in after), sorted(u["user_id"] for u in before))
+        st, _, members_after = self.api("GET", "/projects/team/members")
+        self.assertEqual(members_after, members_before)
+
     def test_users(self):
         self.assertEqual(self.api("GET", "/users", auth=basic("dev"))[0], 403)
         self.assertEqual(self.api("POST", "/users", {"username": "x1", "password": PW}, auth=basic("padmin"))[0], 403)
