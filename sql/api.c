@@ -386,7 +386,7 @@ static const berth_db__stmt_t queries[BERTH_Q__COUNT] = {
       "IS NULL OR e.policy_id = $1::bigint) AND ($2::text IS NULL OR p.project_scope = $2::text)) "
       PAGE(EXEC_JSON, "e", "id DESC", "$3", "$4"),
       4),
-    Q(BERTH_Q_EXEC_GET, "SELECT " EXEC_JSON "::text, e.policy_id FROM replication_executions e WHERE e.id = $1::bigint", 1),
+    Q(BERTH_Q_EXEC_GET, "SELECT " EXEC_JSON "::text FROM replication_executions e WHERE e.id = $1::bigint", 1),
     /* $1 policy, $2 trigger: skipped (NULL) while the policy's previous execution still runs */
     Q(BERTH_Q_EXEC_CREATE,
       "INSERT INTO replication_executions (policy_id, trigger) SELECT $1::bigint, $2::text WHERE $3::bool OR NOT EXISTS (SELECT 1 "

@@ -312,8 +312,10 @@ static int executions(berth_api_t *a)
         return -1;
     if (r.json == NULL)
         return berth_api_fail(a, BERTH_OCI_NOT_FOUND, "execution not found");
+    json_t *ex = json_loads(r.json, 0, NULL);
     char pid[24];
-    snprintf(pid, sizeof(pid), "%lld", r.total); /* the query's second column: the policy */
+    snprintf(pid, sizeof(pid), "%lld", (long long)json_integer_value(json_object_get(ex, "policy_id")));
+    json_decref(ex);
     if (policy_scope(a, pid, scope) != 0 || !may_manage(a, scope)) {
         free(r.json);
         return a->resp->status == 200 ? deny(a) : -1;
