@@ -8,7 +8,6 @@
 #include <string.h>
 
 #include "registry/api/internal.h"
-#include "registry/core/digest.h"
 #include "registry/core/manifest.h"
 #include "registry/service/cache.h"
 #include "registry/service/isa.h"
@@ -141,26 +140,18 @@ static int assemble(berth_api_t *a, const char *project, const char *repo)
             rc = berth_api_fail(a, BERTH_OCI_MANIFEST_UNKNOWN, "variant %s not found in %s", ref != NULL ? ref : "?", repo);
             break;
         }
-        json_t *man = json_loadb(m.content, m.len, 0, NULL);
-        const char *cd = json_string_value(json_object_get(json_object_get(man, "config"), "digest"));
         /* the config says the platform; the level comes from the request or the config's variant */
-        char cfgpath[4096];
-        berth_digest_t d;
-        json_t *cfg = NULL;
-        if (cd != NULL && berth_digest_parse(&d, cd, strlen(cd), NULL) == 0) {
-            berth_store_blob_path(a->reg->store, &d, cfgpath, sizeof(cfgpath));
-            cfg = json_load_file(cfgpath, 0, NULL);
-        }
-        berth_isa_arch_t arch = berth_isa_arch_parse(json_string_value(json_object_get(cfg, "architecture")));
+        char carch[32] = "", cos[32] = "", cvar[32] = "";
+        berth_isa_arch_t arch = berth_isa_config_platform(a->reg, m.content, m.len, carch, cos, cvar) == 0 ? berth_isa_arch_parse(carch)
+                                                                                                         : BERTH_ISA_ARCH_UNKNOWN;
         berth_isa_level_t l;
-        const char *cvar = json_string_value(json_object_get(cfg, "variant"));
         int ok = arch != BERTH_ISA_ARCH_UNKNOWN &&
                  (level != NULL ? berth_isa_level_parse(arch, level, &l) : berth_isa_variant_parse(arch, cvar, &l)) == 0;
         if (ok) {
             char variant[16];
             berth_isa_level_variant(&l, variant, sizeof(variant));
             json_t *plat = json_pack("{s:s,s:s}", "architecture", berth_isa_arch_name(arch), "os",
-                                     json_string_value(json_object_get(cfg, "os")) ?: "linux");
+                                     cos[0] ? cos : "linux");
             if (variant[0])
                 json_object_set_new(plat, "variant", json_string(variant));
             ents[i].desc = json_pack("{s:s,s:s,s:I,s:o}", "mediaType", m.media_type, "digest", m.digest, "size", (json_int_t)m.len,
@@ -178,8 +169,6 @@ static int assemble(berth_api_t *a, const char *project, const char *repo)
             ents[i].arch = arch;
             ents[i].rank = berth_isa_level_rank(&l);
         }
-        json_decref(cfg);
-        json_decref(man);
         berth_db_manifest_dispose(&m);
         if (!ok) {
             rc = berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "variant %s: no platform in its config, or level %s unknown", ref,

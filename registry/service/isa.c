@@ -42,18 +42,12 @@ static char *read_blob(berth_registry_t *reg, const char *digest, size_t *len)
     return buf;
 }
 
-/* The config platform of a child manifest in the same repository (the index check's callback) */
-static int config_of(void *ctx, const char *digest, char arch[32], char os[32], char variant[32])
+int berth_isa_config_platform(berth_registry_t *reg, const char *manifest, size_t mlen, char arch[32], char os[32], char variant[32])
 {
-    cfg_ctx_t *x = ctx;
-    berth_db_manifest_t m = {0};
-    if (berth_db_manifest_get(x->c, x->repo, digest, 1, &m, NULL) != 0)
-        return -1;
-    json_t *man = json_loadb(m.content, m.len, 0, NULL);
-    berth_db_manifest_dispose(&m);
+    json_t *man = json_loadb(manifest, mlen, 0, NULL);
     const char *cd = json_string_value(json_object_get(json_object_get(man, "config"), "digest"));
     size_t len = 0;
-    char *cfg = cd != NULL ? read_blob(x->reg, cd, &len) : NULL;
+    char *cfg = cd != NULL ? read_blob(reg, cd, &len) : NULL;
     json_decref(man);
     json_t *c = cfg != NULL ? json_loadb(cfg, len, 0, NULL) : NULL;
     free(cfg);
@@ -66,6 +60,18 @@ static int config_of(void *ctx, const char *digest, char arch[32], char os[32], 
     snprintf(variant, 32, "%s", json_string_value(json_object_get(c, "variant")) ?: "");
     json_decref(c);
     return 0;
+}
+
+/* The config platform of a child manifest in the same repository (the index check's callback) */
+static int config_of(void *ctx, const char *digest, char arch[32], char os[32], char variant[32])
+{
+    cfg_ctx_t *x = ctx;
+    berth_db_manifest_t m = {0};
+    if (berth_db_manifest_get(x->c, x->repo, digest, 1, &m, NULL) != 0)
+        return -1;
+    int rc = berth_isa_config_platform(x->reg, m.content, m.len, arch, os, variant);
+    berth_db_manifest_dispose(&m);
+    return rc;
 }
 
 static void project_of(const char *repo, char *out, size_t outsz)
