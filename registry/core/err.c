@@ -38,6 +38,7 @@ static const struct {
     [BERTH_OCI_BAD_REQUEST] = {"BAD_REQUEST", 400, BERTH_EINVAL, "bad request"},
     [BERTH_OCI_CONFLICT] = {"CONFLICT", 409, BERTH_EEXISTS, "already exists"},
     [BERTH_OCI_PRECONDITION] = {"PRECONDITION", 412, BERTH_ECONFLICT, "precondition failed"},
+    [BERTH_OCI_ENCODING] = {"UNSUPPORTED", 415, BERTH_EINVAL, "content encoding not supported"},
 };
 
 int berth_err_set(berth_err_t *err, berth_oci_t oci, const char *fmt, ...)

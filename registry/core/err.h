@@ -47,6 +47,7 @@ typedef enum {
     BERTH_OCI_BAD_REQUEST,    /* REST API: 400 */
     BERTH_OCI_CONFLICT,       /* REST API: 409, already exists */
     BERTH_OCI_PRECONDITION,   /* REST API: 412, e.g. deleting a project that still has repositories */
+    BERTH_OCI_ENCODING,       /* 415: a Content-Encoding the server does not decode */
     BERTH_OCI__COUNT
 } berth_oci_t;
 

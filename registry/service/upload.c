@@ -308,7 +308,7 @@ berth_upload_t *berth_upload_begin(berth_registry_t *reg, const berth_upload_req
     }
     int zstd = rq->content_encoding != NULL && strcmp(rq->content_encoding, "zstd") == 0;
     if (rq->content_encoding != NULL && !zstd && strcmp(rq->content_encoding, "identity") != 0) {
-        rc = berth_err_set(&err, BERTH_OCI_UNSUPPORTED, "Content-Encoding %s is not supported (zstd is)", rq->content_encoding);
+        rc = berth_err_set(&err, BERTH_OCI_ENCODING, "Content-Encoding %s is not supported (zstd is)", rq->content_encoding);
         goto Fail;
     }
     if (zstd) { /* the body is compressed: sizes are checked on the decoded bytes */

@@ -3,6 +3,7 @@ pull-based policies, event triggers, deletion, filters and flattening, a stock D
 a site cut off mid-transfer (its veth in a network namespace taken down) that resumes the partial blob instead of
 restarting it, and a berthd killed mid-execution that finishes after its restart."""
 import base64
+import gzip
 import json
 import os
 import shutil
@@ -212,6 +213,14 @@ class TwoSites(BerthTestCase):
         self.assertEqual(st, 400, body)
         st, h3, _ = self.b.request("GET", h["location"])
         self.assertEqual(h3.get("range", "0-0"), "0-0")
+        # an encoding Berth does not decode (gzip) is refused before a byte is written, in the OCI error format
+        st, _, body = self.b.request("PATCH", h["location"], gzip.compress(b"x" * 1000),
+                                     {"Content-Encoding": "gzip", "Content-Type": "application/octet-stream"})
+        self.assertEqual(st, 415, body)
+        self.assertEqual(json.loads(body)["errors"][0]["code"], "UNSUPPORTED")
+        self.assertIn(b"gzip", body)
+        st, h3, _ = self.b.request("GET", h["location"])
+        self.assertEqual((st, h3.get("range", "0-0")), (204, "0-0"))
 
     def test_referrers_mount_override_stop_and_delegation(self):
         from harness import OCI_CONFIG, OCI_MANIFEST
