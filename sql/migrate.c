@@ -33,13 +33,41 @@ static int applied(berth_dbconn_t *c, int version, const char *sum, int *found, 
     return rc;
 }
 
+/*
+ * Databases made before versions were decimal recorded 0010 as 8 (octal), so 0050 sat on 40, which is 0040's
+ * number now: the file name decides. Mismatched rows are parked at -version first, so no renumbering collides.
+ */
+static int renumber(berth_dbconn_t *c, berth_err_t *err)
+{
+    static const char *const steps[] = {
+        "UPDATE schema_migrations SET version = -version WHERE name = $2 AND version <> $1::int AND version > 0",
+        "UPDATE schema_migrations SET version = $1::int WHERE name = $2 AND version < 0",
+    };
+    int rc = berth_db_begin(c, err);
+    for (size_t s = 0; rc == 0 && s < 2; s++)
+        for (size_t i = 0; rc == 0 && i < berth_migrations_count; i++) {
+            char v[16];
+            snprintf(v, sizeof(v), "%d", berth_migrations[i].version);
+            const char *params[] = {v, berth_migrations[i].name};
+            PGresult *res = PQexecParams(c->pg, steps[s], 2, NULL, params, NULL, NULL, 0);
+            if (PQresultStatus(res) != PGRES_COMMAND_OK)
+                rc = berth_err_set(err, BERTH_OCI_INTERNAL, "cannot renumber migration %s", berth_migrations[i].name);
+            PQclear(res);
+        }
+    if (rc != 0) {
+        berth_db_rollback(c);
+        return rc;
+    }
+    return berth_db_commit(c, err);
+}
+
 static int apply_all(berth_dbconn_t *c, berth_err_t *err)
 {
     int rc = berth_db_exec(c,
                            "CREATE TABLE IF NOT EXISTS schema_migrations (version int PRIMARY KEY, name text NOT NULL, "
                            "sha256 text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())",
                            err);
-    if (rc != 0)
+    if (rc != 0 || (rc = renumber(c, err)) != 0)
         return rc;
     int newest = 0;
     for (size_t i = 0; i < berth_migrations_count; i++) {
@@ -47,12 +75,6 @@ static int apply_all(berth_dbconn_t *c, berth_err_t *err)
         berth_digest_t sum;
         berth_digest_of(&sum, BERTH_DIGEST_SHA256, m->sql, strlen(m->sql));
         int found = 0;
-        /* databases made before versions were decimal recorded 0010 as 8 (octal): the file name decides */
-        char v0[16];
-        snprintf(v0, sizeof(v0), "%d", m->version);
-        const char *fix[] = {v0, m->name};
-        PQclear(PQexecParams(c->pg, "UPDATE schema_migrations SET version = $1 WHERE name = $2 AND version <> $1", 2, NULL, fix, NULL,
-                             NULL, 0));
         if ((rc = applied(c, m->version, sum.str, &found, err)) != 0)
             return rc;
         newest = m->version;

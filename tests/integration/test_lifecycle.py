@@ -8,7 +8,7 @@ import threading
 import time
 import unittest
 
-from harness import ADMIN_AUTH, BERTHD, Berthd, error_code, free_port, main, new_database, pg_conninfo, sha256
+from harness import ADMIN_AUTH, BERTHD, Berthd, error_code, free_port, main, new_database, pg_conninfo, psql, sha256
 
 
 def run_berthd(args, env, timeout=30):
@@ -66,6 +66,30 @@ class Config(unittest.TestCase):
         self.assertIn("database unreachable", r.stderr)
         self.assertNotIn("hunter2", r.stderr)
         self.assertEqual(len([line for line in r.stderr.splitlines() if line.startswith("berthd:")]), 1, r.stderr)
+
+    def test_octal_era_versions_are_renumbered(self):
+        # databases migrated before versions were decimal recorded 0010 as 8, 0040 as 32, 0050 as 40 (a clash
+        # with 0040's decimal number): the file name decides, and nothing is applied twice
+        db = self.env["BERTH_DATABASE_URL"].rsplit("dbname=", 1)[-1].split()[0]
+        p = self.write("http:\n  addr: 127.0.0.1:%d\nstorage:\n  root: %s/s\n" % (free_port(), self.tmp))
+        r = run_berthd(["--config", p, "--check"], self.env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        rows = psql("SELECT name, version FROM schema_migrations ORDER BY name", db).splitlines()
+        self.assertGreaterEqual(len(rows), 7, rows)
+        decimal = [tuple(x.split("|")) for x in rows]
+        self.assertTrue(all(int(n[:4]) == int(v) for n, v in decimal), decimal)
+        psql("UPDATE schema_migrations SET version = -version", db)
+        for name, v in decimal:  # what a C literal 0040 meant: octal; 0080 was never octal and stays
+            psql("UPDATE schema_migrations SET version = %d WHERE name = '%s'" % (
+                int(name[:4], 8) if set(name[:4]) <= set("01234567") else int(v), name), db)
+        octal = [tuple(x.split("|")) for x in psql("SELECT name, version FROM schema_migrations ORDER BY name", db).splitlines()]
+        self.assertIn(("0050_isa.sql", "40"), octal)
+        psql("CREATE TABLE canary (x int); INSERT INTO canary VALUES (1)", db)
+        r = run_berthd(["--config", p, "--check"], self.env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        after = [tuple(x.split("|")) for x in psql("SELECT name, version FROM schema_migrations ORDER BY name", db).splitlines()]
+        self.assertEqual(after, decimal)
+        self.assertEqual(psql("SELECT count(*) FROM canary", db), "1", "the database was not rebuilt")
 
     def test_concurrent_first_start_migrates_once(self):
         db = new_database()
