@@ -150,6 +150,23 @@ class TwoSites(BerthTestCase):
         st, _, tasks = api(self.a, "GET", "/replication/executions/%d/tasks" % e2["id"])
         self.assertEqual(sum(t["bytes_sent"] for t in tasks), 0)
 
+    def test_refused_destination_is_failed_not_succeed(self):
+        # a credential the destination refuses: the execution ends Failed with the reason in the task log, at
+        # once (a 401 is not retried), and the destination holds nothing of the image
+        self.push(self.a, "deny/app", "1.0", [{"f": os.urandom(2000)}])
+        reg = add_registry(self.a, "b-wrong-password", "http://" + self.b.host, password="not-the-password")
+        pid = add_policy(self.a, {"name": "push-denied", "dest_registry": {"id": reg}, "trigger": {"type": "manual"},
+                                  "filters": [{"type": "name", "value": "deny/**"}]})
+        e = wait_execution(self.a, run_policy(self.a, pid), timeout=60)
+        self.assertEqual((e["status"], e["succeed"], e["failed"]), ("Failed", 0, 1), e)
+        st, _, tasks = api(self.a, "GET", "/replication/executions/%d/tasks" % e["id"])
+        self.assertEqual([t["status"] for t in tasks], ["Failed"])
+        st, _, log = api(self.a, "GET", "/replication/executions/%d/tasks/%d/log" % (e["id"], tasks[0]["id"]))
+        self.assertEqual(st, 200)
+        text = log.decode() if isinstance(log, bytes) else log if isinstance(log, str) else json.dumps(log)
+        self.assertIn("401", text)
+        self.assertEqual(manifest(self.b, "deny/app", "1.0")[0], 404)
+
     def test_event_trigger_and_deletion(self):
         pid = add_policy(self.a, {"name": "events", "dest_registry": {"id": self.reg_b}, "trigger": {"type": "event_based"},
                                   "replicate_deletion": True, "filters": [{"type": "name", "value": "live/**"}]})
