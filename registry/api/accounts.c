@@ -63,13 +63,8 @@ static int create_user(berth_api_t *a)
     berth_db_json_t r;
     int rc = berth_api_query(a, BERTH_Q_USER_CREATE, p, &r);
     berth_api_audit(a, "create", "user", name, NULL, rc == 0);
-    if (rc == 0) {
-        json_t *v = json_loads(r.json, 0, NULL);
-        berth_resp_header(a->resp, "location", "/api/v2.0/users/%lld", (long long)json_integer_value(json_object_get(v, "user_id")));
-        json_decref(v);
-        free(r.json);
-        berth_api_empty(a, 201);
-    }
+    if (rc == 0)
+        berth_api_created(a, r.json, "user_id", "/api/v2.0/users");
     free(name);
     free(email);
     free(real);

@@ -39,6 +39,15 @@ int berth_api_empty(berth_api_t *a, int status)
     return 0;
 }
 
+int berth_api_created(berth_api_t *a, char *json, const char *key, const char *prefix)
+{
+    json_t *v = json_loads(json, 0, NULL);
+    berth_resp_header(a->resp, "location", "%s/%lld", prefix, (long long)json_integer_value(json_object_get(v, key)));
+    json_decref(v);
+    free(json);
+    return berth_api_empty(a, 201);
+}
+
 int berth_api_err(berth_api_t *a, const berth_err_t *err)
 {
     if (berth_err_status(err->oci) >= 500)

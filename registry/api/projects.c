@@ -92,11 +92,7 @@ static int create_project(berth_api_t *a)
     json_decref(body);
     if (rc != 0)
         return -1;
-    json_t *v = json_loads(r.json, 0, NULL);
-    berth_resp_header(a->resp, "location", "/api/v2.0/projects/%lld", (long long)json_integer_value(json_object_get(v, "project_id")));
-    json_decref(v);
-    free(r.json);
-    return berth_api_empty(a, 201);
+    return berth_api_created(a, r.json, "project_id", "/api/v2.0/projects");
 }
 
 static int head_project(berth_api_t *a)
@@ -219,12 +215,9 @@ static int members(berth_api_t *a, const berth_authz_t *z, const char *project)
             return -1;
         if (r.json == NULL)
             return berth_api_fail(a, BERTH_OCI_NOT_FOUND, "%s not found", uname);
-        json_t *v = json_loads(r.json, 0, NULL);
-        berth_resp_header(a->resp, "location", "/api/v2.0/projects/%s/members/%lld", project,
-                          (long long)json_integer_value(json_object_get(v, "id")));
-        json_decref(v);
-        free(r.json);
-        return berth_api_empty(a, 201);
+        char prefix[BERTH_NAME_MAX + 40];
+        snprintf(prefix, sizeof(prefix), "/api/v2.0/projects/%s/members", project);
+        return berth_api_created(a, r.json, "id", prefix);
     }
     if (a->nseg != 4)
         return 1;

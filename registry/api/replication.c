@@ -55,13 +55,8 @@ static int registries(berth_api_t *a)
         if (create) {
             const char *p[] = {name, type, url, key, sealed, json_is_boolean(ins) ? (json_is_true(ins) ? "true" : "false") : NULL, ca};
             rc = berth_api_query(a, BERTH_Q_REG_CREATE, p, &r);
-            if (rc == 0) {
-                json_t *v = json_loads(r.json, 0, NULL);
-                berth_resp_header(a->resp, "location", "/api/v2.0/registries/%lld", (long long)json_integer_value(json_object_get(v, "id")));
-                json_decref(v);
-                free(r.json);
-                berth_api_empty(a, 201);
-            }
+            if (rc == 0)
+                berth_api_created(a, r.json, "id", "/api/v2.0/registries");
         } else {
             const char *p[] = {a->seg[1], name, url, key, sealed, json_is_boolean(ins) ? (json_is_true(ins) ? "true" : "false") : NULL, ca};
             rc = berth_api_id_ok(a->seg[1]) ? berth_api_query(a, BERTH_Q_REG_UPDATE, p, &r) : berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "bad id");
@@ -217,14 +212,8 @@ static int policies(berth_api_t *a)
         berth_db_json_t r;
         int rc = berth_api_query(a, BERTH_Q_POL_CREATE, p, &r);
         berth_api_audit(a, "create", "replication_policy", json_string_value(json_object_get(d, "name")), sc, rc == 0);
-        if (rc == 0) {
-            json_t *v = json_loads(r.json, 0, NULL);
-            berth_resp_header(a->resp, "location", "/api/v2.0/replication/policies/%lld",
-                              (long long)json_integer_value(json_object_get(v, "id")));
-            json_decref(v);
-            free(r.json);
-            berth_api_empty(a, 201);
-        }
+        if (rc == 0)
+            berth_api_created(a, r.json, "id", "/api/v2.0/replication/policies");
         free(doc);
         json_decref(d);
         return rc;
