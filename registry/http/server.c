@@ -215,6 +215,16 @@ static void send_now(h2o_req_t *req, berth_resp_t *resp, berth_route_kind_t rout
     berth_resp_dispose(resp);
 }
 
+/* The spec's endpoint table allows only 404 on a manifest GET/HEAD: a reference that is neither a tag nor a
+ * digest names no manifest (PUT and DELETE keep their 400). A bad repository name stays NAME_INVALID. */
+static int manifest_read_of_bad_reference(const berth_route_t *r, const char *method, const berth_err_t *err)
+{
+    if (r->kind != BERTH_ROUTE_MANIFEST || (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0))
+        return 0;
+    return err->oci == BERTH_OCI_TAG_INVALID || err->oci == BERTH_OCI_MANIFEST_INVALID ||
+           err->oci == BERTH_OCI_DIGEST_INVALID;
+}
+
 static void send_err(h2o_req_t *req, const berth_err_t *err, berth_route_kind_t route)
 {
     berth_resp_t resp;
@@ -324,6 +334,8 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
     if (rc != 0 || j->v2.route.kind == BERTH_ROUTE_UPLOAD) {
         if (rc == BERTH_ENOTFOUND || j->v2.route.kind == BERTH_ROUTE_UPLOAD)
             berth_err_set(&err, BERTH_OCI_NOT_FOUND, NULL);
+        else if (manifest_read_of_bad_reference(&j->v2.route, j->method, &err))
+            berth_err_set(&err, BERTH_OCI_MANIFEST_UNKNOWN, "no manifest has this reference");
         send_err(req, &err, j->v2.route.kind);
         free(j);
         return 0;

@@ -255,6 +255,23 @@ class Manifests(BerthTestCase):
         st, _, _ = self.b.request("GET", "/v2/man/inv/manifests/bad")
         self.assertEqual(st, 404)
 
+    def test_read_of_an_invalid_reference_is_unknown(self):
+        """GET/HEAD of a reference that is neither a tag nor a digest names no manifest: 404 MANIFEST_UNKNOWN
+        (the only error the spec lists there); PUT and DELETE of it stay 400."""
+        self.b.push_image("man/badref", "v1")
+        for ref in (".INVALID_MANIFEST_NAME", "-x", "a" * 129, "sha256:zz", "sha256:" + "A" * 64, "md5:abc"):
+            for method in ("GET", "HEAD"):
+                st, _, body = self.b.request(method, "/v2/man/badref/manifests/" + ref)
+                self.assertEqual(st, 404, (method, ref))
+                if method == "GET":
+                    self.assertEqual(error_code(body), "MANIFEST_UNKNOWN", ref)
+        st, _, body, _ = self.b.push_manifest("man/badref", ".INVALID_MANIFEST_NAME", b"{}")
+        self.assertEqual((st, error_code(body)), (400, "MANIFEST_INVALID"))
+        st, _, body = self.b.request("DELETE", "/v2/man/badref/manifests/.INVALID_MANIFEST_NAME")
+        self.assertEqual(st, 400)
+        st, _, body = self.b.request("GET", "/v2/Bad/Name/manifests/v1")
+        self.assertEqual((st, error_code(body)), (400, "NAME_INVALID"))
+
     def test_digest_reference_must_match(self):
         cfg = self.b.push_blob("man/dig", b"{}")
         m = json.dumps({"schemaVersion": 2, "mediaType": OCI_MANIFEST,
