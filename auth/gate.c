@@ -168,7 +168,7 @@ berth_gate_t berth_gate_check(berth_authsvc_t *a, const char *authz, size_t len,
         if (rc == BERTH_EUNAVAIL) {
             berth_err_t err;
             berth_resp_init(resp);
-            berth_err_set(&err, BERTH_OCI_UNAVAILABLE, "authentication backend unavailable");
+            berth_err_set(&err, BERTH_OCI_AUTH_UNAVAILABLE, NULL);
             berth_resp_error(resp, &err);
             return BERTH_GATE_REFUSE;
         }

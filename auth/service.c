@@ -168,7 +168,7 @@ void berth_authsvc_token(berth_authsvc_t *a, const berth_token_req_t *rq, berth_
         }
         berth_auth_header_dispose(&h);
         if (rc == BERTH_EUNAVAIL) {
-            berth_err_set(&err, BERTH_OCI_UNAVAILABLE, "authentication backend unavailable");
+            berth_err_set(&err, BERTH_OCI_AUTH_UNAVAILABLE, NULL);
             return berth_resp_error(resp, &err);
         }
         if (rc != 0)

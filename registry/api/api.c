@@ -328,7 +328,7 @@ static int authenticate(berth_api_t *a)
         return -1;
     }
     if (rc == BERTH_EUNAVAIL)
-        return berth_api_fail(a, BERTH_OCI_UNAVAILABLE, NULL);
+        return berth_api_fail(a, BERTH_OCI_AUTH_UNAVAILABLE, NULL);
     return berth_api_fail(a, BERTH_OCI_UNAUTHORIZED, "invalid credentials");
 }
 

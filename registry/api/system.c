@@ -118,7 +118,7 @@ int berth_api_session(berth_api_t *a, int login)
         return -1;
     }
     if (rc == BERTH_EUNAVAIL)
-        return berth_api_fail(a, BERTH_OCI_UNAVAILABLE, "authentication backend unavailable");
+        return berth_api_fail(a, BERTH_OCI_AUTH_UNAVAILABLE, NULL);
     if (rc != 0)
         return berth_api_fail(a, BERTH_OCI_UNAUTHORIZED, "invalid credentials");
     char sid[48], hex[65], csrf[48], csrf_hex[65];

@@ -12,6 +12,7 @@ static const struct {
     int status;
     int code;
     const char *text;
+    int retry_after; /* seconds, for Retry-After; 0: none */
 } table[BERTH_OCI__COUNT] = {
     [BERTH_OCI_NONE] = {"", 200, BERTH_OK, ""},
     [BERTH_OCI_BLOB_UNKNOWN] = {"BLOB_UNKNOWN", 404, BERTH_ENOTFOUND, "blob unknown to registry"},
@@ -27,11 +28,11 @@ static const struct {
     [BERTH_OCI_UNAUTHORIZED] = {"UNAUTHORIZED", 401, BERTH_EUNAUTH, "authentication required"},
     [BERTH_OCI_DENIED] = {"DENIED", 403, BERTH_EDENIED, "requested access to the resource is denied"},
     [BERTH_OCI_UNSUPPORTED] = {"UNSUPPORTED", 405, BERTH_EINVAL, "the operation is unsupported"},
-    [BERTH_OCI_TOOMANYREQUESTS] = {"TOOMANYREQUESTS", 429, BERTH_ERETRY, "too many requests"},
+    [BERTH_OCI_TOOMANYREQUESTS] = {"TOOMANYREQUESTS", 429, BERTH_ERETRY, "too many requests", 1},
     [BERTH_OCI_RANGE_INVALID] = {"BLOB_UPLOAD_INVALID", 416, BERTH_EINVAL, "requested range not satisfiable"},
     [BERTH_OCI_TAG_INVALID] = {"MANIFEST_INVALID", 400, BERTH_EINVAL, "invalid tag"},
     [BERTH_OCI_MANIFEST_TOO_BIG] = {"SIZE_INVALID", 413, BERTH_ETOOBIG, "manifest too large"},
-    [BERTH_OCI_UNAVAILABLE] = {"UNAVAILABLE", 503, BERTH_EUNAVAIL, "service temporarily unavailable"},
+    [BERTH_OCI_UNAVAILABLE] = {"UNAVAILABLE", 503, BERTH_EUNAVAIL, "service temporarily unavailable", 2},
     [BERTH_OCI_INTERNAL] = {"UNKNOWN", 500, BERTH_ERROR, "internal server error"},
     [BERTH_OCI_NOT_FOUND] = {"NOT_FOUND", 404, BERTH_ENOTFOUND, "not found"},
     [BERTH_OCI_METHOD] = {"UNSUPPORTED", 405, BERTH_EINVAL, "method not allowed"},
@@ -39,6 +40,9 @@ static const struct {
     [BERTH_OCI_CONFLICT] = {"CONFLICT", 409, BERTH_EEXISTS, "already exists"},
     [BERTH_OCI_PRECONDITION] = {"PRECONDITION", 412, BERTH_ECONFLICT, "precondition failed"},
     [BERTH_OCI_ENCODING] = {"UNSUPPORTED", 415, BERTH_EINVAL, "content encoding not supported"},
+    [BERTH_OCI_AUTH_UNAVAILABLE] = {"UNAVAILABLE", 503, BERTH_EUNAVAIL, "authentication backend unavailable", 2},
+    /* RFC 4918's 507; the spec has no code for it, so the message says it (docs/faults.md) */
+    [BERTH_OCI_STORAGE_FULL] = {"UNAVAILABLE", 507, BERTH_EUNAVAIL, "registry storage is full", 60},
 };
 
 int berth_err_set(berth_err_t *err, berth_oci_t oci, const char *fmt, ...)
@@ -74,6 +78,11 @@ const char *berth_err_oci_name(berth_oci_t oci)
     return table[oci].name;
 }
 
+int berth_err_retry_after(berth_oci_t oci)
+{
+    return table[oci].retry_after;
+}
+
 int berth_err_code(berth_oci_t oci)
 {
     return table[oci].code;
@@ -83,7 +92,7 @@ char *berth_err_json(const berth_err_t *err, size_t *len_out)
 {
     berth_oci_t oci = err->oci == BERTH_OCI_NONE ? BERTH_OCI_INTERNAL : err->oci;
     const char *msg = err->msg[0] != '\0' ? err->msg : table[oci].text;
-    if (table[oci].status == 500) /* internal detail belongs in the log; 503 says what is unavailable */
+    if (table[oci].status >= 500) /* the kind says what is wrong; the detail is in the log */
         msg = table[oci].text;
     json_t *e = json_pack("{s:s,s:s,s:{}}", "code", table[oci].name, "message", msg, "detail");
     json_t *root = json_pack("{s:[o]}", "errors", e);

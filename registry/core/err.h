@@ -48,6 +48,8 @@ typedef enum {
     BERTH_OCI_CONFLICT,       /* REST API: 409, already exists */
     BERTH_OCI_PRECONDITION,   /* REST API: 412, e.g. deleting a project that still has repositories */
     BERTH_OCI_ENCODING,       /* 415: a Content-Encoding the server does not decode */
+    BERTH_OCI_AUTH_UNAVAILABLE, /* 503: the database or LDAP behind a login cannot be asked */
+    BERTH_OCI_STORAGE_FULL,   /* 507: no space for blob bytes (ENOSPC, or below storage.min_free_bytes) */
     BERTH_OCI__COUNT
 } berth_oci_t;
 
@@ -67,9 +69,12 @@ int berth_err_status(berth_oci_t oci);
 const char *berth_err_oci_name(berth_oci_t oci);
 /** Generic code for an OCI kind. */
 int berth_err_code(berth_oci_t oci);
+/** Seconds a client should wait before retrying (Retry-After), 0 when a retry will not help. */
+int berth_err_retry_after(berth_oci_t oci);
 /**
  * Render {"errors":[{"code":..,"message":..,"detail":..}]} into a malloc'd string (caller frees).
- * 500 messages are replaced by a generic text: the detail belongs in the log, not on the wire.
+ * Every 5xx message is the table's fixed text: err->msg may carry a library's words (libpq's server address,
+ * a path, an LDAP or TLS reason), which belong in the log, never on the wire.
  */
 char *berth_err_json(const berth_err_t *err, size_t *len_out);
 

@@ -46,6 +46,8 @@ void berth_resp_error(berth_resp_t *r, const berth_err_t *err)
     size_t len;
     char *json = berth_err_json(err, &len);
     berth_oci_t oci = err->oci == BERTH_OCI_NONE ? BERTH_OCI_INTERNAL : err->oci;
+    if (berth_err_retry_after(oci) > 0 && berth_resp_get(r, "retry-after") == NULL)
+        berth_resp_header(r, "retry-after", "%d", berth_err_retry_after(oci));
     berth_resp_body(r, berth_err_status(oci), json, len, "application/json");
 }
 

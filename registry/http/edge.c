@@ -62,7 +62,7 @@ static int write_conf(const berth_edge_conf_t *c, const char *path)
             "    error_page 413 = @too_big;\n"
             "    error_page 502 504 = @unavailable;\n"
             "    location @too_big { default_type application/json; return 413 '%s'; }\n"
-            "    location @unavailable { default_type application/json; return 503 '%s'; }\n"
+            "    location @unavailable { default_type application/json; add_header retry-after 2 always; return 503 '%s'; }\n"
             "    location @blob_unknown { default_type application/json; return 404 '%s'; }\n"
             /* uploads: stream, never buffer; the body can be any size and take any time */
             "    location ~ ^/v2/.+/blobs/uploads(/|$) {\n"

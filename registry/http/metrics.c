@@ -11,7 +11,7 @@
 
 enum { M_GET, M_HEAD, M_PUT, M_POST, M_PATCH, M_DELETE, M_OTHER, M__COUNT };
 static const char *method_names[M__COUNT] = {"GET", "HEAD", "PUT", "POST", "PATCH", "DELETE", "OTHER"};
-static const int statuses[] = {200, 201, 202, 204, 206, 304, 400, 401, 403, 404, 405, 413, 416, 429, 500, 503};
+static const int statuses[] = {200, 201, 202, 204, 206, 304, 400, 401, 403, 404, 405, 413, 416, 429, 500, 503, 507};
 #define NSTATUS (sizeof(statuses) / sizeof(statuses[0]) + 1) /* last slot: any other */
 
 static uint64_t requests[BERTH_ROUTE__COUNT][M__COUNT][NSTATUS];

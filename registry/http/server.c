@@ -96,6 +96,7 @@ static const char *reason(int status)
     case 416: return "Range Not Satisfiable";
     case 429: return "Too Many Requests";
     case 503: return "Service Unavailable";
+    case 507: return "Insufficient Storage";
     default: return status >= 500 ? "Internal Server Error" : "OK";
     }
 }

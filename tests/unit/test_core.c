@@ -5,6 +5,7 @@
 
 #include "registry/core/digest.h"
 #include "registry/core/err.h"
+#include "registry/core/resp.h"
 #include "registry/core/manifest.h"
 #include "registry/core/query.h"
 #include "registry/core/range.h"
@@ -225,6 +226,25 @@ static void test_errors(void)
     s = berth_err_json(&err, &len);
     ok(strstr(s, "secret") == NULL, "5xx detail stays out of the body");
     free(s);
+    /* a 503 used to carry libpq's text, server address and port included */
+    berth_err_set(&err, BERTH_OCI_UNAVAILABLE, "database unreachable: connection to server at \"10.0.0.5\", port 5432 failed");
+    s = berth_err_json(&err, &len);
+    ok(strstr(s, "10.0.0.5") == NULL && strstr(s, "5432") == NULL && strstr(s, "service temporarily unavailable") != NULL,
+       "503 body is the fixed text");
+    free(s);
+    berth_resp_t r;
+    berth_resp_init(&r);
+    berth_err_set(&err, BERTH_OCI_STORAGE_FULL, "write to /srv/berth/uploads/x: No space left on device");
+    berth_resp_error(&r, &err);
+    ok(r.status == 507 && strstr(r.body, "registry storage is full") != NULL && strstr(r.body, "/srv") == NULL &&
+           berth_resp_get(&r, "retry-after") != NULL,
+       "storage full: 507, fixed message, Retry-After");
+    berth_resp_dispose(&r);
+    berth_resp_init(&r);
+    berth_err_set(&err, BERTH_OCI_UNAVAILABLE, NULL);
+    berth_resp_error(&r, &err);
+    ok(r.status == 503 && berth_resp_get(&r, "retry-after") != NULL, "503 carries Retry-After");
+    berth_resp_dispose(&r);
 }
 
 int main(void)
