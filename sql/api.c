@@ -53,7 +53,7 @@
     "'isa_variants', (SELECT json_agg(json_build_object('position', v.position, 'digest', v.digest, 'architecture', "    \
     "v.architecture, 'variant', v.variant, 'level', v.level, 'features', v.features, 'target', v.target, 'scan_status', " \
     "coalesce(s.status, 'pending'), 'scan_max_level', s.max_level) ORDER BY v.position) FROM isa_variants v LEFT JOIN " \
-    "isa_scans s ON s.digest = v.digest WHERE v.manifest_id = m.id), "                                                \
+    "isa_scans s ON " ISA_SCAN_OF_ENTRY " WHERE v.manifest_id = m.id), "                                                \
     "'accessories', coalesce((SELECT json_agg(json_build_object('digest', a.digest, 'artifact_type', a.artifact_type, " \
     "'size', a.size) ORDER BY a.digest) FROM manifests a WHERE a.repository_id = m.repository_id AND a.subject_digest " \
     "= m.digest), '[]'))"

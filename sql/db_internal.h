@@ -8,6 +8,12 @@
 
 #define BERTH_DB__MAX_STMTS 256
 
+/*
+ * The join from an isa_variants row `v` to its scan verdict `s`: a verdict belongs to the entry's declaration
+ * (digest, level, features), never to the digest alone (migration 0090).
+ */
+#define ISA_SCAN_OF_ENTRY "s.digest = v.digest AND s.declared_level = v.level AND s.declared_features = v.features"
+
 struct st_berth_dbconn_t {
     PGconn *pg;
     int in_tx;

@@ -43,6 +43,7 @@ enum {
     S_ISA_VIEW_PUT,
     S_ISA_VIEW_GET,
     S_ISA_SCAN_PUT,
+    S_ISA_UNSCANNED,
 };
 
 /* All SQL of this file, parameters always out of line. */
@@ -127,7 +128,7 @@ static const berth_db__stmt_t stmts[] = {
      "SELECT m.digest, coalesce((SELECT json_agg(json_build_object('position', v.position, 'digest', v.digest, 'os', v.os, "
      "'architecture', v.architecture, 'variant', v.variant, 'level', v.level, 'features', v.features, 'target', v.target, "
      "'priority', v.priority, 'scan_status', coalesce(s.status, ''), 'scan_max_level', s.max_level) ORDER BY v.position) "
-     "FROM isa_variants v LEFT JOIN isa_scans s ON s.digest = v.digest WHERE v.manifest_id = m.id), '[]')::text, m.media_type "
+     "FROM isa_variants v LEFT JOIN isa_scans s ON " ISA_SCAN_OF_ENTRY " WHERE v.manifest_id = m.id), '[]')::text, m.media_type "
      "FROM repositories r JOIN manifests m ON m.repository_id = r.id WHERE r.name = $1 AND (m.digest = $2 OR m.id = "
      "(SELECT t.manifest_id FROM tags t WHERE t.repository_id = r.id AND t.name = $2))",
      2},
@@ -136,10 +137,16 @@ static const berth_db__stmt_t stmts[] = {
      "JOIN manifests m ON m.repository_id = r.id WHERE r.name = $1 AND m.digest = $3 ON CONFLICT DO NOTHING",
      4},
     [S_ISA_SCAN_PUT] = {S_ISA_SCAN_PUT,
-     "INSERT INTO isa_scans (digest, declared_level, status, max_level, report, scanned_at) VALUES ($1, $2, $3, $4, $5::jsonb, now()) "
-     "ON CONFLICT (digest) DO UPDATE SET declared_level = EXCLUDED.declared_level, status = EXCLUDED.status, max_level = "
-     "EXCLUDED.max_level, report = EXCLUDED.report, scanned_at = now()",
-     5},
+     "INSERT INTO isa_scans (digest, declared_level, declared_features, status, max_level, report, scanned_at) "
+     "VALUES ($1, $2, $3, $4, $5, $6::jsonb, now()) ON CONFLICT (digest, declared_level, declared_features) DO UPDATE SET "
+     "status = EXCLUDED.status, max_level = EXCLUDED.max_level, report = EXCLUDED.report, scanned_at = now()",
+     6},
+    /* entries no verdict covers yet (pushed while berthd stopped mid-queue, or dropped by migration 0090) */
+    [S_ISA_UNSCANNED] = {S_ISA_UNSCANNED,
+     "SELECT coalesce(json_agg(x), '[]')::text FROM (SELECT DISTINCT r.name AS repository, v.digest, v.level, v.features "
+     "FROM isa_variants v JOIN manifests m ON m.id = v.manifest_id JOIN repositories r ON r.id = m.repository_id "
+     "LEFT JOIN isa_scans s ON " ISA_SCAN_OF_ENTRY " WHERE s.digest IS NULL LIMIT $1::int) x",
+     1},
     [S_ISA_VIEW_GET] = {S_ISA_VIEW_GET,
      "SELECT v.content FROM repositories r JOIN isa_views v ON v.repository_id = r.id WHERE r.name = $1 AND v.digest = $2", 2},
 };
@@ -641,9 +648,22 @@ int berth_db_isa_view_get(berth_dbconn_t *c, const char *repo, const char *diges
     return rc;
 }
 
-int berth_db_isa_scan_put(berth_dbconn_t *c, const char *digest, const char *declared, const char *status, const char *max_level,
-                          const char *report, berth_err_t *err)
+int berth_db_isa_scan_put(berth_dbconn_t *c, const char *digest, const char *declared, const char *declared_features, const char *status,
+                          const char *max_level, const char *report, berth_err_t *err)
 {
-    const char *p[] = {digest, declared, status, max_level, report};
+    const char *p[] = {digest, declared, declared_features, status, max_level, report};
     return run_count(c, S_ISA_SCAN_PUT, p, err) < 0 ? (err != NULL ? err->code : BERTH_ERROR) : 0;
+}
+
+int berth_db_isa_unscanned(berth_dbconn_t *c, int limit, char **rows_json, berth_err_t *err)
+{
+    char lim[16];
+    snprintf(lim, sizeof(lim), "%d", limit);
+    const char *p[] = {lim};
+    PGresult *res = run(c, S_ISA_UNSCANNED, p, err);
+    if (res == NULL)
+        return err != NULL ? err->code : BERTH_ERROR;
+    *rows_json = strdup(PQgetvalue(res, 0, 0));
+    PQclear(res);
+    return 0;
 }

@@ -22,6 +22,7 @@
 #define MAX_SCAN_BYTES (2048L << 20)
 #define MAX_INSN_PER_FILE 20000000UL
 #define SCANNER_VERSION "berth-isa-scan 1"
+#define MAX_QUEUED 10000
 
 /* ---- the final file set of an image (whiteouts applied) --------------------------------------------------- */
 
@@ -274,17 +275,19 @@ static int put_blob(berth_registry_t *reg, berth_dbconn_t *c, const char *repo, 
 
 /* The verdict as a referrer of the variant: an OCI artifact whose one layer is the JSON report */
 static int push_referrer(berth_registry_t *reg, berth_dbconn_t *c, const char *repo, const char *subject, size_t subject_size,
-                         const char *subject_mt, const char *report, const char *status)
+                         const char *subject_mt, const char *report, const char *status, const char *level, const char *features)
 {
     berth_digest_t rd, ed;
     if (put_blob(reg, c, repo, report, strlen(report), &rd) != 0 || put_blob(reg, c, repo, "{}", 2, &ed) != 0)
         return -1;
-    json_t *m = json_pack("{s:i,s:s,s:s,s:{s:s,s:s,s:i},s:[{s:s,s:s,s:I}],s:{s:s,s:s,s:I},s:{s:s,s:s}}", "schemaVersion", 2, "mediaType",
+    json_t *m = json_pack("{s:i,s:s,s:s,s:{s:s,s:s,s:i},s:[{s:s,s:s,s:I}],s:{s:s,s:s,s:I},s:{s:s,s:s,s:s,s:s}}", "schemaVersion", 2, "mediaType",
                           BERTH_MT_OCI_MANIFEST, "artifactType", BERTH_ISA_SCAN_ARTIFACT_TYPE, "config", "mediaType",
                           "application/vnd.oci.empty.v1+json", "digest", ed.str, "size", 2, "layers", "mediaType",
                           BERTH_ISA_SCAN_ARTIFACT_TYPE, "digest", rd.str, "size", (json_int_t)strlen(report), "subject", "mediaType",
                           subject_mt, "digest", subject, "size", (json_int_t)subject_size, "annotations", "io.berth.isa.scan.status",
-                          status, "io.berth.isa.scan.scanner", SCANNER_VERSION);
+                          status, "io.berth.isa.scan.scanner", SCANNER_VERSION,
+                          /* one verdict per declaration: a manifest declared two ways has two reports */
+                          "io.berth.isa.scan.declared-level", level, "io.berth.isa.scan.declared-features", features);
     char *body = json_dumps(m, JSON_COMPACT | JSON_SORT_KEYS);
     json_decref(m);
     berth_manifest_info_t info;
@@ -336,16 +339,20 @@ int berth_isa_scan_variant(berth_registry_t *reg, const char *repo, const char *
     if (v.declared.arch != BERTH_ISA_AMD64)
         v.max_level = v.declared;
     berth_isa_level_name(&v.max_level, maxl, sizeof(maxl));
-    json_t *report = json_pack("{s:s,s:s,s:s,s:s,s:b,s:i,s:I,s:o,s:s}", "subject", digest, "declared_level", declared_level,
+    if (declared_features == NULL)
+        declared_features = "";
+    json_t *report = json_pack("{s:s,s:s,s:s,s:s,s:s,s:b,s:i,s:I,s:o,s:s}", "subject", digest, "declared_level", declared_level,
+                               "declared_features", declared_features,
                                "max_level", maxl, "status", status, "under_built", under, "elf_files", v.files, "bytes_scanned",
                                (json_int_t)v.bytes, "files", v.files_json, "scanner", SCANNER_VERSION);
     char *text = json_dumps(report, JSON_COMPACT | JSON_SORT_KEYS);
     json_decref(report);
     /* the referrer first: once the verdict row is visible, its report is too */
-    if (push_referrer(reg, c, repo, digest, m.len, m.media_type, text, status) != 0)
+    if (push_referrer(reg, c, repo, digest, m.len, m.media_type, text, status, declared_level, declared_features) != 0)
         berth_log_warn("isa scan of %s@%s: the referrer artifact could not be written", repo, digest);
-    rc = berth_db_isa_scan_put(c, digest, declared_level, status, maxl, text, &err);
-    berth_log_info("isa scan %s@%s declared %s: %s (%d ELF files)", repo, digest, declared_level, status, v.files);
+    rc = berth_db_isa_scan_put(c, digest, declared_level, declared_features, status, maxl, text, &err);
+    berth_log_info("isa scan %s@%s declared %s%s%s: %s (%d ELF files)", repo, digest, declared_level, declared_features[0] ? "+" : "",
+                   declared_features, status, v.files);
     snprintf(status_out, 12, "%s", status);
     free(text);
     for (size_t i = 0; i < fs.n; i++)
@@ -371,8 +378,33 @@ static int running, stopping, queued;
 static pthread_t thread;
 static berth_registry_t *the_reg;
 
+static void enqueue_one(const char *repo, const char *digest, const char *level, const char *features);
+
+/* Entries without a verdict for their declaration: queued at start, so none stays unscanned across a restart */
+static void requeue_unscanned(void)
+{
+    berth_err_t err;
+    berth_dbconn_t *c = berth_db_acquire(the_reg->db, &err);
+    char *rows = NULL;
+    if (c == NULL)
+        return;
+    if (berth_db_isa_unscanned(c, MAX_QUEUED, &rows, &err) == 0) {
+        json_t *arr = json_loads(rows, 0, NULL), *r;
+        size_t i;
+        json_array_foreach(arr, i, r) enqueue_one(json_string_value(json_object_get(r, "repository")), json_string_value(json_object_get(r, "digest")),
+                                                  json_string_value(json_object_get(r, "level")),
+                                                  json_string_value(json_object_get(r, "features")));
+        if (json_array_size(arr) > 0)
+            berth_log_info("isa scan: %zu variant declarations without a verdict queued", json_array_size(arr));
+        json_decref(arr);
+    }
+    free(rows);
+    berth_db_release(the_reg->db, c);
+}
+
 static void *scanner_main(void *arg)
 {
+    requeue_unscanned();
     pthread_mutex_lock(&mu);
     for (;;) {
         while (head == NULL && !stopping)
@@ -419,34 +451,48 @@ void berth_isa_scan_stop(void)
     running = 0;
 }
 
+static void enqueue_one(const char *repo, const char *digest, const char *level, const char *features)
+{
+    if (repo == NULL || digest == NULL || level == NULL)
+        return;
+    job_t *j = calloc(1, sizeof(*j));
+    snprintf(j->repo, sizeof(j->repo), "%s", repo);
+    snprintf(j->digest, sizeof(j->digest), "%s", digest);
+    snprintf(j->level, sizeof(j->level), "%s", level);
+    snprintf(j->features, sizeof(j->features), "%s", features != NULL ? features : "");
+    pthread_mutex_lock(&mu);
+    if (!running || queued >= MAX_QUEUED) {
+        pthread_mutex_unlock(&mu);
+        free(j);
+        return;
+    }
+    if (tail != NULL)
+        tail->next = j;
+    else
+        head = j;
+    tail = j;
+    queued++;
+    pthread_cond_signal(&cv);
+    pthread_mutex_unlock(&mu);
+}
+
 void berth_isa_scan_enqueue(const char *repo, const char *rows)
 {
     json_t *arr = json_loads(rows, 0, NULL), *r;
     size_t i;
     json_array_foreach(arr, i, r)
     {
-        const char *d = json_string_value(json_object_get(r, "digest")), *l = json_string_value(json_object_get(r, "level"));
-        if (d == NULL || l == NULL)
-            continue;
-        job_t *j = calloc(1, sizeof(*j));
-        snprintf(j->repo, sizeof(j->repo), "%s", repo);
-        snprintf(j->digest, sizeof(j->digest), "%s", d);
-        snprintf(j->level, sizeof(j->level), "%s", l);
-        snprintf(j->features, sizeof(j->features), "%s", json_string_value(json_object_get(r, "features")) ?: "");
-        pthread_mutex_lock(&mu);
-        if (!running || queued >= 10000) {
-            pthread_mutex_unlock(&mu);
-            free(j);
-            continue;
+        const char *d = json_string_value(json_object_get(r, "digest")), *l = json_string_value(json_object_get(r, "level")),
+                   *f = json_string_value(json_object_get(r, "features"));
+        int dup = 0; /* an index listing one manifest twice with one declaration: one scan */
+        for (size_t k = 0; k < i && !dup; k++) {
+            json_t *o = json_array_get(arr, k);
+            dup = json_equal(json_object_get(o, "digest"), json_object_get(r, "digest")) &&
+                  json_equal(json_object_get(o, "level"), json_object_get(r, "level")) &&
+                  json_equal(json_object_get(o, "features"), json_object_get(r, "features"));
         }
-        if (tail != NULL)
-            tail->next = j;
-        else
-            head = j;
-        tail = j;
-        queued++;
-        pthread_cond_signal(&cv);
-        pthread_mutex_unlock(&mu);
+        if (!dup)
+            enqueue_one(repo, d, l, f);
     }
     json_decref(arr);
 }

@@ -632,6 +632,75 @@ class IsaScanner(BerthTestCase):
         art = json.loads(self.b.request("GET", "/api/v2.0/projects/scan/repositories/app/artifacts/v4-as-v3")[2])
         self.assertEqual([(v["level"], v["scan_status"]) for v in art["isa_variants"]], [("x86-64-v3", "fail")])
 
+    def entry_verdicts(self, tag, n, timeout=90):
+        """[(level, scan_status)] of the tag's variant entries once all n have a verdict."""
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            raw = self.b.request("GET", "/api/v2.0/projects/scan/repositories/app/artifacts/%s/isa" % tag)[2]
+            v = json.loads(raw)["variants"]
+            if len(v) == n and all(x["scan_status"] for x in v):
+                return [(x["level"], x["scan_status"]) for x in v]
+            time.sleep(0.2)
+        self.fail("no verdicts for %s: %s" % (tag, raw))
+
+    def test_verdict_belongs_to_the_entry(self):
+        """One AVX-512 manifest declared x86-64-v2 in one index and x86-64-v4 in another, and twice in a third: each
+        entry keeps its own verdict, so isa_require_scan_pass never serves it to a v2 node."""
+        from harness import make_layer, OCI_CONFIG, OCI_LAYER, psql
+        repo = "scan/app"
+        data = make_layer({"app/bin": self.bins["v4"], "app/tag": b"per-entry"})
+        cfg = json.dumps({"architecture": "amd64", "os": "linux", "rootfs": {"type": "layers", "diff_ids": [
+            "sha256:" + hashlib.sha256(gzip.decompress(data)).hexdigest()]}}).encode()
+        man = {"schemaVersion": 2, "mediaType": OCI_MANIFEST, "config": {"mediaType": OCI_CONFIG, "digest": self.b.push_blob(repo, cfg),
+               "size": len(cfg)}, "layers": [{"mediaType": OCI_LAYER, "digest": self.b.push_blob(repo, data), "size": len(data)}]}
+        st, h, body, mraw = self.b.push_manifest(repo, "per-entry-single", man)
+        self.assertEqual(st, 201, body)
+        d = h["docker-content-digest"]
+
+        def entry(variant):
+            return {"mediaType": OCI_MANIFEST, "digest": d, "size": len(mraw),
+                    "platform": {"architecture": "amd64", "os": "linux", "variant": variant}}
+
+        def index(tag, *variants):
+            st, _, body, _ = self.b.push_manifest(repo, tag, {"schemaVersion": 2, "mediaType": OCI_INDEX,
+                                                              "manifests": [entry(v) for v in variants]}, OCI_INDEX)
+            self.assertEqual(st, 201, body)
+
+        def resolve(tag, level):
+            return self.b.request("POST", "/api/v2.0/isa/resolve", json.dumps({
+                "image": "scan/app:" + tag, "node": {"architecture": "amd64", "level": level},
+                "policy": {"allow_unverified": False}}).encode(), {"Content-Type": "application/json"})
+
+        # A is scanned first (fail), then B (pass): B's verdict must not replace A's
+        index("as-v2", "v2")
+        self.assertEqual(self.entry_verdicts("as-v2", 1), [("x86-64-v2", "fail")])
+        index("as-v4", "v4")
+        self.assertEqual(self.entry_verdicts("as-v4", 1), [("x86-64-v4", "pass")])
+        self.assertEqual(self.entry_verdicts("as-v2", 1), [("x86-64-v2", "fail")])
+        st, _, raw = resolve("as-v2", "x86-64-v2")
+        self.assertEqual(st, 409, raw)
+        self.assertIn("scan fail", raw.decode())
+        st, _, raw = resolve("as-v4", "x86-64-v4")
+        self.assertEqual(st, 200, raw)
+        self.assertEqual(json.loads(raw)["selected"]["digest"], d)
+        # one index listing the manifest twice: v2 entry fail, v4 entry pass; the v2 node gets nothing
+        index("twice", "v2", "v4")
+        self.assertEqual(self.entry_verdicts("twice", 2), [("x86-64-v2", "fail"), ("x86-64-v4", "pass")])
+        st, _, raw = resolve("twice", "x86-64-v2")
+        self.assertEqual(st, 409, raw)
+        st, _, raw = resolve("twice", "x86-64-v4")
+        self.assertEqual((st, json.loads(raw)["selected"]["position"]), (200, 1), raw)
+        # each declaration has its own report as a referrer, named by its annotations
+        st, _, raw = self.b.request("GET", "/v2/scan/app/referrers/%s?artifactType=%s" % (d, SCAN_TYPE.replace("+", "%2B")))
+        ann = sorted((r["annotations"]["io.berth.isa.scan.declared-level"], r["annotations"]["io.berth.isa.scan.status"])
+                     for r in json.loads(raw)["manifests"])
+        self.assertEqual(ann, [("x86-64-v2", "fail"), ("x86-64-v4", "pass")])
+        # verdicts lost (a restart mid-queue, or dropped by the migration) are rescanned at the next start
+        psql("DELETE FROM isa_scans WHERE digest = '%s'" % d, dbname=self.b.dbname)
+        self.b.stop()
+        self.b.start()
+        self.assertEqual(self.entry_verdicts("twice", 2), [("x86-64-v2", "fail"), ("x86-64-v4", "pass")])
+
     @unittest.skipUnless(ARM_GCC, "aarch64-linux-gnu-gcc missing")
     def test_arm64_sve_verdicts(self):
         src = os.path.join(self.tmp, "arm.c")
