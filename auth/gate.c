@@ -14,14 +14,18 @@
 #include "registry/core/ref.h"
 
 /*
- * Positive decisions only, keyed by sha256(Authorization value, scope): a refusal is never remembered, so new
- * grants apply at once and guessing passwords cannot fill the table. Bearer decisions live as long as the
+ * Positive decisions only, keyed by sha256(surface, Authorization value, scope): a refusal is never remembered,
+ * so new grants apply at once and guessing passwords cannot fill the table. Bearer decisions live as long as the
  * token (at most a minute), Basic and anonymous ones ten seconds: that bounds how long a revoked membership
- * still works through a remembered decision.
+ * still works through a remembered decision. The surface is part of the key because what a credential proves
+ * differs: a registry token is a /v2 credential only, so a decision remembered for it on /v2 must never be
+ * found by the REST API, which takes Basic credentials (and sessions) alone.
  */
 #define SLOTS 4096
 #define BASIC_TTL 10
 #define BEARER_TTL_MAX 60
+
+typedef enum { SURFACE_V2 = 'v', SURFACE_API = 'a' } surface_t;
 
 typedef struct {
     unsigned char key[32];
@@ -31,13 +35,15 @@ typedef struct {
 static slot_t slots[SLOTS];
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 
-static void decision_key(unsigned char out[32], const char *authz, size_t len, const berth_scope_t *need)
+static void decision_key(unsigned char out[32], surface_t surface, const char *authz, size_t len, const berth_scope_t *need)
 {
     char scope[300] = "";
     if (need != NULL)
         berth_scope_format(need, scope, sizeof(scope));
+    unsigned char tag = (unsigned char)surface;
     EVP_MD_CTX *ctx = EVP_MD_CTX_new();
     EVP_DigestInit_ex(ctx, EVP_sha256(), NULL);
+    EVP_DigestUpdate(ctx, &tag, 1);
     EVP_DigestUpdate(ctx, authz != NULL ? authz : "", authz != NULL ? len : 0);
     EVP_DigestUpdate(ctx, "\n", 1);
     EVP_DigestUpdate(ctx, scope, strlen(scope));
@@ -92,7 +98,7 @@ int berth_gate_required(berth_scope_t *out, int route_kind, const char *name, co
 berth_gate_t berth_gate_fast(berth_authsvc_t *a, const char *authz, size_t len, const berth_scope_t *need, char *who)
 {
     unsigned char key[32];
-    decision_key(key, authz, len, need);
+    decision_key(key, SURFACE_V2, authz, len, need);
     return remembered(key, who) ? BERTH_GATE_ALLOW : BERTH_GATE_UNKNOWN;
 }
 
@@ -125,7 +131,7 @@ berth_gate_t berth_gate_check(berth_authsvc_t *a, const char *authz, size_t len,
                               berth_resp_t *resp, char *who)
 {
     unsigned char key[32];
-    decision_key(key, authz, len, need);
+    decision_key(key, SURFACE_V2, authz, len, need);
     if (who != NULL)
         who[0] = '\0';
     if (remembered(key, who))
@@ -205,13 +211,17 @@ int berth_gate_identity(berth_authsvc_t *a, const char *authz, size_t len, const
         return BERTH_ENOTFOUND;
     unsigned char key[32];
     char who[BERTH_GATE_WHO_MAX];
-    decision_key(key, authz, len, NULL); /* the same key the /v2 base endpoint remembers Basic callers under */
-    if (remembered(key, who) && who[0] != '\0')
-        return berth_authsvc_principal(a, who, out);
+    /* the kind is checked before anything remembered is consulted: registry tokens carry repository scopes,
+     * not API rights, however they were used before */
     berth_auth_header_t h;
     if (berth_auth_header_parse(&h, authz, len) != 0 || h.kind != BERTH_AUTH_BASIC) {
         berth_auth_header_dispose(&h);
-        return BERTH_EINVAL; /* registry tokens carry repository scopes, not API rights */
+        return BERTH_EINVAL;
+    }
+    decision_key(key, SURFACE_API, authz, len, NULL);
+    if (remembered(key, who) && who[0] != '\0') {
+        berth_auth_header_dispose(&h);
+        return berth_authsvc_principal(a, who, out);
     }
     int rc = berth_authsvc_login(a, h.user, h.secret, remote, out);
     berth_auth_header_dispose(&h);

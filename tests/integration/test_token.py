@@ -267,6 +267,44 @@ class DistributionTrustsBerth(unittest.TestCase):
             shutil.rmtree(tmp, ignore_errors=True)
 
 
+class TokensAreNotApiCredentials(BerthTestCase):
+    """A registry token is a /v2 credential only. Even after the admin's token was accepted on /v2 (so a
+    decision for it is remembered), every route in the OpenAPI document refuses it as a REST credential."""
+
+    PARAMS = {"user_id": "1", "project_name_or_id": "tok", "project_name": "tok", "mid": "1", "repository_name": "app",
+              "reference": "v1", "tag_name": "v1", "robot_id": "1", "group_id": "1", "registry_id": "1",
+              "policy_id": "1", "execution_id": "1", "task_id": "1"}
+
+    def test_token_refused_by_every_api_route(self):
+        import re
+        import yaml
+        self.b.push_image("tok/app", "v1")
+        st, _, body = self.b.request("GET", "/service/token?service=berth-registry&scope=repository:tok/app:pull,push,delete"
+                                     "&scope=registry:catalog:*", headers=basic("admin", ADMIN_PW), auth=None)
+        bearer = {"Authorization": "Bearer " + json.loads(body)["token"]}
+        for path in ("/v2/", "/v2/tok/app/manifests/v1", "/v2/_catalog"):  # remembered as /v2 decisions
+            self.assertEqual(self.b.request("GET", path, headers=bearer, auth=None)[0], 200, path)
+        doc = yaml.safe_load(self.b.request("GET", "/api/v2.0/openapi.yaml", auth=None)[2])
+        users_before = self.b.request("GET", "/api/v2.0/users")[2]
+        tried = 0
+        for path, ops in doc["paths"].items():
+            url = "/api/v2.0" + re.sub(r"\{(\w+)\}", lambda m: self.PARAMS[m.group(1)], path)
+            methods = [m.upper() for m in ops if m in ("get", "post", "put", "patch", "delete")]
+            for method in methods + (["HEAD"] if "GET" in methods else []):
+                body = b"{}" if method in ("POST", "PUT", "PATCH") else None
+                st, _, data = self.b.request(method, url, body, dict(bearer, **{"Content-Type": "application/json"}), auth=None)
+                tried += 1
+                if path == "/ping":  # answers everyone the same, no identity involved
+                    self.assertEqual(st, 200)
+                    continue
+                self.assertEqual(st, 401, (method, url, data))
+                if method != "HEAD":
+                    self.assertEqual(json.loads(data)["errors"][0]["code"], "UNAUTHORIZED", (method, url))
+        self.assertGreater(tried, 60)
+        self.assertEqual(self.b.request("GET", "/api/v2.0/users")[2], users_before)
+        self.assertEqual(self.b.request("GET", "/v2/tok/app/manifests/v1", headers=bearer, auth=None)[0], 200)
+
+
 class RS256(BerthTestCase):
     """auth.token_algorithm: RS256 — an RSA key is generated and only RS256 tokens are issued and accepted."""
 
