@@ -45,7 +45,41 @@ static int has_isa_annotation(json_t *desc)
     return 0;
 }
 
-static int same_build(const berth_isa_variant_t *a, const berth_isa_variant_t *b)
+/*
+ * ISA data on one descriptor: a level above the baseline (arm64 "v8" and amd64 "v1" are how plain multi-arch images
+ * spell the baseline), platform.features, or an io.berth.isa.* annotation. An index none of whose entries carries
+ * any declares no ISA intent and is never refused for ISA reasons.
+ */
+static int carries_isa(json_t *desc)
+{
+    json_t *plat = json_object_get(desc, "platform");
+    berth_isa_arch_t arch = berth_isa_arch_parse(json_string_value(json_object_get(plat, "architecture")));
+    const char *variant = json_string_value(json_object_get(plat, "variant"));
+    berth_isa_level_t l;
+    if (arch == BERTH_ISA_ARCH_UNKNOWN)
+        return 0;
+    if (has_isa_annotation(desc) || json_object_get(plat, "features") != NULL)
+        return 1;
+    return variant != NULL && variant[0] != '\0' && (berth_isa_variant_parse(arch, variant, &l) != 0 || !berth_isa_level_is_baseline(&l));
+}
+
+/* The entry's annotations without Berth's own: what else tells two copies apart (podman's compression marker) */
+static json_t *other_annotations(json_t *desc)
+{
+    json_t *o = json_object(), *v;
+    const char *key;
+    json_object_foreach(json_object_get(desc, "annotations"), key, v) if (strncmp(key, BERTH_ISA_ANNOTATION_PREFIX,
+                                                                                  strlen(BERTH_ISA_ANNOTATION_PREFIX)) != 0)
+        json_object_set(o, key, v);
+    return o;
+}
+
+/*
+ * Two entries are ambiguous duplicates only when nothing a client matches on tells them apart: the full platform
+ * (os.version and os.features too: Windows images list one build per os.version), the media type, the ISA
+ * declaration, and annotations (podman --add-compression lists gzip and zstd copies marked by an annotation).
+ */
+static int same_build(const berth_isa_variant_t *a, json_t *da, const berth_isa_variant_t *b, json_t *db)
 {
     if (strcmp(a->os, b->os) != 0 || a->level.arch != b->level.arch || berth_isa_level_rank(&a->level) != berth_isa_level_rank(&b->level) ||
         strcmp(a->target, b->target) != 0 || a->features.n != b->features.n)
@@ -53,7 +87,28 @@ static int same_build(const berth_isa_variant_t *a, const berth_isa_variant_t *b
     for (int i = 0; i < a->features.n; i++)
         if (strcmp(a->features.names[i], b->features.names[i]) != 0)
             return 0;
-    return 1;
+    json_t *pa = json_object_get(da, "platform"), *pb = json_object_get(db, "platform");
+    static const char *const keys[] = {"os.version", "os.features"};
+    for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+        json_t *x = json_object_get(pa, keys[i]), *y = json_object_get(pb, keys[i]);
+        if ((x != NULL || y != NULL) && !json_equal(x, y))
+            return 0;
+    }
+    json_t *ma = json_object_get(da, "mediaType"), *mb = json_object_get(db, "mediaType");
+    if ((ma != NULL || mb != NULL) && !json_equal(ma, mb))
+        return 0;
+    json_t *aa = other_annotations(da), *ab = other_annotations(db);
+    int same = json_equal(aa, ab);
+    json_decref(aa);
+    json_decref(ab);
+    return same;
+}
+
+/* The (os, os.version, arch) group of a descriptor: the unit the baseline and ordering rules apply to */
+static int same_group(const berth_isa_variant_t *a, json_t *da, const berth_isa_variant_t *b, json_t *db)
+{
+    json_t *x = json_object_get(json_object_get(da, "platform"), "os.version"), *y = json_object_get(json_object_get(db, "platform"), "os.version");
+    return a->level.arch == b->level.arch && strcmp(a->os, b->os) == 0 && ((x == NULL && y == NULL) || json_equal(x, y));
 }
 
 /* One descriptor into a variant; errors for what cannot be a valid variant */
@@ -142,43 +197,46 @@ int berth_isa_index_check(const char *json, size_t len, berth_isa_policy_mode_t 
     }
     size_t n = json_array_size(mans), i;
     out->variants = calloc(n + 1, sizeof(berth_isa_variant_t));
+    json_t **descs = calloc(n + 1, sizeof(json_t *)); /* descs[k]: the descriptor of variants[k] */
+    int *isa = calloc(n + 1, sizeof(int));             /* isa[k]: its (os, os.version, arch) group carries ISA data */
     json_t *desc;
-    json_array_foreach(mans, i, desc)
-    {
-        json_t *plat = json_object_get(desc, "platform");
-        const char *variant = json_string_value(json_object_get(plat, "variant"));
-        if ((variant != NULL && variant[0] != '\0' && berth_isa_arch_parse(json_string_value(json_object_get(plat, "architecture"))) !=
-                                                          BERTH_ISA_ARCH_UNKNOWN) ||
-            has_isa_annotation(desc))
-            out->is_isa = 1;
-    }
+    json_array_foreach(mans, i, desc) if (carries_isa(desc)) out->is_isa = 1;
     json_array_foreach(mans, i, desc)
     {
         berth_isa_variant_t *v = &out->variants[out->nvariants];
-        int r = read_entry(desc, (int)i, mode, v, out);
-        if (r > 0)
+        /* without ISA intent an entry is only recorded: its variant is not Berth's to judge */
+        int r = read_entry(desc, (int)i, out->is_isa ? mode : BERTH_ISA_POLICY_OFF, v, out);
+        if (r > 0) {
+            descs[out->nvariants] = desc;
+            isa[out->nvariants] = carries_isa(desc);
             out->nvariants++;
+        }
     }
+    for (size_t a = 0; a < out->nvariants; a++)
+        for (size_t b = 0; b < out->nvariants; b++)
+            if (isa[b] == 1 && same_group(&out->variants[a], descs[a], &out->variants[b], descs[b]) && !isa[a])
+                isa[a] = 2; /* in a group with ISA data: the group's rules cover it */
     if (out->is_isa && mode != BERTH_ISA_POLICY_OFF) {
-        /* ambiguous duplicates */
+        /* ambiguous duplicates, within groups that carry ISA data */
         for (size_t a = 0; a < out->nvariants; a++)
             for (size_t b = a + 1; b < out->nvariants; b++)
-                if (same_build(&out->variants[a], &out->variants[b]) && strcmp(out->variants[a].digest, out->variants[b].digest) != 0)
+                if (isa[a] && same_build(&out->variants[a], descs[a], &out->variants[b], descs[b]) &&
+                    strcmp(out->variants[a].digest, out->variants[b].digest) != 0)
                     ERR("manifests[%d] and manifests[%d] describe the same build with different digests", out->variants[a].position,
                         out->variants[b].position);
-        /* per (os, arch): baseline present, not spelled v1, first, then ascending level, fewer features first */
+        /* per (os, os.version, arch) group with ISA data: baseline present, not spelled v1, first, then ascending level */
         for (size_t a = 0; a < out->nvariants; a++) {
             const berth_isa_variant_t *v = &out->variants[a];
             int seen_before = 0, has_base = 0;
             for (size_t b = 0; b < a; b++)
-                seen_before |= out->variants[b].level.arch == v->level.arch && strcmp(out->variants[b].os, v->os) == 0;
-            if (seen_before)
-                continue; /* each (os, arch) group is checked once, from its first entry */
+                seen_before |= same_group(&out->variants[b], descs[b], v, descs[a]);
+            if (seen_before || !isa[a])
+                continue; /* each group is checked once, from its first entry; groups without ISA data not at all */
             const berth_isa_variant_t *prev = NULL;
             int ordered = 1;
             for (size_t b = a; b < out->nvariants; b++) {
                 const berth_isa_variant_t *w = &out->variants[b];
-                if (w->level.arch != v->level.arch || strcmp(w->os, v->os) != 0)
+                if (!same_group(w, descs[b], v, descs[a]))
                     continue;
                 if (berth_isa_level_is_baseline(&w->level) && w->features.n == 0) {
                     has_base = 1;
@@ -204,7 +262,7 @@ int berth_isa_index_check(const char *json, size_t len, berth_isa_policy_mode_t 
         for (size_t a = 0; config_of != NULL && a < out->nvariants; a++) {
             const berth_isa_variant_t *v = &out->variants[a];
             char carch[32] = "", cos[32] = "", cvar[32] = "";
-            if (config_of(ctx, v->digest, carch, cos, cvar) != 0)
+            if (!isa[a] || config_of(ctx, v->digest, carch, cos, cvar) != 0)
                 continue;
             berth_isa_level_t cl;
             if ((carch[0] && berth_isa_arch_parse(carch) != v->level.arch) || (cos[0] && v->os[0] && strcmp(cos, v->os) != 0))
@@ -214,6 +272,8 @@ int berth_isa_index_check(const char *json, size_t len, berth_isa_policy_mode_t 
                 ERR("manifests[%d]: its config variant %s disagrees with the descriptor", v->position, cvar);
         }
     }
+    free(descs);
+    free(isa);
     json_decref(root);
     return 0;
 }

@@ -499,6 +499,37 @@ class IsaContainerd(BerthTestCase):
             off.cleanup()
 
 
+class IsaNoIntent(BerthTestCase):
+    """Indexes that say nothing about CPU levels are pushed as they are under the default policy."""
+
+    def test_shared_tags_and_compression_copies(self):
+        def child(tag):
+            d, raw = self.b.push_image("library/shared", tag)
+            return {"mediaType": OCI_MANIFEST, "digest": d, "size": len(raw)}
+
+        def plat(arch, os_="linux", **extra):
+            p = {"architecture": arch, "os": os_}
+            p.update(extra)
+            return p
+        # a Docker official image's shared tag: linux amd64 and arm64/v8, and windows builds per os.version
+        entries = [dict(child("l-amd64"), platform=plat("amd64")), dict(child("l-arm64"), platform=plat("arm64", variant="v8"))]
+        for ver in ("10.0.17763.6893", "10.0.20348.3207", "10.0.26100.3194"):
+            entries.append(dict(child("w-" + ver), platform=plat("amd64", "windows", **{"os.version": ver})))
+        st, h, body, _ = self.b.push_manifest("library/shared", "latest", {"schemaVersion": 2, "mediaType": OCI_INDEX,
+                                                                           "manifests": entries}, OCI_INDEX)
+        self.assertEqual(st, 201, body)
+        self.assertNotIn("isa:", h.get("warning", ""))
+        # podman push --add-compression zstd: a gzip and a zstd copy of each build, the latter marked by an annotation
+        zstd = {"io.github.containers.compression.zstd": "true"}
+        entries = [dict(child("g-amd64"), platform=plat("amd64")), dict(child("g-arm64"), platform=plat("arm64", variant="v8")),
+                   dict(child("z-amd64"), platform=plat("amd64"), annotations=zstd),
+                   dict(child("z-arm64"), platform=plat("arm64", variant="v8"), annotations=zstd)]
+        st, h, body, _ = self.b.push_manifest("library/shared", "podman", {"schemaVersion": 2, "mediaType": OCI_INDEX,
+                                                                           "manifests": entries}, OCI_INDEX)
+        self.assertEqual(st, 201, body)
+        self.assertNotIn("isa:", h.get("warning", ""))
+
+
 SCAN_TYPE = "application/vnd.berth.isa.scan.v1+json"
 
 

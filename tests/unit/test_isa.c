@@ -255,6 +255,57 @@ static void test_index(void)
     berth_isa_report_dispose(&r);
 }
 
+#define DM(mt, d, plat, ann) "{\"mediaType\":\"" mt "\",\"digest\":\"" d "\",\"size\":1,\"platform\":" plat ann "}"
+#define OCI_M "application/vnd.oci.image.manifest.v1+json"
+#define WIN(ver) "{\"architecture\":\"amd64\",\"os\":\"windows\",\"os.version\":\"" ver "\"}"
+#define ARM8 "{\"architecture\":\"arm64\",\"os\":\"linux\",\"variant\":\"v8\"}"
+#define ZSTD ",\"annotations\":{\"io.github.containers.compression.zstd\":\"true\"}"
+
+/* Indexes that declare no ISA intent are never refused; duplicates are judged by everything a client matches on */
+static void test_index_intent(void)
+{
+    berth_isa_report_t r;
+    berth_isa_policy_mode_t modes[] = {BERTH_ISA_POLICY_WARN, BERTH_ISA_POLICY_STRICT};
+    /* a Docker official image's shared tag: linux amd64 + arm64/v8, and windows builds differing only in os.version */
+    const char *official = "{\"manifests\":[" D("sha256:a1", AMD(""), "") "," D("sha256:a2", ARM8, "") "," D(
+        "sha256:w1", WIN("10.0.17763.6893"), "") "," D("sha256:w2", WIN("10.0.20348.3207"), "") "," D("sha256:w3", WIN("10.0.26100.3194"), "") "]}";
+    /* podman push --add-compression zstd: gzip and zstd copies of one build per platform */
+    const char *podman = "{\"manifests\":[" D("sha256:g1", AMD(""), "") "," D("sha256:g2", ARM8, "") "," D("sha256:z1", AMD(""), ZSTD) "," D(
+        "sha256:z2", ARM8, ZSTD) "]}";
+    for (int m = 0; m < 2; m++) {
+        ok(check(official, modes[m], &r) == 0 && !r.is_isa && r.nerrors == 0 && r.nwarnings == 0, "windows entries per os.version, arm64/v8: no ISA intent, accepted (%s)",
+           m ? "strict" : "warn");
+        berth_isa_report_dispose(&r);
+        ok(check(podman, modes[m], &r) == 0 && !r.is_isa && r.nerrors == 0 && r.nwarnings == 0, "podman gzip+zstd copies: accepted (%s)",
+           m ? "strict" : "warn");
+        berth_isa_report_dispose(&r);
+    }
+    /* the same with ISA variants beside them: only the groups that carry ISA data are judged */
+    const char *mixed = "{\"manifests\":[" D("sha256:a1", AMD(""), "") "," D("sha256:a3", AMD(",\"variant\":\"v3\""), "") "," D(
+        "sha256:z1", AMD(""), ZSTD) "," D("sha256:z3", AMD(",\"variant\":\"v3\""), ZSTD) "," D("sha256:w1", WIN("10.0.17763.6893"), "") "," D(
+        "sha256:w2", WIN("10.0.20348.3207"), "") "," D("sha256:a2", ARM8, "") "," D("sha256:a4", ARM8, ZSTD) "]}";
+    ok(check(mixed, BERTH_ISA_POLICY_WARN, &r) == 0 && r.is_isa && r.nerrors == 0, "ISA variants beside windows and zstd copies: no duplicate error");
+    berth_isa_report_dispose(&r);
+    /* arm64 v8 and amd64 v1 are how plain images spell the baseline: no intent, so no baseline/order rules */
+    const char *arm_only = "{\"manifests\":[" D("sha256:a2", ARM8, "") "]}";
+    ok(check(arm_only, BERTH_ISA_POLICY_STRICT, &r) == 0 && !r.is_isa && r.nerrors == 0 && r.nwarnings == 0, "arm64/v8 alone: no intent");
+    berth_isa_report_dispose(&r);
+    /* a media type or os.features difference separates entries; identical entries with two digests stay an error */
+    const char *mt = "{\"manifests\":[" D("sha256:a1", AMD(""), "") "," D("sha256:a3", AMD(",\"variant\":\"v3\""), "") "," DM(
+        "application/vnd.docker.distribution.manifest.v2+json", "sha256:d3", AMD(",\"variant\":\"v3\""), "") "]}";
+    ok(check(mt, BERTH_ISA_POLICY_STRICT, &r) == 0 && r.nerrors == 0, "same platform, other media type: not a duplicate");
+    berth_isa_report_dispose(&r);
+    const char *osf = "{\"manifests\":[" D("sha256:a1", AMD(""), "") "," D("sha256:a3", AMD(",\"variant\":\"v3\""), "") "," D(
+        "sha256:f3", AMD(",\"variant\":\"v3\",\"os.features\":[\"sgx\"]"), "") "]}";
+    ok(check(osf, BERTH_ISA_POLICY_WARN, &r) == 0 && r.nerrors == 0, "same platform, other os.features: not a duplicate");
+    berth_isa_report_dispose(&r);
+    const char *dup = "{\"manifests\":[" D("sha256:a1", AMD(""), "") "," D("sha256:a3", AMD(",\"variant\":\"v3\""), ZSTD) "," DM(
+        OCI_M, "sha256:b3", AMD(",\"variant\":\"v3\""), ZSTD) "]}";
+    ok(check(dup, BERTH_ISA_POLICY_WARN, &r) == 0 && r.nerrors == 1 && strstr(r.errors[0], "same build") != NULL,
+       "identical ISA entries with two digests: still an error");
+    berth_isa_report_dispose(&r);
+}
+
 int main(int argc, char **argv)
 {
     test_levels();
@@ -262,5 +313,6 @@ int main(int argc, char **argv)
     test_labels();
     test_select();
     test_index();
+    test_index_intent();
     return tap_done();
 }
