@@ -23,6 +23,7 @@ static const struct {
     {"external_url", "BERTH_EXTERNAL_URL", T_STR, FIELD(external_url)},
     {"database.url", "BERTH_DATABASE_URL", T_STR, FIELD(database_url)},
     {"database.pool", "BERTH_DATABASE_POOL", T_INT, FIELD(database_pool)},
+    {"database.deadline_ms", "BERTH_DATABASE_DEADLINE_MS", T_INT, FIELD(database_deadline_ms)},
     {"storage.root", "BERTH_STORAGE_ROOT", T_STR, FIELD(storage_root)},
     {"run_dir", "BERTH_RUN_DIR", T_STR, FIELD(run_dir)},
     {"admin_password", "BERTH_ADMIN_PASSWORD", T_STR, FIELD(admin_password)},
@@ -206,6 +207,7 @@ int berth_config_load(berth_config_t *cfg, const char *path, char *errbuf, size_
     cfg->workers = (int)ncpu * 4;
     cfg->edge_workers = (int)ncpu;
     cfg->upload_connections = 512;
+    cfg->database_deadline_ms = 5000;
     cfg->upload_max_age = 24 * 3600;
     cfg->upload_purge_interval = 600;
     cfg->token_issuer = strdup("berth");

@@ -12,6 +12,7 @@ typedef struct st_berth_config_t {
     char *external_url;   /* external_url         BERTH_EXTERNAL_URL */
     char *database_url;   /* database.url         BERTH_DATABASE_URL */
     int database_pool;    /* database.pool */
+    int database_deadline_ms; /* database.deadline_ms BERTH_DATABASE_DEADLINE_MS: per round trip (5000) */
     char *storage_root;   /* storage.root         BERTH_STORAGE_ROOT */
     char *run_dir;        /* run_dir (default <storage.root>/run) */
     char *admin_password; /* admin_password       BERTH_ADMIN_PASSWORD (initial admin; used by auth) */

@@ -180,6 +180,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "berthd: schema migration failed: %s\n", err.msg);
         goto Out;
     }
+    berth_db_set_deadline(db, cfg.database_deadline_ms); /* after the migrations, which may take longer */
     if (berth_store_open(&store, cfg.storage_root, &err) != 0) {
         fprintf(stderr, "berthd: storage: %s\n", err.msg);
         goto Out;

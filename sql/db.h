@@ -17,6 +17,13 @@ typedef struct st_berth_dbconn_t berth_dbconn_t;
 int berth_db_open(berth_db_t **out, const char *conninfo, int size, berth_err_t *err);
 void berth_db_close(berth_db_t *db);
 /**
+ * From now on every round trip (connect, send, each result) must finish within `deadline_ms`: past it the
+ * query's connection is dropped (its cancel is sent once the server answers again), the caller gets
+ * UNAVAILABLE, and acquire() fails fast with UNAVAILABLE until a background probe reaches the database again.
+ * Called after the migrations, which may legitimately take longer. 0 = no deadline.
+ */
+void berth_db_set_deadline(berth_db_t *db, int deadline_ms);
+/**
  * Borrow a connection, blocking while all are in use. A broken connection is re-established here.
  * Returns NULL with UNAVAILABLE in err when the database cannot be reached.
  */
@@ -24,6 +31,8 @@ berth_dbconn_t *berth_db_acquire(berth_db_t *db, berth_err_t *err);
 void berth_db_release(berth_db_t *db, berth_dbconn_t *conn);
 /** Pool figures for /metrics. */
 void berth_db_stats(berth_db_t *db, int *size, int *in_use, unsigned long *waits, unsigned long *errors);
+/** 1 in *down while requests fail fast (no answer within the deadline), and round trips that timed out so far. */
+void berth_db_health(berth_db_t *db, int *down, unsigned long *timeouts);
 
 int berth_db_begin(berth_dbconn_t *c, berth_err_t *err);
 int berth_db_commit(berth_dbconn_t *c, berth_err_t *err);

@@ -15,6 +15,7 @@
 #define ISA_SCAN_OF_ENTRY "s.digest = v.digest AND s.declared_level = v.level AND s.declared_features = v.features"
 
 struct st_berth_dbconn_t {
+    berth_db_t *db; /* its pool: the round-trip deadline, and where a timeout reports */
     PGconn *pg;
     int in_tx;
     unsigned char prepared[BERTH_DB__MAX_STMTS];

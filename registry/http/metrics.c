@@ -95,6 +95,15 @@ char *berth_metrics_render(berth_db_t *db, long worker_queue, size_t *len_out)
                 "# TYPE berth_db_pool_waits_total counter\nberth_db_pool_waits_total %lu\n"
                 "# TYPE berth_db_connect_errors_total counter\nberth_db_connect_errors_total %lu\n",
                 size, in_use, waits, errors);
+        int down;
+        unsigned long timeouts;
+        berth_db_health(db, &down, &timeouts);
+        fprintf(f,
+                "# HELP berth_db_down 1 while the database misses its deadline and requests that need it get 503.\n"
+                "# TYPE berth_db_down gauge\nberth_db_down %d\n"
+                "# HELP berth_db_deadline_exceeded_total Round trips dropped at database.deadline_ms.\n"
+                "# TYPE berth_db_deadline_exceeded_total counter\nberth_db_deadline_exceeded_total %lu\n",
+                down, timeouts);
     }
     fclose(f);
     *len_out = len;
