@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "registry/isa/vocab.h"
+
 /* ---- architectures and levels ------------------------------------------------------------------------- */
 
 berth_isa_arch_t berth_isa_arch_parse(const char *s)
@@ -171,16 +173,11 @@ int berth_isa_level_rank(const berth_isa_level_t *l)
 
 /* ---- features ------------------------------------------------------------------------------------------ */
 
-/* spellings folded to the Linux cpuinfo name */
+/* any spelling (NFD, GCC, old scanner names) to the kernel's cpuinfo name: registry/isa/vocab.c */
 static const char *alias(const char *name)
 {
-    static const char *const pairs[][2] = {{"sse3", "pni"}, {"lzcnt", "abm"}, {"sse4.1", "sse4_1"}, {"sse4.2", "sse4_2"},
-                                           {"osxsave", "xsave"}, {"lahf", "lahf_lm"}, {"cmpxchg16b", "cx16"}, {"fma3", "fma"},
-                                           {"sha", "sha_ni"}, {"lse", "atomics"}, {"dotprod", "asimddp"}};
-    for (size_t i = 0; i < sizeof(pairs) / sizeof(pairs[0]); i++)
-        if (strcmp(name, pairs[i][0]) == 0)
-            return pairs[i][1];
-    return name;
+    const char *c = berth_isa_vocab_canonical(BERTH_ISA_ARCH_UNKNOWN, name);
+    return c != NULL ? c : name;
 }
 
 void berth_isa_features_clear(berth_isa_features_t *f)
@@ -307,34 +304,9 @@ berth_isa_level_t berth_isa_level_from_flags(berth_isa_arch_t arch, const berth_
     return l;
 }
 
-/* Vocabulary: Linux cpuinfo flags (x86), hwcap names (arm64), hwcap2 names (POWER); from archspec-json,
- * the kernel's cpufeatures.h and elf_hwcaps.rst as cited in the design brief. */
-static const char *const x86_known[] = {
-    "3dnow", "3dnowext", "abm", "adx", "aes", "amx_bf16", "amx_complex", "amx_fp16", "amx_int8", "amx_tile", "avx", "avx2",
-    "avx512_bf16", "avx512_bitalg", "avx512_fp16", "avx512_vbmi2", "avx512_vnni", "avx512_vp2intersect", "avx512_vpopcntdq",
-    "avx512bw", "avx512cd", "avx512dq", "avx512er", "avx512f", "avx512fp16", "avx512ifma", "avx512pf", "avx512vbmi", "avx512vl",
-    "avx_ifma", "avx_ne_convert", "avx_vnni", "avx_vnni_int16", "avx_vnni_int8", "bmi1", "bmi2", "cldemote", "clflushopt", "clwb",
-    "clzero", "cmov", "cmpccxadd", "cx16", "cx8", "f16c", "fma", "fma4", "fpu", "fsgsbase", "fxsr", "gfni", "lahf_lm", "lm", "mmx",
-    "movbe", "movdir64b", "movdiri", "pclmulqdq", "pku", "pni", "popcnt", "rdpid", "rdrand", "rdseed", "serialize", "sha512",
-    "sha_ni", "sm3", "sm4", "sse", "sse2", "sse4_1", "sse4_2", "sse4a", "ssse3", "syscall", "tbm", "vaes", "vpclmulqdq",
-    "waitpkg", "xop", "xsave", "xsavec", "xsaveopt", NULL};
-static const char *const arm64_known[] = {
-    "aes", "afp", "asimd", "asimddp", "asimdfhm", "asimdhp", "asimdrdm", "atomics", "bf16", "bti", "cpuid", "crc32", "dcpodp",
-    "dcpop", "dgh", "dit", "ecv", "evtstrm", "fcma", "flagm", "flagm2", "fp", "fphp", "frint", "i8mm", "ilrcpc", "jscvt", "lrcpc",
-    "mte", "paca", "pacg", "pmull", "rng", "sb", "sha1", "sha2", "sha3", "sha512", "sm3", "sm4", "sme", "sme2", "ssbs", "sve",
-    "sve2", "sve2p1", "sveaes", "svebf16", "svebitperm", "svei8mm", "svepmull", "svesha3", "svesm4", "uscat", "wfxt", NULL};
-static const char *const ppc_known[] = {"altivec", "arch_2_07", "arch_3_00", "arch_3_1", "darn", "htm", "ieee128", "mma",
-                                        "scv", "vsx", NULL};
-
 int berth_isa_feature_known(berth_isa_arch_t arch, const char *name)
 {
-    const char *const *list = arch == BERTH_ISA_AMD64 ? x86_known : arch == BERTH_ISA_ARM64 ? arm64_known
-                                                                    : arch == BERTH_ISA_PPC64LE ? ppc_known
-                                                                                                : NULL;
-    for (size_t i = 0; list != NULL && list[i] != NULL; i++)
-        if (strcmp(list[i], alias(name)) == 0)
-            return 1;
-    return 0;
+    return berth_isa_vocab_canonical(arch, name) != NULL;
 }
 
 /* ---- nodes ---------------------------------------------------------------------------------------------- */
@@ -403,24 +375,9 @@ int berth_isa_node_from_cpuinfo(const char *text, berth_isa_node_t *out)
     return rc;
 }
 
-static const char *const nfd_map[][2] = {
-    {"AVX", "avx"}, {"AVX2", "avx2"}, {"FMA3", "fma"}, {"AVX512F", "avx512f"}, {"AVX512BW", "avx512bw"}, {"AVX512CD", "avx512cd"},
-    {"AVX512DQ", "avx512dq"}, {"AVX512VL", "avx512vl"}, {"AVX512VNNI", "avx512_vnni"}, {"AVX512BF16", "avx512_bf16"},
-    {"AVX512FP16", "avx512fp16"}, {"AVX512IFMA", "avx512ifma"}, {"AVX512VBMI", "avx512vbmi"}, {"AVX512VBMI2", "avx512_vbmi2"},
-    {"AVX512BITALG", "avx512_bitalg"}, {"AVX512VPOPCNTDQ", "avx512_vpopcntdq"}, {"AMXTILE", "amx_tile"}, {"AMXBF16", "amx_bf16"},
-    {"AMXINT8", "amx_int8"}, {"AMXFP16", "amx_fp16"}, {"AVXVNNI", "avx_vnni"}, {"GFNI", "gfni"}, {"VAES", "vaes"},
-    {"VPCLMULQDQ", "vpclmulqdq"}, {"SHA", "sha_ni"}, {"ADX", "adx"}, {"AESNI", "aes"}, {"MOVBE", "movbe"},
-    {"SVE", "sve"}, {"SVE2", "sve2"}, {"ATOMICS", "atomics"}, {"ASIMDDP", "asimddp"}, {"I8MM", "i8mm"}, {"BF16", "bf16"},
-    {"SME", "sme"}, {"SME2", "sme2"}, {"SVEI8MM", "svei8mm"}, {"SVEBF16", "svebf16"}, {"ASIMD", "asimd"}, {"FP", "fp"},
-    {"ASIMDHP", "asimdhp"}, {"ASIMDRDM", "asimdrdm"}, {"ASIMDFHM", "asimdfhm"}, {"FPHP", "fphp"}, {"CRC32", "crc32"},
-};
-
 const char *berth_isa_nfd_to_linux(const char *nfd)
 {
-    for (size_t i = 0; i < sizeof(nfd_map) / sizeof(nfd_map[0]); i++)
-        if (strcmp(nfd_map[i][0], nfd) == 0)
-            return nfd_map[i][1];
-    return NULL;
+    return berth_isa_vocab_from_nfd(BERTH_ISA_ARCH_UNKNOWN, nfd);
 }
 
 #define NFD_CPUID "feature.node.kubernetes.io/cpu-cpuid."
@@ -450,7 +407,7 @@ int berth_isa_node_from_labels(const char *const *keys, const char *const *value
                 vlevel = name[8] - '0';
             continue;
         }
-        const char *linux_name = berth_isa_nfd_to_linux(name);
+        const char *linux_name = berth_isa_vocab_from_nfd(arch, name);
         if (linux_name != NULL)
             berth_isa_features_add(&extra, linux_name);
     }

@@ -63,7 +63,7 @@ static int x86_set(const char *set, int *level, const char **feature)
     } map[] = {
         {"SSE3", 2, NULL}, {"SSSE3", 2, NULL}, {"SSE4", 2, NULL}, {"SSE42", 2, NULL}, {"POPCNT", 2, NULL}, {"CMPXCHG16B", 2, NULL},
         {"LAHF", 2, NULL},
-        {"AVX512_VNNI", 4, "avx512_vnni"}, {"AVX512_BF16", 4, "avx512_bf16"}, {"AVX512_FP16", 4, "avx512fp16"},
+        {"AVX512_VNNI", 4, "avx512_vnni"}, {"AVX512_BF16", 4, "avx512_bf16"}, {"AVX512_FP16", 4, "avx512_fp16"},
         {"AVX512_IFMA", 4, "avx512ifma"}, {"AVX512_VBMI2", 4, "avx512_vbmi2"}, {"AVX512_VBMI", 4, "avx512vbmi"},
         {"AVX512_BITALG", 4, "avx512_bitalg"}, {"AVX512_VPOPCNTDQ", 4, "avx512_vpopcntdq"}, {"AVX512_GFNI", 4, "gfni"},
         {"AVX512_VAES", 4, "vaes"}, {"AVX512_VPCLMULQDQ", 4, "vpclmulqdq"}, {"AVX512_VP2INTERSECT", 4, "avx512_vp2intersect"},

@@ -5,6 +5,7 @@
 
 #include "registry/isa/index.h"
 #include "registry/isa/isa.h"
+#include "registry/isa/vocab.h"
 #include "tests/unit/tap.h"
 
 static char *slurp(const char *path)
@@ -306,6 +307,102 @@ static void test_index_intent(void)
     berth_isa_report_dispose(&r);
 }
 
+/* 1 if `word` is a whitespace-separated word of `text` outside '#' comment lines */
+static int has_word(const char *text, const char *word)
+{
+    size_t n = strlen(word);
+    for (const char *p = text; *p != '\0';) {
+        if (*p == '#') {
+            p += strcspn(p, "\n");
+            continue;
+        }
+        size_t len = strcspn(p, " \t\n");
+        if (len == n && strncmp(p, word, n) == 0)
+            return 1;
+        p += len > 0 ? len : 1;
+    }
+    return 0;
+}
+
+/* Every spelling means one feature: kernel, NFD, compiler and old scanner names, each pair checked */
+static void test_vocab(const char *dir)
+{
+    char path[512];
+    snprintf(path, sizeof(path), "%s/../vocab/x86-cpufeatures.txt", dir);
+    char *x86 = slurp(path);
+    snprintf(path, sizeof(path), "%s/../vocab/arm64-hwcaps.txt", dir);
+    char *arm = slurp(path);
+    snprintf(path, sizeof(path), "%s/../vocab/nfd-cpuid.txt", dir);
+    char *nfd = slurp(path);
+    ok(x86 != NULL && arm != NULL && nfd != NULL, "vocabulary reference lists read");
+    if (x86 == NULL || arm == NULL || nfd == NULL)
+        return;
+    size_t n;
+    const berth_isa_vocab_entry_t *v = berth_isa_vocab(&n);
+    int bad_kernel = 0, bad_nfd = 0, bad_pair = 0, pairs = 0;
+    for (size_t i = 0; i < n; i++) {
+        const char *list = v[i].arch == BERTH_ISA_AMD64 ? x86 : v[i].arch == BERTH_ISA_ARM64 ? arm : NULL;
+        if (v[i].kernel && list != NULL && !has_word(list, v[i].canonical)) {
+            printf("# %s is not a kernel cpuinfo name\n", v[i].canonical);
+            bad_kernel++;
+        }
+        if (v[i].nfd != NULL && !has_word(nfd, v[i].nfd)) {
+            printf("# %s is not an NFD cpuid name\n", v[i].nfd);
+            bad_nfd++;
+        }
+        /* each spelling, for its own arch and for any arch, folds to the canonical name; and through a feature set */
+        char spellings[16][BERTH_ISA_FEATURE_LEN];
+        int k = 0;
+        snprintf(spellings[k++], BERTH_ISA_FEATURE_LEN, "%s", v[i].canonical);
+        if (v[i].nfd != NULL)
+            snprintf(spellings[k++], BERTH_ISA_FEATURE_LEN, "%s", v[i].nfd);
+        for (const char *p = v[i].aliases; *p != '\0' && k < 16;) {
+            size_t len = strcspn(p, ",");
+            snprintf(spellings[k++], BERTH_ISA_FEATURE_LEN, "%.*s", (int)len, p);
+            p += len + (p[len] == ',');
+        }
+        for (int a = 0; a < k; a++) {
+            char upper[BERTH_ISA_FEATURE_LEN];
+            for (size_t c = 0; c <= strlen(spellings[a]); c++)
+                upper[c] = (char)(spellings[a][c] >= 'a' && spellings[a][c] <= 'z' ? spellings[a][c] - 32 : spellings[a][c]);
+            berth_isa_features_t f;
+            berth_isa_features_clear(&f);
+            berth_isa_features_add(&f, spellings[a]);
+            const char *own = berth_isa_vocab_canonical(v[i].arch, spellings[a]), *up = berth_isa_vocab_canonical(v[i].arch, upper);
+            const char *from_nfd = berth_isa_vocab_from_nfd(v[i].arch, spellings[a]);
+            pairs++;
+            if (own == NULL || strcmp(own, v[i].canonical) != 0 || up == NULL || strcmp(up, v[i].canonical) != 0 ||
+                from_nfd == NULL || strcmp(from_nfd, v[i].canonical) != 0 || !berth_isa_feature_known(v[i].arch, spellings[a]) ||
+                (v[i].arch == BERTH_ISA_AMD64 && !berth_isa_features_has(&f, v[i].canonical))) {
+                printf("# %s does not fold to %s\n", spellings[a], v[i].canonical);
+                bad_pair++;
+            }
+        }
+    }
+    ok(bad_kernel == 0, "every canonical name the kernel prints is in its cpufeatures/hwcap list");
+    ok(bad_nfd == 0, "every NFD name is in NFD's cpuid list");
+    ok(bad_pair == 0 && pairs > 200, "every alias pair folds to one canonical name (%d spellings)", pairs);
+    /* the example, end to end: a declared avx512fp16, a node's avx512_fp16 flag, an NFD AVX512FP16 label */
+    berth_isa_features_t want, node;
+    berth_isa_features_clear(&want);
+    berth_isa_features_clear(&node);
+    berth_isa_features_add_list(&want, "avx512fp16,AMX-TILE,sse4.2");
+    berth_isa_features_add_list(&node, "avx512_fp16 amx_tile sse4_2");
+    ok(berth_isa_features_subset(&want, &node, NULL) && want.n == 3, "avx512fp16/AMX-TILE/sse4.2 are the node's avx512_fp16/amx_tile/sse4_2");
+    const char *keys[] = {"kubernetes.io/arch", "feature.node.kubernetes.io/cpu-cpuid.AVX512FP16", "feature.node.kubernetes.io/cpu-cpuid.SSE42"};
+    const char *vals[] = {"amd64", "true", "true"};
+    berth_isa_node_t nd;
+    ok(berth_isa_node_from_labels(keys, vals, 3, &nd) == 0 && berth_isa_features_has(&nd.features, "avx512_fp16") &&
+           berth_isa_features_has(&nd.features, "sse4_2"),
+       "NFD labels AVX512FP16 and SSE42 are avx512_fp16 and sse4_2");
+    ok(!berth_isa_feature_known(BERTH_ISA_AMD64, "sve") && berth_isa_feature_known(BERTH_ISA_ARM64, "SVE") &&
+           !berth_isa_feature_known(BERTH_ISA_ARM64, "avx512_fp16") && berth_isa_vocab_canonical(BERTH_ISA_AMD64, "warp_drive") == NULL,
+       "names are known only for their architecture");
+    free(x86);
+    free(arm);
+    free(nfd);
+}
+
 int main(int argc, char **argv)
 {
     test_levels();
@@ -314,5 +411,6 @@ int main(int argc, char **argv)
     test_select();
     test_index();
     test_index_intent();
+    test_vocab(argc > 1 ? argv[1] : "tests/unit/data/cpuinfo");
     return tap_done();
 }
