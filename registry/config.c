@@ -7,7 +7,7 @@
 #include <unistd.h>
 #include <yaml.h>
 
-typedef enum { T_STR, T_INT, T_BOOL } type_t;
+typedef enum { T_STR, T_INT, T_BOOL, T_BYTES } type_t;
 
 /* Every directive in one table: YAML path, environment override, type, target (redis static_configs[]). */
 #define FIELD(f) offsetof(berth_config_t, f)
@@ -25,6 +25,7 @@ static const struct {
     {"database.pool", "BERTH_DATABASE_POOL", T_INT, FIELD(database_pool)},
     {"database.deadline_ms", "BERTH_DATABASE_DEADLINE_MS", T_INT, FIELD(database_deadline_ms)},
     {"storage.root", "BERTH_STORAGE_ROOT", T_STR, FIELD(storage_root)},
+    {"storage.min_free_bytes", "BERTH_STORAGE_MIN_FREE", T_BYTES, FIELD(storage_min_free)},
     {"run_dir", "BERTH_RUN_DIR", T_STR, FIELD(run_dir)},
     {"admin_password", "BERTH_ADMIN_PASSWORD", T_STR, FIELD(admin_password)},
     {"log.level", "BERTH_LOG_LEVEL", T_STR, FIELD(log_level)},
@@ -83,6 +84,18 @@ static int set_value(berth_config_t *cfg, size_t i, const char *v, char *errbuf,
         return 0;
     }
     char *end;
+    if (directives[i].type == T_BYTES) { /* bytes, or with a K/M/G/T suffix (powers of 1024); 0 is allowed */
+        long long b = strtoll(v, &end, 10);
+        int shift = *end == 'K' ? 10 : *end == 'M' ? 20 : *end == 'G' ? 30 : *end == 'T' ? 40 : 0;
+        if (shift != 0)
+            end++;
+        if (*v == '\0' || *end != '\0' || b < 0 || b > (1LL << (62 - shift))) {
+            snprintf(errbuf, errlen, "%s: expected bytes (e.g. 1073741824 or 1G), got \"%s\"", directives[i].key, v);
+            return -1;
+        }
+        *(long long *)target = b << shift;
+        return 0;
+    }
     long n = strtol(v, &end, 10);
     if (*v == '\0' || *end != '\0' || n < 1 || n > 100000) {
         snprintf(errbuf, errlen, "%s: expected a positive integer, got \"%s\"", directives[i].key, v);
@@ -208,6 +221,7 @@ int berth_config_load(berth_config_t *cfg, const char *path, char *errbuf, size_
     cfg->edge_workers = (int)ncpu;
     cfg->upload_connections = 512;
     cfg->database_deadline_ms = 5000;
+    cfg->storage_min_free = -1; /* min(1 GiB, 2 % of the file system) */
     cfg->upload_max_age = 24 * 3600;
     cfg->upload_purge_interval = 600;
     cfg->token_issuer = strdup("berth");

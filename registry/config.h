@@ -14,6 +14,7 @@ typedef struct st_berth_config_t {
     int database_pool;    /* database.pool */
     int database_deadline_ms; /* database.deadline_ms BERTH_DATABASE_DEADLINE_MS: per round trip (5000) */
     char *storage_root;   /* storage.root         BERTH_STORAGE_ROOT */
+    long long storage_min_free; /* storage.min_free_bytes BERTH_STORAGE_MIN_FREE: upload reserve; -1 default */
     char *run_dir;        /* run_dir (default <storage.root>/run) */
     char *admin_password; /* admin_password       BERTH_ADMIN_PASSWORD (initial admin; used by auth) */
     char *log_level;      /* log.level */

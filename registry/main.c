@@ -185,6 +185,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "berthd: storage: %s\n", err.msg);
         goto Out;
     }
+    berth_store_set_reserve(store, cfg.storage_min_free);
     if (berth_token_keys_load(&keys, cfg.keys_dir, cfg.token_alg, &err) != 0) {
         fprintf(stderr, "berthd: %s\n", err.msg);
         goto Out;

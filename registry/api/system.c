@@ -17,8 +17,18 @@ static int health(berth_api_t *a)
     berth_err_t err;
     int db_ok = berth_db_api(a->c, BERTH_Q_PING, NULL, &r, &err) == 0;
     free(r.json);
-    json_t *v = json_pack("{s:s,s:[{s:s,s:s},{s:s,s:s}]}", "status", db_ok ? "healthy" : "unhealthy", "components", "name", "core",
-                          "status", "healthy", "name", "database", "status", db_ok ? "healthy" : "unhealthy");
+    /* storage below its reserve is "unhealthy" (uploads are refused) but still 200: pulls are served */
+    berth_store_space_t sp;
+    int space_ok = berth_store_space(a->reg->store, &sp) == 0;
+    int storage_ok = space_ok && !sp.below_reserve;
+    json_t *storage = json_pack("{s:s,s:s,s:I,s:I,s:I}", "name", "storage", "status", storage_ok ? "healthy" : "unhealthy",
+                                "free_bytes", (json_int_t)sp.free_bytes, "total_bytes", (json_int_t)sp.total_bytes,
+                                "min_free_bytes", (json_int_t)sp.reserve_bytes);
+    if (!storage_ok)
+        json_object_set_new(storage, "error", json_string(space_ok ? "free space below storage.min_free_bytes: uploads refused"
+                                                                   : "cannot read free space"));
+    json_t *v = json_pack("{s:s,s:[{s:s,s:s},{s:s,s:s},o]}", "status", db_ok && storage_ok ? "healthy" : "unhealthy", "components",
+                          "name", "core", "status", "healthy", "name", "database", "status", db_ok ? "healthy" : "unhealthy", storage);
     return berth_api_jsonv(a, db_ok ? 200 : 503, v);
 }
 

@@ -42,7 +42,7 @@ void berth_metrics_request(berth_route_kind_t route, const char *method, int sta
     __atomic_add_fetch(&bytes_out_total, bytes_out, __ATOMIC_RELAXED);
 }
 
-char *berth_metrics_render(berth_db_t *db, long worker_queue, size_t *len_out)
+char *berth_metrics_render(berth_db_t *db, berth_store_t *store, long worker_queue, size_t *len_out)
 {
     char *buf = NULL;
     size_t len = 0;
@@ -105,6 +105,17 @@ char *berth_metrics_render(berth_db_t *db, long worker_queue, size_t *len_out)
                 "# TYPE berth_db_deadline_exceeded_total counter\nberth_db_deadline_exceeded_total %lu\n",
                 down, timeouts);
     }
+    berth_store_space_t sp;
+    if (store != NULL && berth_store_space(store, &sp) == 0)
+        fprintf(f,
+                "# HELP berth_storage_free_bytes Space available to berthd on the storage file system.\n"
+                "# TYPE berth_storage_free_bytes gauge\nberth_storage_free_bytes %lld\n"
+                "# TYPE berth_storage_total_bytes gauge\nberth_storage_total_bytes %lld\n"
+                "# HELP berth_storage_reserve_bytes storage.min_free_bytes in effect.\n"
+                "# TYPE berth_storage_reserve_bytes gauge\nberth_storage_reserve_bytes %lld\n"
+                "# HELP berth_storage_below_reserve 1 while new uploads are refused for lack of space.\n"
+                "# TYPE berth_storage_below_reserve gauge\nberth_storage_below_reserve %d\n",
+                (long long)sp.free_bytes, (long long)sp.total_bytes, (long long)sp.reserve_bytes, sp.below_reserve);
     fclose(f);
     *len_out = len;
     return buf;

@@ -6,11 +6,12 @@
 #include <stdint.h>
 
 #include "registry/core/ref.h"
+#include "registry/storage/store.h"
 #include "sql/db.h"
 
 /** Count one finished request; bytes_in/out are body bytes handled by berthd itself. */
 void berth_metrics_request(berth_route_kind_t route, const char *method, int status, uint64_t bytes_in, uint64_t bytes_out);
-/** Render everything (caller frees). `db` and the queue length add gauges. */
-char *berth_metrics_render(berth_db_t *db, long worker_queue, size_t *len_out);
+/** Render everything (caller frees). `db`, `store` and the queue length add gauges. */
+char *berth_metrics_render(berth_db_t *db, berth_store_t *store, long worker_queue, size_t *len_out);
 
 #endif

@@ -247,7 +247,7 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
         berth_resp_t resp;
         berth_resp_init(&resp);
         size_t len;
-        char *text = berth_metrics_render(s->reg->db, berth_workers_queued(s->workers), &len);
+        char *text = berth_metrics_render(s->reg->db, s->reg->store, berth_workers_queued(s->workers), &len);
         berth_resp_body(&resp, 200, text, len, "text/plain; version=0.0.4");
         send_now(req, &resp, BERTH_ROUTE_NONE);
         return 0;

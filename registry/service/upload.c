@@ -1,5 +1,6 @@
 #include "registry/service/upload.h"
 
+#include <errno.h>
 #include <openssl/rand.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -28,6 +29,7 @@ struct st_berth_upload_t {
     int64_t written;
     int64_t expect;      /* bytes announced by Content-Length / Content-Range, -1 unknown */
     int finished;
+    int released;        /* out of space: the session's bytes are gone and the session ends (the client restarts) */
     ZSTD_DStream *zstd;  /* Content-Encoding: zstd (replication between Berth sites) */
     char *zbuf;
     int zdone;           /* the last frame ended */
@@ -244,6 +246,9 @@ berth_upload_t *berth_upload_begin(berth_registry_t *reg, const berth_upload_req
                 goto Fail;
             goto Done; /* mounted */
         }
+        /* below the free-space reserve no new upload starts; a mount above needs no space, so it still works */
+        if ((rc = berth_store_check_reserve(reg->store, &err)) != 0)
+            goto Fail;
         char nid[40];
         new_id(nid);
         if (has_digest) {
@@ -292,6 +297,12 @@ berth_upload_t *berth_upload_begin(berth_registry_t *reg, const berth_upload_req
 
     /* PATCH or PUT: append to the session */
     u = new_state(reg, is_patch ? OP_PATCH : OP_PUT, rq, id);
+    if (rq->content_length != 0 && (rc = berth_store_check_reserve(reg->store, &err)) != 0) {
+        /* the client restarts the blob: what this session holds is released now, not by the janitor in 24 h */
+        u->released = 1;
+        berth_store_upload_remove(reg->store, id);
+        goto Fail;
+    }
     if (is_put) {
         int has_digest;
         if ((rc = query_digest(rq, &u->want, &has_digest, &err)) != 0)
@@ -352,6 +363,23 @@ Fail:
 
 static void write_plain(berth_upload_t *u, const char *data, size_t len);
 
+/*
+ * Out of space: give back what this session holds at once (truncate, so the space returns even while a reader
+ * holds the file open; then unlink). Every other push needs that space, and the client restarts the blob anyway.
+ * The session row goes in berth_upload_free.
+ */
+static void release(berth_upload_t *u)
+{
+    if (u->released)
+        return;
+    u->released = 1;
+    if (u->fd >= 0 && ftruncate(u->fd, 0) != 0)
+        berth_log_warn("cannot truncate upload %s: %s", u->id, strerror(errno));
+    berth_store_upload_remove(u->reg->store, u->id);
+    berth_log_warn("upload %s of %s released after running out of space (%lld bytes freed)", u->id, u->repo,
+                   (long long)(u->offset + u->written));
+}
+
 void berth_upload_write(berth_upload_t *u, const char *data, size_t len)
 {
     if (u->err.code != 0 || u->zstd == NULL)
@@ -374,7 +402,10 @@ static void write_plain(berth_upload_t *u, const char *data, size_t len)
     if (u->err.code != 0)
         return;
     if (berth_store_write_all(u->fd, data, len) != 0) {
-        berth_err_set(&u->err, BERTH_OCI_INTERNAL, "write to upload %s failed", u->id);
+        int e = errno;
+        berth_store_io_error(u->reg->store, "write to upload", u->id, e, &u->err);
+        if (berth_store_errno_full(e))
+            release(u);
         return;
     }
     berth_hash_update(u->hash, data, len);
@@ -398,8 +429,11 @@ static void finish_blob(berth_upload_t *u, berth_resp_t *resp)
         berth_err_set(err, BERTH_OCI_DIGEST_INVALID, "content digest %s does not match %s", got.str, u->want.str);
         goto Drop;
     }
-    if (berth_store_upload_commit(u->reg->store, u->id, u->fd, &u->want, err) != 0)
+    if (berth_store_upload_commit(u->reg->store, u->id, u->fd, &u->want, err) != 0) {
+        if (err->oci == BERTH_OCI_STORAGE_FULL)
+            release(u);
         goto Fail;
+    }
     berth_dbconn_t *c = berth_db_acquire(u->reg->db, err);
     if (c == NULL)
         goto Fail;
@@ -463,6 +497,16 @@ void berth_upload_free(berth_upload_t *u)
 {
     if (u == NULL)
         return;
+    if (u->released && u->op != OP_MONOLITHIC) { /* the session ended with its bytes: nothing to resume */
+        berth_hash_free(u->hash);
+        u->hash = NULL;
+        berth_hash_free(hash_take(u->id, -1));
+        berth_dbconn_t *c = berth_db_acquire(u->reg->db, NULL);
+        if (c != NULL) {
+            berth_db_upload_delete(c, u->id, NULL);
+            berth_db_release(u->reg->db, c);
+        }
+    }
     if (u->hash != NULL && u->op != OP_MONOLITHIC)
         hash_put(u->id, u->offset + u->written, u->hash); /* also after an abort: these bytes are in the file */
     else

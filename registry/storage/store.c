@@ -8,6 +8,8 @@
 #include <sys/file.h>
 #include <dirent.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -18,6 +20,8 @@
 
 struct st_berth_store_t {
     char root[ROOT_MAX];
+    int64_t min_free; /* -1: min(1 GiB, 2 % of the file system) */
+    int below;        /* last state logged, so each crossing is logged once */
 };
 
 static int mkdir_p(const char *path)
@@ -51,6 +55,7 @@ int berth_store_open(berth_store_t **out, const char *root, berth_err_t *err)
         return berth_err_set(err, BERTH_OCI_INTERNAL, "storage root path is too long");
     berth_store_t *s = calloc(1, sizeof(*s));
     snprintf(s->root, sizeof(s->root), "%s", root);
+    s->min_free = -1;
     char p[PATH_MAX + 256];
     const char *subdirs[] = {"blobs/sha256", "blobs/sha512", "uploads"};
     for (size_t i = 0; i < 3; i++) {
@@ -102,7 +107,7 @@ int berth_store_upload_open(const berth_store_t *s, const char *id, int create, 
     int fd = open(p, O_RDWR | O_CLOEXEC | (create ? O_CREAT : 0), 0640);
     if (fd < 0)
         return errno == ENOENT ? berth_err_set(err, BERTH_OCI_BLOB_UPLOAD_UNKNOWN, NULL)
-                               : berth_err_set(err, BERTH_OCI_INTERNAL, "cannot open upload: %s", strerror(errno));
+                               : berth_store_io_error(s, "open of upload", id, errno, err);
     /* one writer per session: a second concurrent PATCH must not interleave bytes */
     if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
         close(fd);
@@ -150,9 +155,9 @@ int berth_store_upload_commit(const berth_store_t *s, const char *id, int fd, co
     berth_store_blob_path(s, d, dst, sizeof(dst));
     snprintf(dir, sizeof(dir), "%s/blobs/%s/%.2s", s->root, alg_name(d->alg), berth_digest_hex(d));
     if (fdatasync(fd) != 0)
-        return berth_err_set(err, BERTH_OCI_INTERNAL, "fsync of upload failed: %s", strerror(errno));
+        return berth_store_io_error(s, "fsync of upload", id, errno, err);
     if (mkdir_p(dir) != 0)
-        return berth_err_set(err, BERTH_OCI_INTERNAL, "cannot create %s: %s", dir, strerror(errno));
+        return berth_store_io_error(s, "creating the blob directory for", id, errno, err);
     struct stat st;
     if (stat(dst, &st) == 0) {
         /* same digest, same bytes: content addressing makes the second copy redundant */
@@ -160,7 +165,7 @@ int berth_store_upload_commit(const berth_store_t *s, const char *id, int fd, co
         return 0;
     }
     if (rename(src, dst) != 0)
-        return berth_err_set(err, BERTH_OCI_INTERNAL, "cannot move upload into place: %s", strerror(errno));
+        return berth_store_io_error(s, "rename into place of upload", id, errno, err);
     if (fsync_dir(dir) != 0)
         return berth_err_set(err, BERTH_OCI_INTERNAL, "fsync of blob directory failed: %s", strerror(errno));
     char uploads[PATH_MAX + 256];
@@ -196,6 +201,78 @@ void berth_store_upload_remove(const berth_store_t *s, const char *id)
     upload_path(s, id, p, sizeof(p));
     if (unlink(p) != 0 && errno != ENOENT)
         berth_log_warn("cannot remove upload %s: %s", id, strerror(errno));
+}
+
+void berth_store_set_reserve(berth_store_t *s, int64_t min_free)
+{
+    s->min_free = min_free;
+}
+
+/* The storage root's file system by name, for logs: "full" means little without knowing what is full */
+static const char *fs_name(const char *root, char *buf, size_t bufsz)
+{
+    static const struct {
+        unsigned long magic;
+        const char *name;
+    } names[] = {{0xEF53, "ext4"},        {0x58465342, "xfs"},    {0x01021994, "tmpfs"},  {0x9123683E, "btrfs"},
+                 {0x6969, "nfs"},         {0x794c7630, "overlay"}, {0x2fc12fc1, "zfs"},   {0x00c36400, "ceph"},
+                 {0x0BD00BD0, "lustre"},  {0x47504653, "gpfs"},   {0x65735546, "fuse"},   {0xF2F52010, "f2fs"}};
+    struct statfs f;
+    if (statfs(root, &f) != 0)
+        return "unknown";
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        if ((unsigned long)f.f_type == names[i].magic)
+            return names[i].name;
+    snprintf(buf, bufsz, "0x%lx", (unsigned long)f.f_type);
+    return buf;
+}
+
+int berth_store_space(berth_store_t *s, berth_store_space_t *out)
+{
+    struct statvfs v;
+    memset(out, 0, sizeof(*out));
+    if (statvfs(s->root, &v) != 0)
+        return BERTH_ERROR;
+    out->free_bytes = (int64_t)v.f_bavail * (int64_t)v.f_frsize;
+    out->total_bytes = (int64_t)v.f_blocks * (int64_t)v.f_frsize;
+    out->reserve_bytes = s->min_free;
+    if (s->min_free < 0) {
+        int64_t two_percent = out->total_bytes / 50;
+        out->reserve_bytes = two_percent < ((int64_t)1 << 30) ? two_percent : ((int64_t)1 << 30);
+    }
+    out->below_reserve = out->free_bytes < out->reserve_bytes;
+    int was = __atomic_exchange_n(&s->below, out->below_reserve, __ATOMIC_RELAXED);
+    char fb[24];
+    if (out->below_reserve && !was)
+        berth_log_warn("storage %s (%s): %lld bytes free, below the reserve of %lld (storage.min_free_bytes): new uploads "
+                       "are refused until space is freed",
+                       s->root, fs_name(s->root, fb, sizeof(fb)), (long long)out->free_bytes, (long long)out->reserve_bytes);
+    else if (!out->below_reserve && was)
+        berth_log_warn("storage %s: %lld bytes free, above the reserve again: uploads are accepted", s->root,
+                       (long long)out->free_bytes);
+    return 0;
+}
+
+int berth_store_check_reserve(berth_store_t *s, berth_err_t *err)
+{
+    berth_store_space_t sp;
+    if (berth_store_space(s, &sp) != 0 || !sp.below_reserve)
+        return 0;
+    return berth_err_set(err, BERTH_OCI_STORAGE_FULL, "upload refused: %lld bytes free, reserve %lld", (long long)sp.free_bytes,
+                         (long long)sp.reserve_bytes);
+}
+
+int berth_store_errno_full(int errnum)
+{
+    return errnum == ENOSPC || errnum == EDQUOT;
+}
+
+int berth_store_io_error(const berth_store_t *s, const char *what, const char *id, int errnum, berth_err_t *err)
+{
+    char fb[24];
+    return berth_err_set(err, berth_store_errno_full(errnum) ? BERTH_OCI_STORAGE_FULL : BERTH_OCI_INTERNAL,
+                         "%s %s failed: %s (errno %d) on the %s file system of %s", what, id, strerror(errnum), errnum,
+                         fs_name(s->root, fb, sizeof(fb)), s->root);
 }
 
 int berth_store_write_all(int fd, const void *buf, size_t len)

@@ -50,6 +50,32 @@ int berth_store_upload_each(const berth_store_t *s, void (*cb)(const char *id, d
 /** Delete an upload file; missing is fine. */
 void berth_store_upload_remove(const berth_store_t *s, const char *id);
 
+/*
+ * Free space. Below the reserve (storage.min_free_bytes; by default the smaller of 1 GiB and 2 % of the file
+ * system) new uploads are refused up front, so pulls, deletions and metadata writes keep working and an
+ * operator can free space through Berth itself.
+ */
+typedef struct st_berth_store_space_t {
+    int64_t free_bytes;  /* available to berthd (f_bavail) */
+    int64_t total_bytes;
+    int64_t reserve_bytes;
+    int below_reserve;
+} berth_store_space_t;
+
+/** Set the reserve in bytes; -1 = the default, 0 = none. */
+void berth_store_set_reserve(berth_store_t *s, int64_t min_free);
+/** Measure now (statvfs). Logs once when the reserve is reached and once when it clears. */
+int berth_store_space(berth_store_t *s, berth_store_space_t *out);
+/** 0, or STORAGE_FULL (507) when free space is below the reserve: for requests that are about to write bytes. */
+int berth_store_check_reserve(berth_store_t *s, berth_err_t *err);
+/**
+ * Turn a failed file operation into an error: ENOSPC and EDQUOT are STORAGE_FULL (507), anything else INTERNAL.
+ * err->msg names the operation, the errno and the storage root's file system, for the log.
+ */
+int berth_store_io_error(const berth_store_t *s, const char *what, const char *id, int errnum, berth_err_t *err);
+/** 1 for the errno values that mean "no space": the caller then releases what it held. */
+int berth_store_errno_full(int errnum);
+
 /** Write all of buf at the file's current position, retrying short writes. */
 int berth_store_write_all(int fd, const void *buf, size_t len);
 

@@ -216,5 +216,141 @@ class FrozenDatabase(unittest.TestCase):
         self.assertEqual(b.request("GET", "/v2/down/x/tags/list")[0], 404)
 
 
+class Tmpfs:
+    """A small tmpfs as a storage root: the disk fills for real. Needs root (CI runs as root); without it the
+    test fails with mount's reason, it never passes silently."""
+
+    def __init__(self, mib):
+        self.path = tempfile.mkdtemp(prefix="berth-faults-tmpfs-")
+        r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=%dm,mode=0750" % mib, "tmpfs", self.path],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            os.rmdir(self.path)
+            raise AssertionError("cannot mount a tmpfs for the full-disk test (needs root): " + r.stderr.strip())
+
+    def free(self):
+        v = os.statvfs(self.path)
+        return v.f_bavail * v.f_frsize
+
+    def cleanup(self):
+        subprocess.run(["umount", self.path], capture_output=True)
+        os.rmdir(self.path)
+
+
+MiB = 1 << 20
+
+
+class FullDisk(unittest.TestCase):
+    def setUp(self):
+        self.fs = Tmpfs(48)
+        self.b = None
+
+    def tearDown(self):
+        if self.b is not None:
+            self.b.cleanup()
+        self.fs.cleanup()
+
+    def run(self, result=None):
+        res = super().run(result)
+        if result is not None and self.b is not None and any(t is self for t, _ in result.failures + result.errors):
+            print("\n--- berthd log ---\n" + self.b.logs())
+        return res
+
+    def start(self, min_free):
+        env = {} if min_free is None else {"BERTH_STORAGE_MIN_FREE": min_free}
+        self.b = Berthd(storage=self.fs.path, env=env).start()
+        return self.b
+
+    def assert_full(self, st, h, body):
+        self.assertEqual(st, 507, body)
+        self.assertIn("retry-after", h)
+        err = json.loads(body)["errors"][0]
+        self.assertEqual(err["message"], "registry storage is full", body)
+        for leak in LEAKS + [self.fs.path.encode()]:
+            self.assertNotIn(leak, body)
+
+    def test_enospc_answers_507_and_releases_the_space_at_once(self):
+        b = self.start("0")  # no reserve: the writes themselves hit ENOSPC
+        empty = self.fs.free()
+        # monolithic: 64 MiB into 48
+        data = os.urandom(64 * MiB)
+        st, h, body = b.request("POST", "/v2/full/a/blobs/uploads/?digest=" + sha256(data), data,
+                                {"Content-Type": "application/octet-stream"})
+        self.assert_full(st, h, body)
+        self.assertGreater(self.fs.free(), empty - MiB, "a failed monolithic upload kept its bytes")
+        # chunked: the first chunk fits, the second does not; the session's bytes go at once, not after 24 h
+        st, h, _ = b.request("POST", "/v2/full/a/blobs/uploads/")
+        self.assertEqual(st, 202)
+        loc = h["location"]
+        st, h, body = b.request("PATCH", loc, data[:30 * MiB], {"Content-Range": "0-%d" % (30 * MiB - 1)})
+        self.assertEqual(st, 202, body)
+        self.assertLess(self.fs.free(), empty - 29 * MiB)
+        st, h, body = b.request("PATCH", h["location"], data[30 * MiB:60 * MiB],
+                                {"Content-Range": "%d-%d" % (30 * MiB, 60 * MiB - 1)})
+        self.assert_full(st, h, body)
+        self.assertGreater(self.fs.free(), empty - MiB, "the failed session still holds its partial bytes")
+        self.assertEqual(b.request("GET", loc)[0], 404, "the session should be gone: the client restarts the blob")
+        # everyone else can push again right away
+        self.assertTrue(b.push_blob("full/b", os.urandom(MiB), chunk=256 * 1024).startswith("sha256:"))
+        digest, _ = b.push_image("full/b", "v1")
+        logs = b.logs()
+        self.assertIn("No space left on device (errno 28) on the tmpfs file system of " + self.fs.path, logs)
+        self.assertIn("released after running out of space", logs)
+
+    def test_reserve_refuses_new_uploads_but_not_pulls_metadata_or_cleanup(self):
+        b = self.start("16M")
+        digest, _ = b.push_image("res/app", "v1")
+        # a session that holds 10 MiB, then a 24 MiB blob: free space drops below the 16 MiB reserve
+        st, h, _ = b.request("POST", "/v2/res/app/blobs/uploads/")
+        held = h["location"]
+        st, h, body = b.request("PATCH", held, os.urandom(10 * MiB), {"Content-Range": "0-%d" % (10 * MiB - 1)})
+        self.assertEqual(st, 202, body)
+        big = os.urandom(24 * MiB)
+        big_d = b.push_blob("res/app", big)
+        self.assertLess(self.fs.free(), 16 * MiB)
+        # new uploads: refused up front, before a body byte is read, with the same error as ENOSPC
+        for _ in range(3):
+            st, h, body = b.request("POST", "/v2/res/app/blobs/uploads/")
+            self.assert_full(st, h, body)
+        st, h, body = b.request("POST", "/v2/res/app/blobs/uploads/?digest=" + sha256(b"x" * 100), b"x" * 100)
+        self.assert_full(st, h, body)
+        # pulls, metadata writes and mounts go on
+        st, _, m = b.request("GET", "/v2/res/app/manifests/v1", headers={"Accept": ACCEPT_ALL})
+        self.assertEqual(st, 200)
+        st, _, got = b.request("GET", "/v2/res/app/blobs/" + big_d)
+        self.assertEqual((st, len(got)), (200, len(big)))
+        st, _, body = b.request("PUT", "/v2/res/app/manifests/v2", m, {"Content-Type": json.loads(m)["mediaType"]})
+        self.assertEqual(st, 201, body)
+        st, _, body = b.request("POST", "/v2/res/other/blobs/uploads/?mount=%s&from=res/app" % big_d)
+        self.assertEqual(st, 201, body)
+        st, _, body = b.request("DELETE", "/v2/res/app/manifests/v2")
+        self.assertIn(st, (202, 405), body)
+        # reported
+        st, _, body = b.request("GET", "/api/v2.0/health")
+        self.assertEqual(st, 200, body)
+        comp = {c["name"]: c for c in json.loads(body)["components"]}
+        self.assertEqual(comp["storage"]["status"], "unhealthy", body)
+        self.assertEqual(comp["storage"]["min_free_bytes"], 16 * MiB)
+        metrics = b.request("GET", "/metrics")[2].decode()
+        self.assertIn("berth_storage_below_reserve 1", metrics)
+        self.assertIn("berth_storage_reserve_bytes %d" % (16 * MiB), metrics)
+        # an operator frees space through Berth itself: cancelling the held session gives back its 10 MiB
+        self.assertEqual(b.request("DELETE", held)[0], 204)
+        self.assertGreater(self.fs.free(), 16 * MiB)
+        self.assertEqual(b.request("POST", "/v2/res/app/blobs/uploads/")[0], 202)
+        comp = {c["name"]: c for c in json.loads(b.request("GET", "/api/v2.0/health")[2])["components"]}
+        self.assertEqual(comp["storage"]["status"], "healthy")
+        logs = b.logs()
+        self.assertEqual(logs.count("below the reserve"), 1, "the reserve warning is logged once per crossing")
+        self.assertEqual(logs.count("above the reserve again"), 1)
+
+    def test_default_reserve_is_two_percent_of_a_small_file_system(self):
+        b = self.start(None)
+        v = os.statvfs(self.fs.path)
+        metrics = b.request("GET", "/metrics")[2].decode()
+        self.assertIn("berth_storage_reserve_bytes %d\n" % (v.f_blocks * v.f_frsize // 50), metrics)
+        self.assertIn("berth_storage_below_reserve 0", metrics)
+
+
 if __name__ == "__main__":
     main()
