@@ -35,18 +35,19 @@ typedef struct {
 static slot_t slots[SLOTS];
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 
-static void decision_key(unsigned char out[32], surface_t surface, const char *authz, size_t len, const berth_scope_t *need)
+static void decision_key(unsigned char out[32], surface_t surface, const char *authz, size_t len, const berth_scope_t *need, size_t n)
 {
-    char scope[300] = "";
-    if (need != NULL)
-        berth_scope_format(need, scope, sizeof(scope));
     unsigned char tag = (unsigned char)surface;
     EVP_MD_CTX *ctx = EVP_MD_CTX_new();
     EVP_DigestInit_ex(ctx, EVP_sha256(), NULL);
     EVP_DigestUpdate(ctx, &tag, 1);
     EVP_DigestUpdate(ctx, authz != NULL ? authz : "", authz != NULL ? len : 0);
-    EVP_DigestUpdate(ctx, "\n", 1);
-    EVP_DigestUpdate(ctx, scope, strlen(scope));
+    for (size_t i = 0; i < n; i++) {
+        char scope[300] = "";
+        berth_scope_format(&need[i], scope, sizeof(scope));
+        EVP_DigestUpdate(ctx, "\n", 1);
+        EVP_DigestUpdate(ctx, scope, strlen(scope));
+    }
     EVP_DigestFinal_ex(ctx, out, NULL);
     EVP_MD_CTX_free(ctx);
 }
@@ -85,10 +86,13 @@ int berth_gate_required(berth_scope_t *out, int route_kind, const char *name, co
     }
     snprintf(out->type, sizeof(out->type), "repository");
     snprintf(out->name, sizeof(out->name), "%s", name);
+    /* writes ask pull,push as Distribution and Harbor do: a client that takes the challenge literally must be
+     * able to read back what it pushed (its manifest, a blob's status) with the same token */
     if (strcmp(method, "DELETE") == 0 && route_kind != BERTH_ROUTE_UPLOAD)
         out->actions = BERTH_ACTION_DELETE;
-    else if (route_kind == BERTH_ROUTE_UPLOAD || strcmp(method, "PUT") == 0 || strcmp(method, "POST") == 0 ||
-             strcmp(method, "PATCH") == 0)
+    else if (strcmp(method, "PUT") == 0 || strcmp(method, "POST") == 0 || strcmp(method, "PATCH") == 0)
+        out->actions = BERTH_ACTION_PULL | BERTH_ACTION_PUSH;
+    else if (route_kind == BERTH_ROUTE_UPLOAD)
         out->actions = BERTH_ACTION_PUSH;
     else
         out->actions = BERTH_ACTION_PULL;
@@ -98,25 +102,48 @@ int berth_gate_required(berth_scope_t *out, int route_kind, const char *name, co
 berth_gate_t berth_gate_fast(berth_authsvc_t *a, const char *authz, size_t len, const berth_scope_t *need, char *who)
 {
     unsigned char key[32];
-    decision_key(key, SURFACE_V2, authz, len, need);
+    decision_key(key, SURFACE_V2, authz, len, need, need != NULL);
     return remembered(key, who) ? BERTH_GATE_ALLOW : BERTH_GATE_UNKNOWN;
 }
 
-static berth_gate_t refuse(berth_authsvc_t *a, berth_resp_t *resp, int status, const berth_scope_t *need, const char *error,
-                           const char *why)
+/* Scopes as a challenge's scope value: space-separated, as Distribution writes several */
+static void scopes_str(const berth_scope_t *s, size_t n, char *buf, size_t bufsz)
+{
+    size_t o = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < n && o + 1 < bufsz; i++) {
+        if (i > 0)
+            buf[o++] = ' ';
+        int w = berth_scope_format(&s[i], buf + o, bufsz - o);
+        if (w < 0) {
+            buf[o - (i > 0)] = '\0';
+            return;
+        }
+        o += (size_t)w;
+    }
+}
+
+/*
+ * The refusal. A 401 challenge names every scope the request needs, so a client that fetches a token for it
+ * once succeeds; with insufficient_scope, error_description names what the presented token lacked.
+ */
+static berth_gate_t refuse(berth_authsvc_t *a, berth_resp_t *resp, int status, const berth_scope_t *need, size_t n, const char *error,
+                           const char *missing, const char *why)
 {
     berth_err_t err;
     berth_resp_init(resp);
-    char scope[300] = "";
-    if (need != NULL)
-        berth_scope_format(need, scope, sizeof(scope));
+    char scope[BERTH_GATE_SCOPES_MAX * 300];
+    scopes_str(need, n, scope, sizeof(scope));
     if (status == 401) {
-        char ch[1024];
-        int n = snprintf(ch, sizeof(ch), "Bearer realm=\"%s/service/token\",service=\"%s\"", a->realm, a->service);
-        if (scope[0] != '\0' && n > 0 && (size_t)n < sizeof(ch))
-            n += snprintf(ch + n, sizeof(ch) - (size_t)n, ",scope=\"%s\"", scope);
-        if (error != NULL && n > 0 && (size_t)n < sizeof(ch))
-            snprintf(ch + n, sizeof(ch) - (size_t)n, ",error=\"%s\"", error);
+        char ch[2048];
+        int w = snprintf(ch, sizeof(ch), "Bearer realm=\"%s/service/token\",service=\"%s\"", a->realm, a->service);
+        size_t o = w > 0 && (size_t)w < sizeof(ch) ? (size_t)w : sizeof(ch) - 1;
+        if (scope[0] != '\0')
+            o += (size_t)snprintf(ch + o, sizeof(ch) - o, ",scope=\"%s\"", scope);
+        if (error != NULL && o < sizeof(ch))
+            o += (size_t)snprintf(ch + o, sizeof(ch) - o, ",error=\"%s\"", error);
+        if (missing != NULL && missing[0] != '\0' && o < sizeof(ch))
+            snprintf(ch + o, sizeof(ch) - o, ",error_description=\"missing %s\"", missing);
         berth_resp_header(resp, "www-authenticate", "%s", ch);
         berth_err_set(&err, BERTH_OCI_UNAUTHORIZED, "authentication required");
     } else {
@@ -130,8 +157,16 @@ static berth_gate_t refuse(berth_authsvc_t *a, berth_resp_t *resp, int status, c
 berth_gate_t berth_gate_check(berth_authsvc_t *a, const char *authz, size_t len, const berth_scope_t *need, const char *remote,
                               berth_resp_t *resp, char *who)
 {
+    return berth_gate_check_all(a, authz, len, need, need != NULL, remote, resp, who);
+}
+
+berth_gate_t berth_gate_check_all(berth_authsvc_t *a, const char *authz, size_t len, const berth_scope_t *need, size_t n,
+                                  const char *remote, berth_resp_t *resp, char *who)
+{
     unsigned char key[32];
-    decision_key(key, SURFACE_V2, authz, len, need);
+    if (n > BERTH_GATE_SCOPES_MAX)
+        n = BERTH_GATE_SCOPES_MAX;
+    decision_key(key, SURFACE_V2, authz, len, need, n);
     if (who != NULL)
         who[0] = '\0';
     if (remembered(key, who))
@@ -139,7 +174,7 @@ berth_gate_t berth_gate_check(berth_authsvc_t *a, const char *authz, size_t len,
     berth_auth_header_t h;
     if (berth_auth_header_parse(&h, authz, len) != 0) {
         berth_auth_header_dispose(&h);
-        return refuse(a, resp, 401, need, "invalid_request", "malformed Authorization header");
+        return refuse(a, resp, 401, need, n, "invalid_request", NULL, "malformed Authorization header");
     }
     time_t now = time(NULL);
     berth_gate_t out = BERTH_GATE_ALLOW;
@@ -147,13 +182,24 @@ berth_gate_t berth_gate_check(berth_authsvc_t *a, const char *authz, size_t len,
         berth_token_claims_t c;
         berth_err_t err;
         if (berth_token_verify(a->keys, h.token, a->issuer, a->service, now, &c, &err) != 0) {
-            out = refuse(a, resp, 401, need, "invalid_token", err.msg); /* the reason goes to the log only */
+            out = refuse(a, resp, 401, need, n, "invalid_token", NULL, err.msg); /* the reason goes to the log only */
         } else {
-            unsigned granted = need != NULL ? berth_token_allowed(&c, need->type, need->name) : 0;
-            if (need != NULL && (need->actions & ~granted) != 0)
-                out = refuse(a, resp, 401, need, "insufficient_scope", "token does not grant the scope");
-            else
+            berth_scope_t lacking[BERTH_GATE_SCOPES_MAX];
+            size_t nl = 0;
+            for (size_t i = 0; i < n; i++) {
+                unsigned granted = berth_token_allowed(&c, need[i].type, need[i].name);
+                if ((need[i].actions & ~granted) != 0) {
+                    lacking[nl] = need[i];
+                    lacking[nl++].actions = need[i].actions & ~granted;
+                }
+            }
+            if (nl > 0) {
+                char missing[BERTH_GATE_SCOPES_MAX * 300];
+                scopes_str(lacking, nl, missing, sizeof(missing));
+                out = refuse(a, resp, 401, need, n, "insufficient_scope", missing, "token does not grant the scope");
+            } else {
                 remember(key, c.expires_at < now + BEARER_TTL_MAX ? c.expires_at : now + BEARER_TTL_MAX, c.subject);
+            }
             if (out == BERTH_GATE_ALLOW && who != NULL)
                 snprintf(who, BERTH_GATE_WHO_MAX, "%s", c.subject);
             berth_token_claims_dispose(&c);
@@ -179,25 +225,27 @@ berth_gate_t berth_gate_check(berth_authsvc_t *a, const char *authz, size_t len,
             return BERTH_GATE_REFUSE;
         }
         if (rc != 0)
-            return refuse(a, resp, 401, need, NULL, "bad credentials");
+            return refuse(a, resp, 401, need, n, NULL, NULL, "bad credentials");
         authenticated = 1;
     }
-    if (need == NULL) { /* the base endpoint: tell anonymous callers where tokens come from */
+    if (n == 0) { /* the base endpoint: tell anonymous callers where tokens come from */
         if (!authenticated)
-            return refuse(a, resp, 401, NULL, NULL, "anonymous");
+            return refuse(a, resp, 401, NULL, 0, NULL, NULL, "anonymous");
         remember(key, now + BASIC_TTL, user.username);
         if (who != NULL)
             snprintf(who, BERTH_GATE_WHO_MAX, "%s", user.username);
         return BERTH_GATE_ALLOW;
     }
-    unsigned permitted = berth_authsvc_permitted(a, authenticated ? &user : NULL, need);
-    if ((need->actions & ~permitted) != 0) {
+    for (size_t i = 0; i < n; i++) {
+        unsigned permitted = berth_authsvc_permitted(a, authenticated ? &user : NULL, &need[i]);
+        if ((need[i].actions & ~permitted) == 0)
+            continue;
         if (authenticated) {
             char what[16];
-            berth_scope_actions_str(need->actions, what, sizeof(what));
-            berth_audit(user.username, remote, what, "repository", need->name, NULL, 0, "permission denied");
+            berth_scope_actions_str(need[i].actions, what, sizeof(what));
+            berth_audit(user.username, remote, what, "repository", need[i].name, NULL, 0, "permission denied");
         }
-        return refuse(a, resp, authenticated ? 403 : 401, need, NULL, "not permitted");
+        return refuse(a, resp, authenticated ? 403 : 401, need, n, NULL, NULL, "not permitted");
     }
     remember(key, now + BASIC_TTL, authenticated ? user.username : "");
     if (who != NULL)
@@ -218,7 +266,7 @@ int berth_gate_identity(berth_authsvc_t *a, const char *authz, size_t len, const
         berth_auth_header_dispose(&h);
         return BERTH_EINVAL;
     }
-    decision_key(key, SURFACE_API, authz, len, NULL);
+    decision_key(key, SURFACE_API, authz, len, NULL, 0);
     if (remembered(key, who) && who[0] != '\0') {
         berth_auth_header_dispose(&h);
         return berth_authsvc_principal(a, who, out);

@@ -30,6 +30,13 @@ berth_gate_t berth_gate_fast(berth_authsvc_t *a, const char *authorization, size
  */
 berth_gate_t berth_gate_check(berth_authsvc_t *a, const char *authorization, size_t len, const berth_scope_t *need,
                               const char *remote, berth_resp_t *resp, char *who);
+#define BERTH_GATE_SCOPES_MAX 4
+/**
+ * berth_gate_check for a request that needs several scopes at once (a mount: push here, pull on `from`); the
+ * 401 challenge names all of them. n = 0 is the base endpoint.
+ */
+berth_gate_t berth_gate_check_all(berth_authsvc_t *a, const char *authorization, size_t len, const berth_scope_t *need, size_t n,
+                                  const char *remote, berth_resp_t *resp, char *who);
 /**
  * Who an API caller is, from Basic credentials (users and robots; remembered like /v2 decisions). 0 with *out,
  * BERTH_ENOTFOUND without credentials, BERTH_EUNAUTH for bad ones, BERTH_ERETRY while throttled, BERTH_EINVAL

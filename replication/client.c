@@ -154,7 +154,7 @@ static int param(const char *ch, const char *key, char *out, size_t outsz)
 /* Answer a Bearer challenge: a token for exactly the scope asked, with our Basic credentials */
 static int fetch_token(berth_client_t *c, const char *challenge)
 {
-    char realm[512], service[256] = "", scope[512] = "", url[2048];
+    char realm[512], service[256] = "", scope[1280] = "", url[4096]; /* a mount names two scopes */
     if (param(challenge, "realm", realm, sizeof(realm)) != 0)
         return -1;
     param(challenge, "service", service, sizeof(service));

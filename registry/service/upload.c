@@ -155,8 +155,19 @@ static int query_digest(const berth_upload_req_t *rq, berth_digest_t *out, int *
     return berth_digest_parse(out, v, (size_t)n, err);
 }
 
-/* POST ?mount=&from=: link the blob and answer 201, return 1 to fall back to a new session, or BERTH_EDENIED
- * with the refusal in resp */
+/* The repository a POST ?mount=&from= reads (0), or -1 when the request is no mount from a valid name */
+static int mount_source(const berth_upload_req_t *rq, char from[BERTH_NAME_MAX + 1])
+{
+    char v[BERTH_DIGEST_MAX + 8];
+    if (rq->query == NULL || berth_query_get(rq->query, rq->query_len, "mount", v, sizeof(v)) < 0 ||
+        berth_query_get(rq->query, rq->query_len, "digest", v, sizeof(v)) >= 0)
+        return -1;
+    long fl = berth_query_get(rq->query, rq->query_len, "from", from, BERTH_NAME_MAX + 1);
+    return fl >= 0 && berth_ref_name_valid(from, (size_t)fl) ? 0 : -1;
+}
+
+/* POST ?mount=&from= (the gate has checked pull on `from`): link the blob and answer 201, or return 1 to fall
+ * back to a new session */
 static int try_mount(berth_registry_t *reg, berth_dbconn_t *c, const berth_upload_req_t *rq, berth_resp_t *resp, berth_err_t *err)
 {
     char mount[BERTH_DIGEST_MAX + 8], from[BERTH_NAME_MAX + 1];
@@ -165,18 +176,8 @@ static int try_mount(berth_registry_t *reg, berth_dbconn_t *c, const berth_uploa
     berth_digest_t d;
     if (berth_digest_parse(&d, mount, strlen(mount), err) != 0)
         return err->code;
-    long fl = berth_query_get(rq->query, rq->query_len, "from", from, sizeof(from));
-    if (fl < 0 || !berth_ref_name_valid(from, (size_t)fl))
+    if (mount_source(rq, from) != 0)
         return 1; /* the spec allows a mount without from; we then start a normal upload */
-    /* mounting reads `from`: as Distribution does, a caller without pull there is challenged for that scope
-     * (clients then fetch a token that includes it); the answer does not depend on what `from` holds */
-    berth_scope_t pull_from = {.type = "repository", .actions = BERTH_ACTION_PULL};
-    snprintf(pull_from.name, sizeof(pull_from.name), "%s", from);
-    berth_resp_dispose(resp);
-    if (berth_gate_check(reg->auth, rq->authorization, rq->authorization != NULL ? strlen(rq->authorization) : 0, &pull_from, NULL,
-                         resp, NULL) != BERTH_GATE_ALLOW)
-        return BERTH_EDENIED;
-    berth_resp_init(resp);
     int64_t size;
     int rc = berth_db_blob_mount(c, rq->route->name, from, d.str, &size, err);
     if (rc == BERTH_ENOTFOUND) {
@@ -221,12 +222,20 @@ berth_upload_t *berth_upload_begin(berth_registry_t *reg, const berth_upload_req
         fail(resp, &err);
         return NULL;
     }
-    /* the gate runs before a single body byte is read: a refused push costs no bandwidth */
-    berth_scope_t need;
-    berth_gate_required(&need, BERTH_ROUTE_UPLOAD, rq->route->name, m);
+    /* the gate runs before a single body byte is read: a refused push costs no bandwidth. A mount also reads
+     * `from`; as Distribution does, both scopes are asked for in the first challenge, and the answer does not
+     * depend on what `from` holds */
+    berth_scope_t need[2];
+    size_t nneed = 1;
+    berth_gate_required(&need[0], BERTH_ROUTE_UPLOAD, rq->route->name, m);
+    if (is_post && mount_source(rq, need[1].name) == 0 && strcmp(need[1].name, rq->route->name) != 0) {
+        snprintf(need[1].type, sizeof(need[1].type), "repository");
+        need[1].actions = BERTH_ACTION_PULL;
+        nneed = 2;
+    }
     berth_resp_dispose(resp);
-    if (berth_gate_check(reg->auth, rq->authorization, rq->authorization != NULL ? strlen(rq->authorization) : 0, &need, NULL, resp, NULL) !=
-        BERTH_GATE_ALLOW)
+    if (berth_gate_check_all(reg->auth, rq->authorization, rq->authorization != NULL ? strlen(rq->authorization) : 0, need, nneed, NULL,
+                             resp, NULL) != BERTH_GATE_ALLOW)
         return NULL;
     berth_resp_init(resp);
     berth_dbconn_t *c = berth_db_acquire(reg->db, &err);
@@ -240,8 +249,6 @@ berth_upload_t *berth_upload_begin(berth_registry_t *reg, const berth_upload_req
         if ((rc = query_digest(rq, &want, &has_digest, &err)) != 0)
             goto Fail;
         if (!has_digest && (rc = try_mount(reg, c, rq, resp, &err)) <= 0) {
-            if (rc == BERTH_EDENIED)
-                goto Done; /* resp holds the challenge */
             if (rc < 0)
                 goto Fail;
             goto Done; /* mounted */

@@ -184,7 +184,9 @@ class Gatekeeper(BerthTestCase):
         before = sorted(os.listdir(os.path.join(self.b.storage, "uploads")))
         st, h, _ = self.b.request("POST", "/v2/secret/app/blobs/uploads/", headers=tok)
         self.assertEqual(st, 401)
-        self.assertIn('scope="repository:secret/app:push"', h["www-authenticate"])
+        self.assertIn('scope="repository:secret/app:pull,push"', h["www-authenticate"])
+        self.assertIn('error="insufficient_scope",error_description="missing repository:secret/app:push"',
+                      h["www-authenticate"])
         self.assertEqual(sorted(os.listdir(os.path.join(self.b.storage, "uploads"))), before)
         st, _, _ = self.b.request("PUT", "/v2/secret/app/manifests/v2", b"{}", headers=tok)
         self.assertEqual(st, 401)
@@ -216,7 +218,8 @@ class Gatekeeper(BerthTestCase):
         for d in (layer, sha256(b"not there")):
             st, h, _ = self.b.request("POST", "/v2/other/app/blobs/uploads/?mount=%s&from=secret/app" % d, headers=tok)
             self.assertEqual(st, 401)
-            self.assertIn('scope="repository:secret/app:pull"', h["www-authenticate"])
+            self.assertIn('scope="repository:other/app:pull,push repository:secret/app:pull"', h["www-authenticate"])
+            self.assertIn('error_description="missing repository:secret/app:pull"', h["www-authenticate"])
         self.assertEqual(self.b.request("HEAD", "/v2/other/app/blobs/" + layer)[0], 404)
         both = self.bearer("repository:other/app:push,pull&scope=repository:secret/app:pull")
         st, _, _ = self.b.request("POST", "/v2/other/app/blobs/uploads/?mount=%s&from=secret/app" % layer, headers=both)
@@ -265,6 +268,70 @@ class DistributionTrustsBerth(unittest.TestCase):
             dist.wait(10)
             b.cleanup()
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+class ChallengeFollowedOnce(BerthTestCase):
+    """A minimal client that takes the first 401 challenge literally: one token for exactly the scopes named,
+    one retry. Every step of a push, a mount and reading back what was pushed must succeed that way."""
+
+    def parse_challenge(self, value):
+        import re
+        self.assertTrue(value.startswith("Bearer "), value)
+        return dict(re.findall(r'(\w+)="([^"]*)"', value))
+
+    def call(self, method, path, body=None, headers=None, token=None):
+        """(status, headers, body, token used): with `token` first when given, else anonymous; on 401 the
+        challenge is followed exactly once."""
+        hdrs = dict(headers or {})
+        if token:
+            hdrs["Authorization"] = "Bearer " + token
+        st, h, data = self.b.request(method, path, body, hdrs, auth=None)
+        if st != 401:
+            return st, h, data, token
+        ch = self.parse_challenge(h["www-authenticate"])
+        realm = ch["realm"]
+        self.assertTrue(realm.startswith("http://%s/" % self.b.host), realm)
+        q = "service=" + ch["service"] + "".join("&scope=" + sc for sc in ch.get("scope", "").split(" ") if sc)
+        st, _, tbody = self.b.request("GET", realm[len("http://" + self.b.host):] + "?" + q, headers=basic("admin", ADMIN_PW),
+                                      auth=None)
+        self.assertEqual(st, 200, tbody)
+        token = json.loads(tbody)["token"]
+        hdrs["Authorization"] = "Bearer " + token
+        st, h, data = self.b.request(method, path, body, hdrs, auth=None)
+        return st, h, data, token
+
+    def test_push_mount_and_read_back(self):
+        from harness import OCI_CONFIG, OCI_LAYER, OCI_MANIFEST
+        layer = os.urandom(5000)
+        st, h, _, _ = self.call("POST", "/v2/once/app/blobs/uploads/")
+        self.assertEqual(st, 202)
+        st, h, _, _ = self.call("PATCH", h["location"], layer[:3000], {"Content-Range": "0-2999",
+                                                                        "Content-Type": "application/octet-stream"})
+        self.assertEqual(st, 202)
+        st, h, _, _ = self.call("PUT", h["location"] + "?digest=" + sha256(layer), layer[3000:],
+                                {"Content-Type": "application/octet-stream"})
+        self.assertEqual(st, 201)
+        cfg = b"{}"
+        st, _, _, _ = self.call("POST", "/v2/once/app/blobs/uploads/?digest=" + sha256(cfg), cfg,
+                                {"Content-Type": "application/octet-stream"})
+        self.assertEqual(st, 201)
+        m = json.dumps({"schemaVersion": 2, "mediaType": OCI_MANIFEST,
+                        "config": {"mediaType": OCI_CONFIG, "digest": sha256(cfg), "size": 2},
+                        "layers": [{"mediaType": OCI_LAYER, "digest": sha256(layer), "size": len(layer)}]}).encode()
+        st, _, body, push_token = self.call("PUT", "/v2/once/app/manifests/v1", m, {"Content-Type": OCI_MANIFEST})
+        self.assertEqual(st, 201, body)
+        # the token the push challenge produced reads back what it pushed (no second challenge)
+        st, _, body = self.b.request("GET", "/v2/once/app/manifests/v1", headers={"Authorization": "Bearer " + push_token,
+                                                                                  "Accept": OCI_MANIFEST}, auth=None)
+        self.assertEqual((st, body), (200, m))
+        # a cross-repository mount: the first challenge names both repositories
+        st, h, _ = self.b.request("POST", "/v2/once/copy/blobs/uploads/?mount=%s&from=once/app" % sha256(layer), auth=None)
+        self.assertEqual(st, 401)
+        scopes = self.parse_challenge(h["www-authenticate"])["scope"].split(" ")
+        self.assertEqual(scopes, ["repository:once/copy:pull,push", "repository:once/app:pull"])
+        st, h, _, _ = self.call("POST", "/v2/once/copy/blobs/uploads/?mount=%s&from=once/app" % sha256(layer))
+        self.assertEqual((st, h.get("docker-content-digest")), (201, sha256(layer)))
+        self.assertEqual(self.call("HEAD", "/v2/once/copy/blobs/" + sha256(layer))[0], 200)
 
 
 class TokensAreNotApiCredentials(BerthTestCase):
