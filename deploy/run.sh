@@ -10,6 +10,7 @@ VAR=${BERTH_VAR:-$ROOT/var}
 deploy/install-deps deploy/packages.txt
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j"$(nproc)" >/dev/null
+webui/build.sh >/dev/null
 
 mkdir -p "$VAR"
 chmod 755 "$VAR"
@@ -32,6 +33,7 @@ export BERTH_STORAGE_ROOT="${BERTH_STORAGE_ROOT:-$VAR/storage}"
 export BERTH_HTTP_ADDR="${BERTH_HTTP_ADDR:-127.0.0.1:5000}"
 export BERTH_TLS_ADDR="${BERTH_TLS_ADDR:-127.0.0.1:5443}" BERTH_TLS_CERT="$VAR/tls/cert.pem" BERTH_TLS_KEY="$VAR/tls/key.pem"
 export BERTH_ADMIN_PASSWORD="$(cat "$VAR/admin-password")"
+export BERTH_UI_DIR="${BERTH_UI_DIR:-$ROOT/webui/dist}"
 echo "berth: serving http://$BERTH_HTTP_ADDR and https://$BERTH_TLS_ADDR (database in $PG_DIR)"
 build/registry/berthd ${BERTH_CONFIG:+--config "$BERTH_CONFIG"} &
 pid=$!

@@ -32,6 +32,7 @@ static const struct {
     {"log.access", "BERTH_ACCESS_LOG", T_STR, FIELD(access_log)},
     {"edge.nginx", "BERTH_NGINX", T_STR, FIELD(nginx)},
     {"edge.workers", NULL, T_INT, FIELD(edge_workers)},
+    {"ui.dir", "BERTH_UI_DIR", T_STR, FIELD(ui_dir)},
     {"server.loops", NULL, T_INT, FIELD(loops)},
     {"server.workers", NULL, T_INT, FIELD(workers)},
     {"uploads.max_connections", NULL, T_INT, FIELD(upload_connections)},

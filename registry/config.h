@@ -23,6 +23,7 @@ typedef struct st_berth_config_t {
     int loops;            /* server.loops */
     int workers;          /* server.workers */
     int edge_workers;     /* edge.workers */
+    char *ui_dir;         /* ui.dir               BERTH_UI_DIR: built web UI (webui/build.sh) served at "/"; unset: none */
     int upload_connections; /* uploads.max_connections */
     int upload_max_age;     /* uploads.max_age_seconds: idle sessions older than this are purged */
     int upload_purge_interval; /* uploads.purge_interval_seconds */

@@ -19,6 +19,7 @@
 #include "registry/core/log.h"
 #include "registry/http/access_log.h"
 #include "registry/http/edge.h"
+#include "registry/http/edge_ui.h"
 #include "registry/http/server.h"
 #include "registry/http/upload_server.h"
 #include "registry/http/worker.h"
@@ -260,7 +261,13 @@ static int serve(berth_config_t *cfgp, berth_db_t *db, berth_store_t *store, ber
         .api_port = api_port,
         .upload_port = upload_port,
         .workers = cfg.edge_workers,
+        .ui_dir = cfg.ui_dir,
     };
+    char ui_err[512];
+    if (berth_edge_ui_check(cfg.ui_dir, ui_err, sizeof(ui_err)) != 0) {
+        fprintf(stderr, "berthd: %s\n", ui_err);
+        return 1;
+    }
     pid_t edge_pid = berth_edge_start(&edge);
     if (edge_pid < 0) {
         fprintf(stderr, "berthd: cannot start the edge (nginx)\n");

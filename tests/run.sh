@@ -5,6 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 deploy/install-deps deploy/packages.txt deploy/test-packages.txt
+webui/build.sh  # npm ci + esbuild into webui/dist: served by integration_webui's berthd
 jobs=$(nproc)
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j"$jobs"

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "registry/core/log.h"
+#include "registry/http/edge_ui.h"
 
 #define OCI_413 "{\"errors\":[{\"code\":\"SIZE_INVALID\",\"message\":\"request body too large\",\"detail\":{}}]}"
 #define OCI_404 "{\"errors\":[{\"code\":\"BLOB_UNKNOWN\",\"message\":\"blob unknown to registry\",\"detail\":{}}]}"
@@ -71,8 +72,10 @@ static int write_conf(const berth_edge_conf_t *c, const char *path)
             "      proxy_buffering off;\n"
             "      client_body_timeout 300s; proxy_read_timeout 3600s; proxy_send_timeout 3600s;\n"
             "      proxy_pass http://berth_upload;\n"
-            "    }\n"
-            "    location / { proxy_pass http://berth_api; proxy_read_timeout 300s; }\n"
+            "    }\n",
+            OCI_413, OCI_502, OCI_404);
+    berth_edge_ui_locations(f, c->ui_dir);
+    fprintf(f,
             "    location %s {\n"
             "      internal;\n"
             "      alias %s/;\n"
@@ -86,7 +89,7 @@ static int write_conf(const berth_edge_conf_t *c, const char *path)
             "    }\n"
             "  }\n"
             "}\n",
-            OCI_413, OCI_502, OCI_404, c->blob_prefix, c->blob_root);
+            c->blob_prefix, c->blob_root);
     int rc = fflush(f) == 0 && fsync(fileno(f)) == 0 ? 0 : -1;
     fclose(f);
     return rc;

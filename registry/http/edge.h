@@ -16,6 +16,7 @@ typedef struct st_berth_edge_conf_t {
     const char *tls_cert, *tls_key;
     const char *blob_root;  /* <storage>/blobs */
     const char *blob_prefix;
+    const char *ui_dir;     /* built web UI served at "/" (registry/http/edge_ui.c), or NULL */
     int api_port, upload_port, workers;
 } berth_edge_conf_t;
 

@@ -1,0 +1,3 @@
+export function AdminPage({ rest }: { rest: string }) {
+  return <h1>Administration: {rest}</h1>;
+}

@@ -1,0 +1,115 @@
+// Projects: search, paging, public/private, repository count, your role; create (admins, or everyone when the
+// server allows it).
+import { useState } from "preact/hooks";
+import { ApiError, get, list, send } from "../api";
+import { formatTime, roleName } from "../format";
+import { listUrl } from "../query";
+import { navigate } from "../router";
+import { me } from "../session";
+import { Dialog } from "../ui/dialog";
+import { FormButtons, FormError, useLoad } from "../ui/states";
+import { PagedTable } from "../ui/table";
+
+export interface Project {
+  project_id: number;
+  name: string;
+  owner_name: string;
+  creation_time: string;
+  update_time: string;
+  repo_count: number;
+  current_user_role_id: number;
+  metadata: { public: string; isa_policy?: string; isa_require_scan_pass?: string };
+}
+
+interface SystemInfo {
+  project_creation_restriction: string;
+}
+
+export function ProjectsPage() {
+  const u = me.value;
+  const sys = useLoad("systeminfo", () => get<SystemInfo>("/systeminfo"));
+  const canCreate = !!u && (u.sysadmin_flag || sys.data?.project_creation_restriction === "everyone");
+  const [open, setOpen] = useState(false);
+  return (
+    <>
+      <div class="page-head">
+        <h1>Projects</h1>
+        {canCreate && (
+          <button type="button" class="btn primary" onClick={() => setOpen(true)}>
+            New project
+          </button>
+        )}
+      </div>
+      {!u && <p class="muted">You are not signed in: these are the public projects, read-only.</p>}
+      <PagedTable<Project>
+        label="Projects"
+        searchLabel="Search projects"
+        defaultSort="name"
+        rowKey={(p) => p.project_id}
+        fetch={(s) => list<Project>(listUrl("/projects", { page: s.page, pageSize: s.pageSize, sort: s.sort, q: s.q ? { name: "~" + s.q } : undefined }))}
+        empty={canCreate ? "No projects yet. Create the first one." : "No projects you can see."}
+        columns={[
+          { label: "Name", sort: "name", render: (p) => <a href={`/projects/${encodeURIComponent(p.name)}`}>{p.name}</a> },
+          {
+            label: "Access",
+            render: (p) => <span class={`badge ${p.metadata.public === "true" ? "ok" : ""}`}>{p.metadata.public === "true" ? "Public" : "Private"}</span>,
+          },
+          { label: "Your role", render: (p) => (p.current_user_role_id ? roleName(p.current_user_role_id) : u?.sysadmin_flag ? "System admin" : "—") },
+          { label: "Repositories", sort: "repo_count", class: "num", render: (p) => p.repo_count },
+          { label: "ISA policy", render: (p) => p.metadata.isa_policy ?? "off" },
+          { label: "Created", sort: "creation_time", render: (p) => <time dateTime={p.creation_time}>{formatTime(p.creation_time)}</time> },
+        ]}
+      />
+      <CreateProject open={open} onClose={() => setOpen(false)} />
+    </>
+  );
+}
+
+function CreateProject({ open, onClose }: { open: boolean; onClose: () => void }) {
+  const [name, setName] = useState("");
+  const [pub, setPub] = useState(false);
+  const [isa, setIsa] = useState("off");
+  const [err, setErr] = useState("");
+  const [busy, setBusy] = useState(false);
+  const submit = async (e: Event) => {
+    e.preventDefault();
+    setErr("");
+    setBusy(true);
+    try {
+      await send("POST", "/projects", { project_name: name, metadata: { public: String(pub), isa_policy: isa } });
+      if (isa !== "off") await send("PUT", `/projects/${encodeURIComponent(name)}`, { metadata: { isa_policy: isa } });
+      onClose();
+      navigate(`/projects/${encodeURIComponent(name)}`);
+    } catch (x) {
+      setErr(x instanceof ApiError && x.status === 409 ? `A project named “${name}” already exists.` : x instanceof Error ? x.message : String(x));
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <Dialog title="New project" open={open} onClose={onClose}>
+      <form onSubmit={submit} class="form">
+        <label for="np-name">Name</label>
+        <input
+          id="np-name"
+          required
+          pattern="[a-z0-9]+(?:[._\-][a-z0-9]+)*"
+          title="lowercase letters and digits, separated by single . _ or -"
+          value={name}
+          onInput={(e) => setName((e.target as HTMLInputElement).value)}
+        />
+        <label class="check">
+          <input type="checkbox" checked={pub} onChange={(e) => setPub((e.target as HTMLInputElement).checked)} /> Public (anyone may pull)
+        </label>
+        <label for="np-isa">ISA policy</label>
+        <select id="np-isa" value={isa} onChange={(e) => setIsa((e.target as HTMLSelectElement).value)}>
+          <option value="off">off — no checks</option>
+          <option value="warn">warn — push succeeds with warnings</option>
+          <option value="strict">strict — refuse inconsistent ISA indexes</option>
+        </select>
+        <FormError msg={err} />
+        <FormButtons onCancel={onClose} submit="Create" busy={busy} />
+      </form>
+    </Dialog>
+  );
+}

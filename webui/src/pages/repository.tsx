@@ -1,0 +1,3 @@
+export function RepositoryPage({ project, repo }: { project: string; repo: string }) {
+  return <h1>{project}/{repo}</h1>;
+}
