@@ -84,13 +84,22 @@ int berth_isa_detect(berth_isa_node_t *out)
     static const struct {
         int word, bit;
         const char *name;
-    } caps[] = {{1, 0, "fp"},     {1, 1, "asimd"},   {1, 3, "aes"},      {1, 4, "pmull"},   {1, 5, "sha1"},   {1, 6, "sha2"},
-                {1, 7, "crc32"},  {1, 8, "atomics"}, {1, 9, "fphp"},     {1, 10, "asimdhp"}, {1, 12, "asimdrdm"}, {1, 20, "asimddp"},
-                {1, 22, "sve"},   {1, 23, "asimdfhm"}, {2, 1, "sve2"},   {2, 13, "i8mm"},   {2, 14, "bf16"},  {2, 23, "sme"}};
+    } caps[] = {/* AT_HWCAP bits 0..31 and AT_HWCAP2 bits (Documentation/arch/arm64/elf_hwcaps.rst) */
+                {1, 0, "fp"},       {1, 1, "asimd"},    {1, 2, "evtstrm"},   {1, 3, "aes"},       {1, 4, "pmull"},    {1, 5, "sha1"},
+                {1, 6, "sha2"},     {1, 7, "crc32"},    {1, 8, "atomics"},   {1, 9, "fphp"},      {1, 10, "asimdhp"}, {1, 11, "cpuid"},
+                {1, 12, "asimdrdm"}, {1, 13, "jscvt"},  {1, 14, "fcma"},     {1, 15, "lrcpc"},    {1, 16, "dcpop"},   {1, 17, "sha3"},
+                {1, 18, "sm3"},     {1, 19, "sm4"},     {1, 20, "asimddp"},  {1, 21, "sha512"},   {1, 22, "sve"},     {1, 23, "asimdfhm"},
+                {1, 24, "dit"},     {1, 25, "uscat"},   {1, 26, "ilrcpc"},   {1, 27, "flagm"},    {1, 28, "ssbs"},    {1, 29, "sb"},
+                {1, 30, "paca"},    {1, 31, "pacg"},    {2, 0, "dcpodp"},    {2, 1, "sve2"},      {2, 2, "sveaes"},   {2, 3, "svepmull"},
+                {2, 4, "svebitperm"}, {2, 5, "svesha3"}, {2, 6, "svesm4"},   {2, 7, "flagm2"},    {2, 8, "frint"},    {2, 9, "svei8mm"},
+                {2, 10, "svef32mm"}, {2, 11, "svef64mm"}, {2, 12, "svebf16"}, {2, 13, "i8mm"},    {2, 14, "bf16"},    {2, 15, "dgh"},
+                {2, 16, "rng"},     {2, 17, "bti"},     {2, 18, "mte"},      {2, 19, "ecv"},      {2, 20, "afp"},     {2, 21, "rpres"},
+                {2, 22, "mte3"},    {2, 23, "sme"},     {2, 31, "wfxt"}};
     berth_isa_variant_parse(BERTH_ISA_ARM64, NULL, &out->level);
     for (size_t i = 0; i < sizeof(caps) / sizeof(caps[0]); i++)
         if (((caps[i].word == 1 ? hw : hw2) >> caps[i].bit) & 1)
             berth_isa_features_add(&out->features, caps[i].name);
+    out->level = berth_isa_level_from_flags(BERTH_ISA_ARM64, &out->features);
     return 0;
 #else
     return -1;

@@ -279,9 +279,47 @@ static const char *const amd64_levels[4][10] = {
     {"avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl", NULL},
 };
 
+/*
+ * arm64: what each Armv8.x step adds, in hwcap names, cumulative. A row lists the features the Arm ARM makes
+ * mandatory at that step (FEAT_* in parentheses) and that user code compiled with GCC's -march=armv8.x-a may use, so a
+ * node with every feature up to a row runs code built for that level. Features that only the kernel uses (PAN, VHE,
+ * ECV, DIT, BTI hints) are left out: a node whose kernel hides one must not lose its level. So is FEAT_PAuth: RHEL
+ * kernels hide paca/pacg on Neoverse V1/V2, yet every Armv8.3 part has it and its instructions execute there. Armv9.x is Armv8.(x+5)
+ * plus SVE and SVE2 (FEAT_SVE2 is mandatory in Armv9.0). Rows were written from the Arm ARM's feature lists; when a
+ * kernel does not print a name (older kernels), the node is placed lower, which is the safe side.
+ */
+static const char *const arm64_steps[10][6] = {
+    {NULL},                                         /* 8.0: fp, asimd (baseline) */
+    {"crc32", "atomics", "asimdrdm", NULL},         /* 8.1: FEAT_CRC32, FEAT_LSE, FEAT_RDM */
+    {"dcpop", NULL},                                /* 8.2: FEAT_DPB */
+    {"jscvt", "fcma", "lrcpc", NULL},               /* 8.3: FEAT_JSCVT, FEAT_FCMA, FEAT_LRCPC (FEAT_PAuth: see above) */
+    {"asimddp", "ilrcpc", "flagm", "uscat", NULL},  /* 8.4: FEAT_DotProd, FEAT_LRCPC2, FEAT_FlagM, FEAT_LSE2 */
+    {"sb", "frint", "flagm2", "dcpodp", NULL},      /* 8.5: FEAT_SB, FEAT_FRINTTS, FEAT_FlagM2, FEAT_DPB2 */
+    {"i8mm", "bf16", NULL},                         /* 8.6: FEAT_I8MM, FEAT_BF16 */
+    {"wfxt", "afp", NULL},                          /* 8.7: FEAT_WFxT, FEAT_AFP */
+    {"mops", "hbc", NULL},                          /* 8.8: FEAT_MOPS, FEAT_HBC */
+    {"cssc", NULL},                                 /* 8.9: FEAT_CSSC */
+};
+
+/* the Armv8 minor a level stands for (v9.x = v8.(x+5)) */
+static int arm64_v8_minor(const berth_isa_level_t *l)
+{
+    int m = l->major == 9 ? l->minor + 5 : l->minor;
+    return m > 9 ? 9 : m;
+}
+
 void berth_isa_level_features(const berth_isa_level_t *l, berth_isa_features_t *out)
 {
     berth_isa_features_clear(out);
+    if (l->arch == BERTH_ISA_ARM64) {
+        berth_isa_features_add_list(out, "fp,asimd");
+        for (int m = 1; m <= arm64_v8_minor(l); m++)
+            for (int i = 0; arm64_steps[m][i] != NULL; i++)
+                berth_isa_features_add(out, arm64_steps[m][i]);
+        if (l->major == 9)
+            berth_isa_features_add_list(out, "sve,sve2");
+        return;
+    }
     if (l->arch != BERTH_ISA_AMD64)
         return;
     for (int lv = 0; lv < l->major && lv < 4; lv++)
@@ -289,10 +327,30 @@ void berth_isa_level_features(const berth_isa_level_t *l, berth_isa_features_t *
             berth_isa_features_add(out, amd64_levels[lv][i]);
 }
 
+/* arm64: the highest Armv8.x whose steps are all present, then Armv9.(x-5) when SVE2 is there too */
+static berth_isa_level_t arm64_level_from_flags(const berth_isa_features_t *flags)
+{
+    berth_isa_level_t l = {BERTH_ISA_ARM64, 8, 0};
+    for (int m = 1; m <= 9; m++) {
+        for (int i = 0; arm64_steps[m][i] != NULL; i++)
+            if (!berth_isa_features_has(flags, arm64_steps[m][i]))
+                goto Done;
+        l.minor = m;
+    }
+Done:
+    if (l.minor >= 5 && berth_isa_features_has(flags, "sve") && berth_isa_features_has(flags, "sve2")) {
+        l.major = 9;
+        l.minor -= 5;
+    }
+    return l;
+}
+
 berth_isa_level_t berth_isa_level_from_flags(berth_isa_arch_t arch, const berth_isa_features_t *flags)
 {
     berth_isa_level_t l;
     berth_isa_variant_parse(arch, NULL, &l);
+    if (arch == BERTH_ISA_ARM64)
+        return arm64_level_from_flags(flags);
     if (arch != BERTH_ISA_AMD64)
         return l;
     for (int lv = 1; lv < 4; lv++) {
@@ -355,6 +413,7 @@ int berth_isa_node_from_cpuinfo(const char *text, berth_isa_node_t *out)
     } else if (cpuinfo_line(text, "Features", buf, LINE) == 0) {
         node_init(out, BERTH_ISA_ARM64);
         berth_isa_features_add_list(&flags, buf);
+        out->level = berth_isa_level_from_flags(BERTH_ISA_ARM64, &flags); /* "CPU architecture: 8" even on Armv9 */
         rc = 0;
     } else if (cpuinfo_line(text, "cpu", buf, LINE) == 0 && strncmp(buf, "POWER", 5) == 0) {
         node_init(out, BERTH_ISA_PPC64LE);
@@ -427,6 +486,8 @@ int berth_isa_node_from_labels(const char *const *keys, const char *const *value
             out->level.major = has4 && has3 ? 4 : has3 ? 3 : 1;
             out->level_source = "labels-approx";
         }
+    } else if (arch == BERTH_ISA_ARM64) {
+        out->level = berth_isa_level_from_flags(arch, &extra); /* NFD lists fewer names than cpuinfo: may place it lower */
     }
     berth_isa_level_features(&out->level, &out->features);
     for (int i = 0; i < extra.n; i++)

@@ -58,7 +58,7 @@ int berth_isa_features_subset(const berth_isa_features_t *sub, const berth_isa_f
 void berth_isa_features_join(const berth_isa_features_t *f, char *out, size_t outsz);
 /** 1 if `name` is a feature Berth knows for the arch (cpuinfo flags, arm64 hwcaps, POWER hwcap2 names). */
 int berth_isa_feature_known(berth_isa_arch_t arch, const char *name);
-/** The features a level implies (amd64: the psABI table; arm64/ppc64le: none, features carry requirements). */
+/** The features a level implies (amd64: the psABI table; arm64: the mandatory features per Armv8.x/9.x; ppc64le: none). */
 void berth_isa_level_features(const berth_isa_level_t *l, berth_isa_features_t *out);
 
 /** What a node offers. */
@@ -72,8 +72,8 @@ typedef struct st_berth_isa_node_t {
 
 /**
  * The highest level a full flag list proves (glibc get_isa_level rule; amd64 needs every feature of a level
- * and of the levels below). For arm64, the level stays 8.0 (the architecture version cannot be read from
- * cpuinfo) and the hwcap names carry the requirements.
+ * and of the levels below). arm64: the Armv8.x/9.x level derived from the hwcap names (the Arm ARM's mandatory
+ * features per level, isa.c arm64_steps), since cpuinfo prints "CPU architecture: 8" even on Armv9 parts.
  */
 berth_isa_level_t berth_isa_level_from_flags(berth_isa_arch_t arch, const berth_isa_features_t *flags);
 /**

@@ -423,7 +423,23 @@ class IsaArm64(BerthTestCase):
         st, _, raw = self.b.request("POST", "/api/v2.0/isa/resolve", json.dumps({
             "image": "arm/app:1.0", "node": {"architecture": "arm64", "flags": ["asimd"]}}).encode(), {"Content-Type": "application/json"})
         cand = {c["digest"]: c for c in json.loads(raw)["candidates"]}
-        self.assertEqual(cand[self.digests[1]]["missing"], ["sve"])
+        # every aarch64 cpuinfo dump as a node (flags only: the level is derived from them): SVE parts get the SVE build
+        dumps = os.path.join(os.path.dirname(__file__), "..", "unit", "data", "cpuinfo")
+        picked = {}
+        for name in sorted(os.listdir(dumps)):
+            text = open(os.path.join(dumps, name), errors="replace").read()
+            feats = [l.split(":", 1)[1].split() for l in text.splitlines() if l.startswith("Features")]
+            if not feats:
+                continue
+            st, _, raw = self.b.request("POST", "/api/v2.0/isa/resolve", json.dumps({
+                "image": "arm/app:1.0", "node": {"architecture": "arm64", "flags": feats[0]}}).encode(),
+                {"Content-Type": "application/json"})
+            self.assertEqual(st, 200, raw)
+            picked[name] = json.loads(raw)["selected"]["digest"] == self.digests[1]
+            self.assertEqual(picked[name], "sve" in feats[0], name)
+        self.assertEqual((len(picked), sum(picked.values())), (16, 9))
+        # an armv8.2-a build needs the level's mandatory features (LSE, RDM, CRC32, DPB) as well as the SVE it declares
+        self.assertEqual(cand[self.digests[1]]["missing"], ["asimdrdm", "atomics", "crc32", "dcpop", "sve"])
 
 
 @unittest.skipUnless(shutil.which("containerd") and shutil.which("ctr") and os.geteuid() == 0, "containerd/ctr (as root) missing")

@@ -1,4 +1,5 @@
 /* The ISA level algebra, node capabilities (real cpuinfo dumps, NFD labels), selection and index checks. */
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,8 +74,8 @@ static void test_cpuinfo(const char *dir)
         {"linux-rhel7-broadwell", "x86-64-v3", NULL},    {"linux-rhel7-zen", "x86-64-v3", NULL},
         {"linux-rhel6-piledriver", "x86-64-v2", "fma"},  {"linux-rhel7-x86_64_v3", "x86-64-v3", NULL},
         {"linux-rhel7-skylake_avx512", "x86-64-v4", "avx512vl"}, {"linux-centos7-cascadelake", "x86-64-v4", "avx512_vnni"},
-        {"linux-rhel9-neoverse_v2", "armv8.0-a", "sve2"}, {"linux-amazon-neoverse_n1", "armv8.0-a", "asimddp"},
-        {"linux-rocky8-a64fx", "armv8.0-a", "sve"},     {"linux-amazon-cortex_a72", "armv8.0-a", "asimd"},
+        {"linux-rhel9-neoverse_v2", "armv9.1-a", "sve2"}, {"linux-amazon-neoverse_n1", "armv8.2-a", "asimddp"},
+        {"linux-rocky8-a64fx", "armv8.2-a", "sve"},     {"linux-amazon-cortex_a72", "armv8.0-a", "asimd"},
         {"linux-rhel8-power9", "power9", "altivec"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -403,6 +404,77 @@ static void test_vocab(const char *dir)
     free(nfd);
 }
 
+/*
+ * Every aarch64 dump: its derived level (the Armv8.x/9.x the part implements, as far as its kernel's hwcaps show),
+ * and the build a node picks from {baseline, armv8.2-a+sve, armv9.0-a}: the SVE build on every SVE part.
+ */
+static void test_arm64_dumps(const char *dir)
+{
+    static const struct {
+        const char *file, *level;
+    } want[] = {
+        {"linux-amazon-cortex_a72", "armv8.0-a"},         {"linux-centos7-thunderx2", "armv8.1-a"},
+        {"linux-amazon-neoverse_n1", "armv8.2-a"},        {"linux-rocky8-a64fx", "armv8.2-a"},
+        {"linux-amazon-neoverse_v1", "armv8.4-a"},        {"linux-rhel8-neoverse_v1", "armv8.4-a"}, /* paca/pacg hidden by RHEL */
+        {"linux-asahi-m1", "armv8.5-a"},                  {"linux-asahi-m2", "armv8.6-a"},
+        {"linux-ubuntu22.04-ampere1", "armv8.6-a"},       {"linux-ubuntu22.04-ampere1a", "armv8.6-a"},
+        {"linux-rhel9-neoverse_n2", "armv9.1-a"},         {"linux-ubuntu22.04-neoverse_n2", "armv9.1-a"}, /* v9.0 + i8mm/bf16 */
+        {"linux-rhel9-neoverse_v2", "armv9.1-a"},         {"linux-ubuntu22.04-neoverse_v2", "armv9.1-a"},
+        {"linux-unknown-neoverse_v2", "armv9.1-a"},       {"linux-ubuntu24.04-neoverse_v3ae", "armv9.2-a"},
+    };
+    const char *idx = "{\"manifests\":[" D("sha256:a0", "{\"architecture\":\"arm64\",\"os\":\"linux\"}", "") "," D(
+        "sha256:a2", "{\"architecture\":\"arm64\",\"os\":\"linux\",\"variant\":\"v8.2\"}", ",\"annotations\":{\"io.berth.isa.features\":\"sve\"}") "," D(
+        "sha256:a9", "{\"architecture\":\"arm64\",\"os\":\"linux\",\"variant\":\"v9.0\"}", "") "]}";
+    berth_isa_report_t r;
+    ok(berth_isa_index_check(idx, strlen(idx), BERTH_ISA_POLICY_STRICT, NULL, NULL, &r) == 0 && r.nerrors == 0 && r.nvariants == 3,
+       "arm64 index: baseline, armv8.2-a+sve, armv9.0-a");
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    int dumps = 0, sve = 0, sve_picked = 0, unlisted = 0;
+    while (d != NULL && (e = readdir(d)) != NULL) {
+        char path[512];
+        snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+        char *text = e->d_name[0] != '.' ? slurp(path) : NULL;
+        berth_isa_node_t n;
+        if (text == NULL || strstr(text, "\nFeatures") == NULL || berth_isa_node_from_cpuinfo(text, &n) != 0) {
+            free(text);
+            continue;
+        }
+        free(text);
+        dumps++;
+        char name[24];
+        berth_isa_level_name(&n.level, name, sizeof(name));
+        const char *expect = NULL;
+        for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+            if (strcmp(want[i].file, e->d_name) == 0)
+                expect = want[i].level;
+        unlisted += expect == NULL;
+        ok(expect != NULL && strcmp(name, expect) == 0, "%s is %s (derived %s)", e->d_name, expect ? expect : "?", name);
+        berth_isa_choice_t ch[3];
+        int best = berth_isa_select(r.variants, r.nvariants, &n, NULL, ch);
+        int has_sve = berth_isa_features_has(&n.features, "sve"), is_v9 = n.level.major == 9;
+        const char *got = best < 0 ? "none" : r.variants[best].digest;
+        const char *exp = is_v9 ? "sha256:a9" : has_sve ? "sha256:a2" : "sha256:a0";
+        sve += has_sve;
+        sve_picked += has_sve && best >= 0 && strcmp(got, "sha256:a0") != 0;
+        ok(strcmp(got, exp) == 0, "%s picks %s (%s)", e->d_name, exp, got);
+    }
+    if (d != NULL)
+        closedir(d);
+    ok(dumps == 16 && unlisted == 0, "all 16 aarch64 dumps checked (%d)", dumps);
+    ok(sve == 9 && sve_picked == 9, "all 9 SVE parts pick an SVE build (%d of %d)", sve_picked, sve);
+    /* the level implies its mandatory features, and a v9 level implies SVE2 */
+    berth_isa_level_t l82 = L(BERTH_ISA_ARM64, "armv8.2-a"), l90 = L(BERTH_ISA_ARM64, "armv9.0-a");
+    berth_isa_features_t f;
+    berth_isa_level_features(&l82, &f);
+    ok(berth_isa_features_has(&f, "atomics") && berth_isa_features_has(&f, "dcpop") && !berth_isa_features_has(&f, "sve"),
+       "armv8.2-a implies LSE and DPB, not SVE");
+    berth_isa_level_features(&l90, &f);
+    ok(berth_isa_features_has(&f, "sve2") && berth_isa_features_has(&f, "frint") && !berth_isa_features_has(&f, "i8mm"),
+       "armv9.0-a implies SVE2 and the Armv8.5 features, not Armv8.6's");
+    berth_isa_report_dispose(&r);
+}
+
 int main(int argc, char **argv)
 {
     test_levels();
@@ -412,5 +484,6 @@ int main(int argc, char **argv)
     test_index();
     test_index_intent();
     test_vocab(argc > 1 ? argv[1] : "tests/unit/data/cpuinfo");
+    test_arm64_dumps(argc > 1 ? argv[1] : "tests/unit/data/cpuinfo");
     return tap_done();
 }
