@@ -5,6 +5,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "registry/core/utf8.h"
+
 static int b64_decode(const char *in, size_t len, unsigned char *out, size_t outsz, size_t *out_len)
 {
     if (len == 0 || len % 4 != 0 || (len / 4) * 3 > outsz)
@@ -50,7 +52,8 @@ int berth_auth_header_parse(berth_auth_header_t *out, const char *v, size_t len)
         int rc = -1;
         if (colon != NULL && memchr(buf, '\0', n) == NULL) {
             size_t ulen = (size_t)(colon - buf), plen = n - ulen - 1;
-            int ok = ulen > 0 && ulen <= BERTH_AUTH_USER_MAX && plen <= BERTH_AUTH_SECRET_MAX;
+            /* names and secrets are text (PostgreSQL, LDAP, JSON): bytes that are not UTF-8 are a malformed header */
+            int ok = ulen > 0 && ulen <= BERTH_AUTH_USER_MAX && plen <= BERTH_AUTH_SECRET_MAX && berth_utf8_valid(buf, n);
             for (size_t i = 0; ok && i < ulen; i++)
                 ok = buf[i] >= 0x20 && buf[i] != 0x7f;
             if (ok) {

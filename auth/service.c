@@ -5,6 +5,7 @@
 #include <openssl/crypto.h>
 #include <openssl/rand.h>
 #include <openssl/sha.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -119,6 +120,10 @@ void berth_authsvc_token(berth_authsvc_t *a, const berth_token_req_t *rq, berth_
         return unauthorized(resp, "malformed Authorization header");
     }
     char service[256], grant[32] = "", flag[16] = "";
+    if (berth_query_check(params, plen, SIZE_MAX) != 0) { /* the edge: every later lookup sees valid text */
+        berth_auth_header_dispose(&h);
+        return bad_request(resp, "malformed parameter (bad escape, NUL byte or not UTF-8)");
+    }
     if (berth_query_get(params, plen, "service", service, sizeof(service)) >= 0 && strcmp(service, a->service) != 0) {
         berth_auth_header_dispose(&h);
         return bad_request(resp, "unknown service");

@@ -362,6 +362,15 @@ void berth_api_handle(berth_registry_t *reg, const berth_api_req_t *rq, berth_re
         berth_api_fail(&a, BERTH_OCI_BAD_REQUEST, "malformed path");
         goto Exit;
     }
+    /* the edge of every /api parser: lookups after this cannot fail quietly (berth_api_param) */
+    int qc = rq->query != NULL ? berth_query_check(rq->query, rq->query_len, sizeof(a.qbuf) - 1) : 0;
+    if (qc != 0) {
+        if (qc == -3)
+            berth_api_fail(&a, BERTH_OCI_BAD_REQUEST, "query parameter longer than %zu bytes", sizeof(a.qbuf) - 1);
+        else
+            berth_api_fail(&a, BERTH_OCI_BAD_REQUEST, "malformed query parameter (bad escape, NUL byte or not UTF-8)");
+        goto Exit;
+    }
     if ((a.c = berth_db_acquire(reg->db, &err)) == NULL) {
         berth_api_err(&a, &err);
         goto Exit;

@@ -1,5 +1,7 @@
 #include "registry/core/err.h"
 
+#include "registry/core/utf8.h"
+
 #include <jansson.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -43,6 +45,7 @@ static const struct {
     [BERTH_OCI_AUTH_UNAVAILABLE] = {"UNAVAILABLE", 503, BERTH_EUNAVAIL, "authentication backend unavailable", 2},
     /* RFC 4918's 507; the spec has no code for it, so the message says it (docs/faults.md) */
     [BERTH_OCI_STORAGE_FULL] = {"UNAVAILABLE", 507, BERTH_EUNAVAIL, "registry storage is full", 60},
+    [BERTH_OCI_PARAM_INVALID] = {"UNSUPPORTED", 400, BERTH_EINVAL, "invalid query parameter", 0},
 };
 
 int berth_err_set(berth_err_t *err, berth_oci_t oci, const char *fmt, ...)
@@ -94,10 +97,15 @@ char *berth_err_json(const berth_err_t *err, size_t *len_out)
     const char *msg = err->msg[0] != '\0' ? err->msg : table[oci].text;
     if (table[oci].status >= 500) /* the kind says what is wrong; the detail is in the log */
         msg = table[oci].text;
-    json_t *e = json_pack("{s:s,s:s,s:{}}", "code", table[oci].name, "message", msg, "detail");
+    /* a message may quote client bytes or be cut mid-character by vsnprintf: JSON needs valid UTF-8 */
+    char clean[sizeof(err->msg) * 3];
+    berth_utf8_scrub(msg, clean, sizeof(clean));
+    json_t *e = json_pack("{s:s,s:s,s:{}}", "code", table[oci].name, "message", clean, "detail");
     json_t *root = json_pack("{s:[o]}", "errors", e);
     char *s = json_dumps(root, JSON_COMPACT);
     json_decref(root);
+    if (s == NULL && (s = strdup("{\"errors\":[{\"code\":\"UNKNOWN\",\"message\":\"internal server error\",\"detail\":{}}]}")) == NULL)
+        abort();
     if (len_out != NULL)
         *len_out = strlen(s);
     return s;

@@ -50,6 +50,7 @@ typedef enum {
     BERTH_OCI_ENCODING,       /* 415: a Content-Encoding the server does not decode */
     BERTH_OCI_AUTH_UNAVAILABLE, /* 503: the database or LDAP behind a login cannot be asked */
     BERTH_OCI_STORAGE_FULL,   /* 507: no space for blob bytes (ENOSPC, or below storage.min_free_bytes) */
+    BERTH_OCI_PARAM_INVALID,  /* /v2: 400 for a query parameter that is malformed, not UTF-8 or out of range */
     BERTH_OCI__COUNT
 } berth_oci_t;
 

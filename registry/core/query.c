@@ -1,6 +1,9 @@
 #include "registry/core/query.h"
 
+#include <stdlib.h>
 #include <string.h>
+
+#include "registry/core/utf8.h"
 
 static int hexval(char c)
 {
@@ -28,13 +31,38 @@ long berth_query_decode(const char *s, size_t len, int plus_is_space, char *out,
             c = ' ';
         }
         if (c == '\0' || n + 1 >= outsz)
-            return -2;
+            goto Bad;
         out[n++] = c;
     }
-    if (outsz == 0)
-        return -2;
+    if (outsz == 0 || !berth_utf8_valid(out, n)) /* PostgreSQL, JSON and logs take text, never raw bytes */
+        goto Bad;
     out[n] = '\0';
     return (long)n;
+Bad: /* never leave a half-decoded value behind for a caller that ignores the error */
+    if (outsz > 0)
+        out[0] = '\0';
+    return -2;
+}
+
+int berth_query_check(const char *query, size_t len, size_t max_value)
+{
+    char *buf = malloc(len + 1); /* nothing decodes longer than its encoding */
+    int rc = 0;
+    for (const char *p = query, *end = query + len; rc == 0 && p < end;) {
+        const char *amp = memchr(p, '&', (size_t)(end - p));
+        const char *item_end = amp != NULL ? amp : end;
+        const char *eq = memchr(p, '=', (size_t)(item_end - p));
+        const char *kend = eq != NULL ? eq : item_end;
+        long n = 0;
+        if (berth_query_decode(p, (size_t)(kend - p), 1, buf, len + 1) < 0 ||
+            (eq != NULL && (n = berth_query_decode(eq + 1, (size_t)(item_end - eq - 1), 1, buf, len + 1)) < 0))
+            rc = -2;
+        else if ((size_t)n > max_value)
+            rc = -3;
+        p = item_end + 1;
+    }
+    free(buf);
+    return rc;
 }
 
 long berth_query_get(const char *query, size_t len, const char *key, char *out, size_t outsz)

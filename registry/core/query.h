@@ -13,7 +13,17 @@ long berth_query_get(const char *query, size_t len, const char *key, char *out, 
 /** Like berth_query_get, for the `index`-th occurrence of `key` (0-based): repeated keys such as scope=. */
 long berth_query_get_nth(const char *query, size_t len, const char *key, int index, char *out, size_t outsz);
 
-/** Percent-decode `len` bytes of `s` (a path segment, or a form value with plus_is_space); same returns. */
+/**
+ * Check a whole query string at the edge, before any lookup: 0 when every key and value decodes (valid escapes,
+ * no NUL, well-formed UTF-8) and no value is longer than max_value bytes decoded; -2 malformed, -3 too long.
+ * Lookups after it cannot fail silently on the same bytes.
+ */
+int berth_query_check(const char *query, size_t len, size_t max_value);
+
+/**
+ * Percent-decode `len` bytes of `s` (a path segment, or a form value with plus_is_space); same returns. The result
+ * must be well-formed UTF-8 without NUL bytes, else -2.
+ */
 long berth_query_decode(const char *s, size_t len, int plus_is_space, char *out, size_t outsz);
 
 /**

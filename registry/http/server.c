@@ -19,6 +19,7 @@
 #include "registry/api/api.h"
 #include "registry/service/isa.h"
 #include "registry/core/log.h"
+#include "registry/core/query.h"
 #include "registry/http/access_log.h"
 #include "registry/http/metrics.h"
 
@@ -337,6 +338,13 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
             berth_err_set(&err, BERTH_OCI_NOT_FOUND, NULL);
         else if (manifest_read_of_bad_reference(&j->v2.route, j->method, &err))
             berth_err_set(&err, BERTH_OCI_MANIFEST_UNKNOWN, "no manifest has this reference");
+        send_err(req, &err, j->v2.route.kind);
+        free(j);
+        return 0;
+    }
+    if (req->query_at != SIZE_MAX && berth_query_check(req->path.base + req->query_at + 1, req->path.len - req->query_at - 1, SIZE_MAX) != 0) {
+        /* the edge of every /v2 query parser: what PostgreSQL, JSON and logs see below is text */
+        berth_err_set(&err, BERTH_OCI_PARAM_INVALID, "malformed query parameter (bad escape, NUL byte or not UTF-8)");
         send_err(req, &err, j->v2.route.kind);
         free(j);
         return 0;

@@ -40,16 +40,16 @@ static int page_params(const berth_v2_req_t *rq, long *n, char *last, size_t las
         return 0;
     long r = berth_query_get(rq->query, rq->query_len, "n", nbuf, sizeof(nbuf));
     if (r == -2)
-        return berth_err_set(err, BERTH_OCI_UNSUPPORTED, "invalid n");
+        return berth_err_set(err, BERTH_OCI_PARAM_INVALID, "invalid n");
     if (r >= 0) {
         char *end;
         long v = strtol(nbuf, &end, 10);
         if (*end != '\0' || v < 0 || end == nbuf)
-            return berth_err_set(err, BERTH_OCI_UNSUPPORTED, "invalid n");
+            return berth_err_set(err, BERTH_OCI_PARAM_INVALID, "invalid n");
         *n = v < LIST_MAX ? v : LIST_MAX;
     }
     if (berth_query_get(rq->query, rq->query_len, "last", last, lastsz) == -2)
-        return berth_err_set(err, BERTH_OCI_UNSUPPORTED, "invalid last");
+        return berth_err_set(err, BERTH_OCI_PARAM_INVALID, "invalid last");
     return 0;
 }
 
@@ -319,7 +319,7 @@ static int do_referrers(berth_registry_t *reg, berth_dbconn_t *c, const berth_v2
     if (rq->query != NULL) {
         long r = berth_query_get(rq->query, rq->query_len, "artifactType", at, sizeof(at));
         if (r == -2)
-            return berth_err_set(err, BERTH_OCI_UNSUPPORTED, "invalid artifactType");
+            return berth_err_set(err, BERTH_OCI_PARAM_INVALID, "invalid artifactType");
         if (r >= 0)
             filter = at;
     }

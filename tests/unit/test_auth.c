@@ -55,6 +55,9 @@ static void test_headers(void)
        "password may contain colons; scheme is case-insensitive");
     ok(berth_auth_header_parse(&h, S("Basic bm9jb2xvbg==")) != 0, "no colon");        /* nocolon */
     ok(berth_auth_header_parse(&h, S("Basic YQBiOmM=")) != 0, "NUL in user refused"); /* a\0b:c */
+    ok(berth_auth_header_parse(&h, S("Basic /zp4")) != 0, "user name not UTF-8 refused"); /* \xff:x */
+    ok(berth_auth_header_parse(&h, S("Basic dTrD")) != 0, "secret cut mid-character refused"); /* u:\xc3 */
+    ok(berth_auth_header_parse(&h, S("Basic w6k6eA==")) == 0 && strcmp(h.user, "\xc3\xa9") == 0, "UTF-8 user name accepted");
     ok(berth_auth_header_parse(&h, S("Basic !!!!")) != 0, "bad base64");
     ok(berth_auth_header_parse(&h, S("Basic OnB3")) != 0, "empty user"); /* :pw */
     ok(berth_auth_header_parse(&h, S("Bearer abc.def.ghi")) == 0 && h.kind == BERTH_AUTH_BEARER &&

@@ -10,6 +10,7 @@
 #include "registry/core/query.h"
 #include "registry/core/range.h"
 #include "registry/core/ref.h"
+#include "registry/core/utf8.h"
 #include "tests/unit/tap.h"
 
 #define S(x) x, strlen(x)
@@ -154,6 +155,37 @@ static void test_query(void)
        "path segments decode, '+' stays");
 }
 
+static void test_utf8(void)
+{
+    const char *good[] = {"", "plain", "\xc3\xa9", "\xe2\x82\xac", "\xf0\x9f\x98\x80", "\xef\xbf\xbf", "\xf4\x8f\xbf\xbf",
+                          "\xed\x9f\xbf", "\xee\x80\x80"};
+    const char *bad[] = {"\xff", "\x80", "\xc3", "a\xc3", "\xe2\x82", "\xf0\x9f\x98", "\xc0\xaf", "\xc1\xbf",
+                         "\xe0\x80\xaf", "\xe0\x9f\xbf", "\xed\xa0\x80", "\xed\xbf\xbf", "\xf0\x8f\xbf\xbf",
+                         "\xf4\x90\x80\x80", "\xf5\x80\x80\x80", "\xf8\x88\x80\x80\x80", "\xc3\x28", "\xe2\x28\xa1"};
+    for (size_t i = 0; i < sizeof(good) / sizeof(*good); i++)
+        ok(berth_utf8_valid(S(good[i])), "well-formed #%zu", i);
+    for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++)
+        ok(!berth_utf8_valid(S(bad[i])), "ill-formed #%zu (cut, overlong, surrogate, > U+10FFFF or not UTF-8)", i);
+    char out[16];
+    ok(berth_utf8_scrub("a\xff" "b", out, sizeof(out)) == 5 && strcmp(out, "a\xef\xbf\xbd" "b") == 0, "scrub replaces with U+FFFD");
+    ok(berth_utf8_scrub("\xc3\xa9\xc3\xa9", out, 4) == 2 && strcmp(out, "\xc3\xa9") == 0, "scrub never cuts a character");
+    ok(berth_utf8_scrub("\xe2\x82", out, sizeof(out)) == 6 && berth_utf8_valid(out, strlen(out)), "cut sequence scrubbed");
+
+    char v[64];
+    ok(berth_query_get(S("last=%ff"), "last", v, sizeof(v)) == -2 && v[0] == '\0', "invalid UTF-8 refused, nothing left behind");
+    ok(berth_query_get(S("q=%e2%82"), "q", v, sizeof(v)) == -2, "cut sequence refused");
+    ok(berth_query_get(S("q=%e2%82%ac"), "q", v, sizeof(v)) == 3, "whole sequence accepted");
+    ok(berth_query_decode(S("\xc3\xa9"), 0, v, sizeof(v)) == 2, "raw UTF-8 in a path segment");
+    ok(berth_query_decode(S("\xc3"), 0, v, sizeof(v)) == -2, "raw cut sequence in a path segment");
+    ok(berth_query_check(S("a=1&b=%c3%a9&flag"), 10) == 0, "whole query valid");
+    ok(berth_query_check(S("a=1&b=%ff"), 10) == -2 && berth_query_check(S("%ff=1"), 10) == -2 &&
+           berth_query_check(S("a=%zz"), 10) == -2 && berth_query_check(S("a=%00"), 10) == -2,
+       "any bad value or key fails the whole query");
+    ok(berth_query_check(S("a=0123456789"), 10) == 0 && berth_query_check(S("a=01234567890"), 10) == -3 &&
+           berth_query_check(S("a=%41%41%41%41%41%41%41%41%41%41"), 10) == 0,
+       "value length counted decoded");
+}
+
 static const char *manifest_with(const char *extra)
 {
     static char buf[2048];
@@ -245,6 +277,19 @@ static void test_errors(void)
     berth_resp_error(&r, &err);
     ok(r.status == 503 && berth_resp_get(&r, "retry-after") != NULL, "503 carries Retry-After");
     berth_resp_dispose(&r);
+    /* a message quoting client bytes, or cut by vsnprintf in the middle of a character, still makes valid JSON */
+    char many[400] = "xy";
+    for (int i = 0; i < 150; i++)
+        strcat(many, "\xc3\xa9");
+    const char *msgs[] = {"name \xff\xfe", "cut \xe2\x82", many};
+    for (size_t i = 0; i < 3; i++) {
+        berth_err_set(&err, BERTH_OCI_NAME_INVALID, "%s", msgs[i]);
+        s = berth_err_json(&err, &len);
+        j = s != NULL ? json_loads(s, 0, NULL) : NULL;
+        ok(j != NULL && len == strlen(s), "error JSON valid for an ill-formed message #%zu", i);
+        json_decref(j);
+        free(s);
+    }
 }
 
 int main(void)
@@ -255,6 +300,7 @@ int main(void)
     test_digests();
     test_ranges();
     test_query();
+    test_utf8();
     test_manifests();
     test_errors();
     return tap_done();
