@@ -20,6 +20,7 @@
 #include "registry/http/access_log.h"
 #include "registry/http/edge.h"
 #include "registry/http/edge_ui.h"
+#include "registry/http/limits.h"
 #include "registry/http/server.h"
 #include "registry/http/upload_server.h"
 #include "registry/http/worker.h"
@@ -234,6 +235,8 @@ static int serve(berth_config_t *cfgp, berth_db_t *db, berth_store_t *store, ber
     berth_db_listener_t *listener = berth_db_listen_start(cfg.database_url, berth_cache_invalidate, berth_cache_set_enabled);
     berth_registry_t reg = {.db = db, .auth = &auth, .store = store, .blob_redirect_prefix = BLOB_PREFIX,
                             .isa_view_disabled = !cfg.isa_view};
+    berth_limits_t limits;
+    berth_limits_init(&limits, cfg.edge_workers); /* before any listener or the edge: both inherit it */
     berth_workers_t *workers = berth_workers_start(cfg.workers);
     berth_isa_scan_start(&reg);
     if (start_replication(&cfg, db) != 0)
@@ -262,6 +265,7 @@ static int serve(berth_config_t *cfgp, berth_db_t *db, berth_store_t *store, ber
         .upload_port = upload_port,
         .workers = cfg.edge_workers,
         .ui_dir = cfg.ui_dir,
+        .limits = &limits,
     };
     char ui_err[512];
     if (berth_edge_ui_check(cfg.ui_dir, ui_err, sizeof(ui_err)) != 0) {

@@ -31,7 +31,8 @@ static int write_conf(const berth_edge_conf_t *c, const char *path)
             "daemon off;\n"
             "pid %s/nginx.pid;\n"
             "error_log stderr warn;\n"
-            "events { worker_connections 8192; }\n"
+            "worker_rlimit_nofile %ld;\n"
+            "events { worker_connections %d; }\n"
             "http {\n"
             "  access_log off;\n"
             "  server_tokens off;\n"
@@ -47,18 +48,21 @@ static int write_conf(const berth_edge_conf_t *c, const char *path)
             "  proxy_set_header X-Real-IP $remote_addr;\n"
             "  proxy_set_header X-Forwarded-Proto $scheme;\n"
             "  proxy_buffer_size 64k; proxy_buffers 8 64k;\n"
-            "  upstream berth_api { server 127.0.0.1:%d; keepalive 256; }\n"
-            "  upstream berth_upload { server 127.0.0.1:%d; keepalive 64; }\n"
+            /* a pool of idle keep-alive connections per worker; max_conns keeps berthd under its descriptor limit,
+             * past it a client gets 503 + Retry-After (@unavailable) instead of berthd failing accept() */
+            "  upstream berth_api { server 127.0.0.1:%d max_conns=%d; keepalive 256; }\n"
+            "  upstream berth_upload { server 127.0.0.1:%d max_conns=%d; keepalive 64; }\n"
             "  server {\n"
-            "    listen %s backlog=4096;\n",
-            geteuid() == 0 ? "user root;\n" : "", c->workers, c->run_dir, c->run_dir, c->run_dir, c->run_dir, c->run_dir,
-            c->run_dir, c->api_port, c->upload_port, c->listen);
+            "    listen %s backlog=%d;\n",
+            geteuid() == 0 ? "user root;\n" : "", c->workers, c->run_dir, c->limits->nofile, c->limits->worker_connections,
+            c->run_dir, c->run_dir, c->run_dir, c->run_dir, c->run_dir, c->api_port, c->limits->upstream_max_conns,
+            c->upload_port, c->limits->upstream_max_conns, c->listen, c->limits->backlog);
     if (c->tls_listen != NULL)
         fprintf(f,
-                "    listen %s ssl http2 backlog=4096;\n"
+                "    listen %s ssl http2 backlog=%d;\n"
                 "    ssl_certificate %s; ssl_certificate_key %s;\n"
                 "    ssl_protocols TLSv1.2 TLSv1.3;\n",
-                c->tls_listen, c->tls_cert, c->tls_key);
+                c->tls_listen, c->limits->backlog, c->tls_cert, c->tls_key);
     fprintf(f,
             "    error_page 413 = @too_big;\n"
             "    error_page 502 504 = @unavailable;\n"

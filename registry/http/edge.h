@@ -8,6 +8,8 @@
 
 #include <sys/types.h>
 
+#include "registry/http/limits.h"
+
 typedef struct st_berth_edge_conf_t {
     const char *nginx;      /* binary */
     const char *run_dir;    /* conf, pid, temp dirs */
@@ -18,6 +20,7 @@ typedef struct st_berth_edge_conf_t {
     const char *blob_prefix;
     const char *ui_dir;     /* built web UI served at "/" (registry/http/edge_ui.c), or NULL */
     int api_port, upload_port, workers;
+    const berth_limits_t *limits; /* descriptors, worker_connections, backlog */
 } berth_edge_conf_t;
 
 /** Write nginx.conf into run_dir and start nginx in the foreground as a child. Returns its pid or -1. */

@@ -21,6 +21,7 @@
 #include "registry/core/log.h"
 #include "registry/core/query.h"
 #include "registry/http/access_log.h"
+#include "registry/http/limits.h"
 #include "registry/http/metrics.h"
 
 #define MAX_BODY (8u << 20) /* manifests (4 MiB) and API payloads; blob bodies never come here */
@@ -442,7 +443,7 @@ int berth_server_start(berth_server_t **out, berth_registry_t *reg, berth_worker
     s->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     setsockopt(s->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
     socklen_t alen = sizeof(addr);
-    if (bind(s->fd, (struct sockaddr *)&addr, sizeof(addr)) != 0 || listen(s->fd, 4096) != 0 ||
+    if (bind(s->fd, (struct sockaddr *)&addr, sizeof(addr)) != 0 || listen(s->fd, berth_limits_backlog()) != 0 ||
         getsockname(s->fd, (struct sockaddr *)&addr, &alen) != 0) {
         berth_log_err("internal listener: %s", strerror(errno));
         close(s->fd);

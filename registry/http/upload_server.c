@@ -11,6 +11,7 @@
 
 #include "registry/core/log.h"
 #include "registry/http/access_log.h"
+#include "registry/http/limits.h"
 #include "registry/http/metrics.h"
 #include "registry/service/upload.h"
 
@@ -146,7 +147,8 @@ int berth_upload_server_start(berth_upload_server_t **out, berth_registry_t *reg
     s->daemon = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0, NULL,
                                  NULL, on_request, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
                                  MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(1u << 20), MHD_OPTION_CONNECTION_LIMIT,
-                                 max_connections, MHD_OPTION_CONNECTION_TIMEOUT, 600u, MHD_OPTION_NOTIFY_COMPLETED,
+                                 max_connections, MHD_OPTION_CONNECTION_TIMEOUT, 600u,
+                                 MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)berth_limits_backlog(), MHD_OPTION_NOTIFY_COMPLETED,
                                  on_completed, s, MHD_OPTION_UNESCAPE_CALLBACK, no_unescape, NULL, MHD_OPTION_EXTERNAL_LOGGER,
                                  on_mhd_log, NULL, MHD_OPTION_END);
     if (s->daemon == NULL) {

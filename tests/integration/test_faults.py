@@ -352,5 +352,140 @@ class FullDisk(unittest.TestCase):
         self.assertIn("berth_storage_below_reserve 0", metrics)
 
 
+def tree_rss_kib(pid):
+    """VmRSS summed over a process and its descendants (berthd and its nginx master and workers)."""
+    children = {}
+    for p in os.listdir("/proc"):
+        if p.isdigit():
+            try:
+                with open("/proc/%s/stat" % p) as f:
+                    children.setdefault(int(f.read().rsplit(")", 1)[1].split()[1]), []).append(int(p))
+            except (OSError, ValueError, IndexError):
+                pass
+    total, todo = 0, [pid]
+    while todo:
+        p = todo.pop()
+        todo.extend(children.get(p, []))
+        try:
+            with open("/proc/%d/status" % p) as f:
+                total += next(int(l.split()[1]) for l in f if l.startswith("VmRSS:"))
+        except (OSError, StopIteration):
+            pass
+    return total
+
+
+class IdleBurst(unittest.TestCase):
+    """Thousands of idle connections held open on the edge: a fresh client is still served, then every one of
+    them asks for a manifest at once and every one is answered (no reset, no refusal). Sized for a 2-core CI
+    machine; BERTH_TEST_IDLE_CLIENTS sets the count (default 9000, beyond what the edge's old fixed
+    worker_connections 8192 per worker held once each client also needs an upstream connection)."""
+    CLIENTS = int(os.environ.get("BERTH_TEST_IDLE_CLIENTS", "9000"))
+
+    def test_idle_connections_then_all_at_once(self):
+        import resource
+        import selectors
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        need = self.CLIENTS + 512
+        if soft < need:
+            if hard != resource.RLIM_INFINITY and hard < need:
+                self.fail("the test needs %d descriptors; the hard limit is %d (raise ulimit -n)" % (need, hard))
+            resource.setrlimit(resource.RLIMIT_NOFILE, (need, hard))
+        b = Berthd().start()
+        try:
+            self._run(b, selectors)
+        except BaseException:
+            print("\n--- berthd log ---\n" + b.logs())
+            raise
+        finally:
+            b.cleanup()
+
+    def _run(self, b, selectors):
+        digest, raw = b.push_image("burst/app", "v1")
+        self.assertEqual(b.request("GET", "/v2/burst/app/manifests/v1", headers={"Accept": ACCEPT_ALL})[0], 200)
+        rss0 = tree_rss_kib(b.proc.pid)
+        t0 = time.monotonic()
+        socks, failed_connect = [], 0
+        sel = selectors.DefaultSelector()
+        for i in range(self.CLIENTS):
+            s = socket.socket()
+            s.setblocking(False)
+            err = s.connect_ex((b.ip, b.port))
+            if err not in (0, 115):  # EINPROGRESS
+                failed_connect += 1
+                s.close()
+                continue
+            socks.append(s)
+            sel.register(s, selectors.EVENT_WRITE, i)
+        pending = len(socks)
+        deadline = time.monotonic() + 60
+        while pending and time.monotonic() < deadline:
+            for key, _ in sel.select(1):
+                sel.unregister(key.fileobj)
+                if key.fileobj.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR) != 0:
+                    failed_connect += 1
+                pending -= 1
+        connect_s = time.monotonic() - t0
+        self.assertEqual((failed_connect, pending), (0, 0), "connections refused or never accepted")
+        time.sleep(1.0)
+        rss_idle = tree_rss_kib(b.proc.pid)
+        # a fresh client among thousands of idle ones
+        t1 = time.monotonic()
+        st, _, _ = b.request("GET", "/v2/burst/app/manifests/v1", headers={"Accept": ACCEPT_ALL}, timeout=30)
+        fresh_s = time.monotonic() - t1
+        self.assertEqual(st, 200)
+        self.assertLess(fresh_s, 5.0, "a fresh client waited behind idle connections")
+        # now every idle connection asks at once
+        req = ("GET /v2/burst/app/manifests/v1 HTTP/1.1\r\nHost: %s\r\nAccept: %s\r\nAuthorization: %s\r\n\r\n"
+               % (b.host, ACCEPT_ALL, __import__("harness").ADMIN_AUTH)).encode()
+        bufs = {}
+        t2 = time.monotonic()
+        for s in socks:
+            try:
+                s.send(req)
+            except OSError:
+                pass
+            bufs[s] = b""
+            sel.register(s, selectors.EVENT_READ)
+        outcome = {}
+        deadline = time.monotonic() + 120
+        while len(outcome) < len(socks) and time.monotonic() < deadline:
+            for key, _ in sel.select(1):
+                s = key.fileobj
+                try:
+                    chunk = s.recv(65536)
+                except OSError as e:
+                    outcome[s] = "reset" if isinstance(e, ConnectionResetError) else repr(e)
+                    sel.unregister(s)
+                    continue
+                if not chunk:
+                    outcome[s] = "closed before the answer"
+                    sel.unregister(s)
+                    continue
+                bufs[s] += chunk
+                head, sep, body = bufs[s].partition(b"\r\n\r\n")
+                if not sep:
+                    continue
+                length = next((int(l.split(b":")[1]) for l in head.split(b"\r\n") if l.lower().startswith(b"content-length:")), 0)
+                if len(body) >= length:
+                    status = int(head.split(b" ")[1])
+                    outcome[s] = status if status != 503 or b"retry-after" in head.lower() else "503 without Retry-After"
+                    sel.unregister(s)
+        burst_s = time.monotonic() - t2
+        rss_peak = tree_rss_kib(b.proc.pid)
+        for s in socks:
+            s.close()
+        counts = {}
+        for v in outcome.values():
+            counts[v] = counts.get(v, 0) + 1
+        missing = len(socks) - len(outcome)
+        print("\n%d idle connections: connected in %.1f s, fresh client served in %.3f s, all answered in %.1f s; "
+              "RSS of berthd + edge: %d MiB before, %d MiB idle, %d MiB after the burst; outcomes %s"
+              % (len(socks), connect_s, fresh_s, burst_s, rss0 // 1024, rss_idle // 1024, rss_peak // 1024, counts))
+        self.assertEqual(missing, 0, "clients never answered: %s" % counts)
+        # nobody refused: with the limits sized from the machine every client is served
+        self.assertEqual(counts, {200: len(socks)}, counts)
+        self.assertNotIn("worker_connections are not enough", b.logs())
+
+
 if __name__ == "__main__":
     main()

@@ -1,0 +1,71 @@
+#include "registry/http/limits.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/resource.h>
+
+#include "registry/core/log.h"
+
+/* nginx touches every connection slot of every worker at start (~450 bytes each): past this the preallocation
+ * costs more memory than the connections it could hold are likely to be used */
+#define WORKER_CONNECTIONS_MAX 65536
+/* descriptors kept back in each process for files (blobs sent, logs, the database pool, the upload files) */
+#define FILE_RESERVE 1024
+/* a burst this size should never wait on a limit: below it the log says which limit to raise */
+#define CLIENTS_EXPECTED 10000
+
+static int backlog = 4096;
+
+static int read_somaxconn(void)
+{
+    FILE *f = fopen("/proc/sys/net/core/somaxconn", "r");
+    int v = 0;
+    if (f != NULL) {
+        if (fscanf(f, "%d", &v) != 1)
+            v = 0;
+        fclose(f);
+    }
+    return v > 0 ? v : 4096;
+}
+
+void berth_limits_init(berth_limits_t *out, int edge_workers)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rlim_t want = rl.rlim_max == RLIM_INFINITY ? 1048576 : rl.rlim_max;
+        struct rlimit raised = {.rlim_cur = want, .rlim_max = rl.rlim_max};
+        if (setrlimit(RLIMIT_NOFILE, &raised) == 0)
+            rl.rlim_cur = want;
+    }
+    out->nofile = (long)rl.rlim_cur;
+    out->nofile_hard = rl.rlim_max == RLIM_INFINITY ? -1 : (long)rl.rlim_max;
+    backlog = read_somaxconn();
+    out->backlog = backlog;
+    /* a connection slot is worth nothing without a descriptor: with slots = descriptors, running out means
+     * EMFILE on accept (nginx pauses accepting and clients wait in the backlog), never "worker_connections are
+     * not enough", where nginx closes idle keep-alive clients mid-exchange */
+    long wc = out->nofile;
+    if (wc > WORKER_CONNECTIONS_MAX)
+        wc = WORKER_CONNECTIONS_MAX;
+    out->worker_connections = (int)(wc < 1024 ? 1024 : wc);
+    long up = (out->nofile - FILE_RESERVE) / (edge_workers > 0 ? edge_workers : 1);
+    out->upstream_max_conns = (int)(up < 64 ? 64 : up > WORKER_CONNECTIONS_MAX ? WORKER_CONNECTIONS_MAX : up);
+    /* every client costs the edge a downstream and (while proxied) an upstream descriptor */
+    long clients = (long)edge_workers * (out->nofile - FILE_RESERVE) / 2;
+    berth_log_info("limits: %ld descriptors (hard %ld), edge worker_connections %d, upstream max_conns %d per worker, "
+                   "listen backlog %d (net.core.somaxconn): about %ld clients at once",
+                   out->nofile, out->nofile_hard, out->worker_connections, out->upstream_max_conns, out->backlog, clients);
+    if (clients < CLIENTS_EXPECTED)
+        berth_log_warn("limits: the descriptor limit (ulimit -n / LimitNOFILE=, now %ld) holds about %ld clients at once; "
+                       "raise its hard limit to hold more (README, Operations)",
+                       out->nofile, clients);
+    if (backlog < 4096)
+        berth_log_warn("limits: net.core.somaxconn is %d: a burst of new connections beyond it is refused or retried by "
+                       "the kernel; raise it (sysctl net.core.somaxconn=4096)",
+                       backlog);
+}
+
+int berth_limits_backlog(void)
+{
+    return backlog;
+}

@@ -1,0 +1,25 @@
+/*
+ * Operating-system limits that decide how many clients Berth can hold at once: the descriptor limit
+ * (RLIMIT_NOFILE) and the listen backlog (net.core.somaxconn). The edge is sized from them, not from constants.
+ */
+#ifndef BERTH_HTTP_LIMITS_H
+#define BERTH_HTTP_LIMITS_H
+
+typedef struct st_berth_limits_t {
+    long nofile;            /* descriptor limit after raising the soft limit to the hard one */
+    long nofile_hard;
+    int backlog;            /* for every listen(): net.core.somaxconn (the kernel caps any larger value to it) */
+    int worker_connections; /* per nginx worker: downstream + upstream connections */
+    int upstream_max_conns; /* per nginx worker and internal listener: keeps berthd under its own descriptor limit */
+} berth_limits_t;
+
+/**
+ * Raise this process's RLIMIT_NOFILE soft limit to its hard limit (nginx, started later, inherits it) and size
+ * the edge from the result for `edge_workers` nginx workers. Logs the figures, and a warning naming the limit
+ * to raise when they hold fewer clients than a large burst needs.
+ */
+void berth_limits_init(berth_limits_t *out, int edge_workers);
+/** The backlog for listen(2) (berth_limits_init must have run; 4096 before). */
+int berth_limits_backlog(void);
+
+#endif
