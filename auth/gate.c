@@ -15,15 +15,15 @@
 
 /*
  * Positive decisions only, keyed by sha256(surface, Authorization value, scope): a refusal is never remembered,
- * so new grants apply at once and guessing passwords cannot fill the table. Bearer decisions live as long as the
- * token (at most a minute), Basic and anonymous ones ten seconds: that bounds how long a revoked membership
- * still works through a remembered decision. The surface is part of the key because what a credential proves
+ * so new grants apply at once and guessing passwords cannot fill the table. A decision lives
+ * auth.decision_ttl_seconds (10 s; a token's decision no longer than the token): that is the revocation
+ * window. When it runs out the caller is decided afresh against the database, a Bearer token included — its
+ * account must still exist and be enabled, and it keeps only what the account may still do — so a deleted or
+ * disabled account, a removed membership or a changed password stops working within the window. The surface is part of the key because what a credential proves
  * differs: a registry token is a /v2 credential only, so a decision remembered for it on /v2 must never be
  * found by the REST API, which takes Basic credentials (and sessions) alone.
  */
 #define SLOTS 4096
-#define BASIC_TTL 10
-#define BEARER_TTL_MAX 60
 
 typedef enum { SURFACE_V2 = 'v', SURFACE_API = 'a' } surface_t;
 
@@ -50,6 +50,21 @@ static void decision_key(unsigned char out[32], surface_t surface, const char *a
     }
     EVP_DigestFinal_ex(ctx, out, NULL);
     EVP_MD_CTX_free(ctx);
+}
+
+/* Until when a decision taken now is remembered */
+static time_t decided_until(const berth_authsvc_t *a, time_t now)
+{
+    return now + (a->decision_ttl_seconds > 0 ? a->decision_ttl_seconds : 10);
+}
+
+static berth_gate_t unavailable(berth_resp_t *resp)
+{
+    berth_err_t err;
+    berth_resp_init(resp);
+    berth_err_set(&err, BERTH_OCI_AUTH_UNAVAILABLE, NULL);
+    berth_resp_error(resp, &err);
+    return BERTH_GATE_REFUSE;
 }
 
 static int remembered(const unsigned char key[32], char *who)
@@ -181,13 +196,20 @@ berth_gate_t berth_gate_check_all(berth_authsvc_t *a, const char *authz, size_t 
     if (h.kind == BERTH_AUTH_BEARER) {
         berth_token_claims_t c;
         berth_err_t err;
+        berth_db_user_t acct;
+        int rc = 0;
         if (berth_token_verify(a->keys, h.token, a->issuer, a->service, now, &c, &err) != 0) {
             out = refuse(a, resp, 401, need, n, "invalid_token", NULL, err.msg); /* the reason goes to the log only */
+        } else if (c.subject[0] != '\0' && (rc = berth_authsvc_principal(a, c.subject, &acct)) != 0) {
+            out = rc == BERTH_EUNAVAIL ? unavailable(resp)
+                                       : refuse(a, resp, 401, need, n, "invalid_token", NULL, "the token's account is gone or disabled");
+            berth_token_claims_dispose(&c);
         } else {
             berth_scope_t lacking[BERTH_GATE_SCOPES_MAX];
             size_t nl = 0;
-            for (size_t i = 0; i < n; i++) {
-                unsigned granted = berth_token_allowed(&c, need[i].type, need[i].name);
+            for (size_t i = 0; i < n; i++) { /* what the token grants and the account may still do */
+                unsigned granted = berth_token_allowed(&c, need[i].type, need[i].name) &
+                                   berth_authsvc_permitted(a, c.subject[0] != '\0' ? &acct : NULL, &need[i]);
                 if ((need[i].actions & ~granted) != 0) {
                     lacking[nl] = need[i];
                     lacking[nl++].actions = need[i].actions & ~granted;
@@ -198,7 +220,7 @@ berth_gate_t berth_gate_check_all(berth_authsvc_t *a, const char *authz, size_t 
                 scopes_str(lacking, nl, missing, sizeof(missing));
                 out = refuse(a, resp, 401, need, n, "insufficient_scope", missing, "token does not grant the scope");
             } else {
-                remember(key, c.expires_at < now + BEARER_TTL_MAX ? c.expires_at : now + BEARER_TTL_MAX, c.subject);
+                remember(key, c.expires_at < decided_until(a, now) ? c.expires_at : decided_until(a, now), c.subject);
             }
             if (out == BERTH_GATE_ALLOW && who != NULL)
                 snprintf(who, BERTH_GATE_WHO_MAX, "%s", c.subject);
@@ -217,13 +239,8 @@ berth_gate_t berth_gate_check_all(berth_authsvc_t *a, const char *authz, size_t 
             return BERTH_GATE_REFUSE;
         }
         berth_auth_header_dispose(&h);
-        if (rc == BERTH_EUNAVAIL) {
-            berth_err_t err;
-            berth_resp_init(resp);
-            berth_err_set(&err, BERTH_OCI_AUTH_UNAVAILABLE, NULL);
-            berth_resp_error(resp, &err);
-            return BERTH_GATE_REFUSE;
-        }
+        if (rc == BERTH_EUNAVAIL)
+            return unavailable(resp);
         if (rc != 0)
             return refuse(a, resp, 401, need, n, NULL, NULL, "bad credentials");
         authenticated = 1;
@@ -231,7 +248,7 @@ berth_gate_t berth_gate_check_all(berth_authsvc_t *a, const char *authz, size_t 
     if (n == 0) { /* the base endpoint: tell anonymous callers where tokens come from */
         if (!authenticated)
             return refuse(a, resp, 401, NULL, 0, NULL, NULL, "anonymous");
-        remember(key, now + BASIC_TTL, user.username);
+        remember(key, decided_until(a, now), user.username);
         if (who != NULL)
             snprintf(who, BERTH_GATE_WHO_MAX, "%s", user.username);
         return BERTH_GATE_ALLOW;
@@ -242,12 +259,13 @@ berth_gate_t berth_gate_check_all(berth_authsvc_t *a, const char *authz, size_t 
             continue;
         if (authenticated) {
             char what[16];
-            berth_scope_actions_str(need[i].actions, what, sizeof(what));
+            unsigned act = need[i].actions;
+            berth_scope_actions_str(act & BERTH_ACTION_PUSH ? BERTH_ACTION_PUSH : act, what, sizeof(what)); /* a write is a push */
             berth_audit(user.username, remote, what, "repository", need[i].name, NULL, 0, "permission denied");
         }
         return refuse(a, resp, authenticated ? 403 : 401, need, n, NULL, NULL, "not permitted");
     }
-    remember(key, now + BASIC_TTL, authenticated ? user.username : "");
+    remember(key, decided_until(a, now), authenticated ? user.username : "");
     if (who != NULL)
         snprintf(who, BERTH_GATE_WHO_MAX, "%s", authenticated ? user.username : "");
     return BERTH_GATE_ALLOW;
@@ -274,6 +292,6 @@ int berth_gate_identity(berth_authsvc_t *a, const char *authz, size_t len, const
     int rc = berth_authsvc_login(a, h.user, h.secret, remote, out);
     berth_auth_header_dispose(&h);
     if (rc == 0)
-        remember(key, time(NULL) + BASIC_TTL, out->username);
+        remember(key, decided_until(a, time(NULL)), out->username);
     return rc;
 }

@@ -19,6 +19,9 @@ typedef struct st_berth_authsvc_t {
     const char *issuer;  /* iss */
     const char *service; /* aud, and the service= clients must name */
     int ttl_seconds;
+    /* how long a gate decision is remembered, and so how long a deleted or disabled account, a removed membership
+     * or a changed password can still work (tokens included: they are re-checked against the account after it) */
+    int decision_ttl_seconds;
 } berth_authsvc_t;
 
 typedef struct st_berth_token_req_t {

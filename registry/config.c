@@ -41,6 +41,7 @@ static const struct {
     {"auth.issuer", NULL, T_STR, FIELD(token_issuer)},
     {"auth.service", NULL, T_STR, FIELD(token_service)},
     {"auth.token_ttl_seconds", NULL, T_INT, FIELD(token_ttl)},
+    {"auth.decision_ttl_seconds", "BERTH_AUTH_DECISION_TTL", T_INT, FIELD(decision_ttl)},
     {"uploads.purge_interval_seconds", "BERTH_UPLOAD_PURGE_INTERVAL", T_INT, FIELD(upload_purge_interval)},
     {"auth.session_ttl_seconds", NULL, T_INT, FIELD(session_ttl)},
     {"auth.token_algorithm", "BERTH_TOKEN_ALGORITHM", T_STR, FIELD(token_alg)},
@@ -228,6 +229,7 @@ int berth_config_load(berth_config_t *cfg, const char *path, char *errbuf, size_
     cfg->token_issuer = strdup("berth");
     cfg->token_service = strdup("berth-registry");
     cfg->token_ttl = 300;
+    cfg->decision_ttl = 10;
     cfg->session_ttl = 1800; /* Harbor's session_timeout */
     cfg->project_creation = strdup("adminonly");
     cfg->token_alg = strdup("ES256");

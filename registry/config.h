@@ -31,6 +31,7 @@ typedef struct st_berth_config_t {
     char *token_issuer;   /* auth.issuer */
     char *token_service;  /* auth.service */
     int token_ttl;        /* auth.token_ttl_seconds */
+    int decision_ttl;     /* auth.decision_ttl_seconds  BERTH_AUTH_DECISION_TTL: the revocation window (10) */
     char *token_alg;      /* auth.token_algorithm  BERTH_TOKEN_ALGORITHM: ES256 (default) or RS256 */
     int session_ttl;      /* auth.session_ttl_seconds: browser sessions */
     char *project_creation; /* projects.creation  BERTH_PROJECT_CREATION: adminonly (default) or everyone */

@@ -195,7 +195,7 @@ int main(int argc, char **argv)
     if (cfg.ldap_url != NULL && cfg.ldap_url[0] != '\0' && open_ldap(&cfg, &ldap) != 0)
         goto Out;
     berth_authsvc_t auth = {.db = db, .keys = keys, .realm = cfg.external_url, .issuer = cfg.token_issuer, .service = cfg.token_service,
-                            .ttl_seconds = cfg.token_ttl, .ldap = ldap};
+                            .ttl_seconds = cfg.token_ttl, .decision_ttl_seconds = cfg.decision_ttl, .ldap = ldap};
     if (berth_authsvc_bootstrap(&auth, cfg.admin_password, &err) != 0) {
         fprintf(stderr, "berthd: cannot create the first admin: %s\n", err.msg);
         goto Out;

@@ -334,6 +334,57 @@ class ChallengeFollowedOnce(BerthTestCase):
         self.assertEqual(self.call("HEAD", "/v2/once/copy/blobs/" + sha256(layer))[0], 200)
 
 
+class RevocationWindow(BerthTestCase):
+    """auth.decision_ttl_seconds bounds how long a removed membership, a disabled or a deleted account keeps
+    working — access tokens included, though they were signed for longer. Configured to 1 s here."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.b = Berthd(env={"BERTH_ADMIN_PASSWORD": ADMIN_PW, "BERTH_AUTH_DECISION_TTL": "1"}).start()
+
+    def api(self, method, path, body=None):
+        st, h, data = self.b.request(method, "/api/v2.0" + path, json.dumps(body).encode() if body is not None else None,
+                                     {"Content-Type": "application/json"})
+        return st, h, (json.loads(data) if data else None)
+
+    def token(self, user, scope):
+        st, _, body = self.b.request("GET", "/service/token?service=berth-registry&scope=" + scope,
+                                     headers=basic(user, "Member12345"), auth=None)
+        self.assertEqual(st, 200, body)
+        tok = json.loads(body)
+        self.assertGreaterEqual(tok["expires_in"], 300)  # signed for far longer than the window
+        return {"Authorization": "Bearer " + tok["token"]}
+
+    def test_membership_disable_and_delete_end_within_the_window(self):
+        self.assertEqual(self.api("POST", "/projects", {"project_name": "rev"})[0], 201)
+        self.b.push_image("rev/app", "v1")
+        ids = {}
+        for u in ("alice", "bob", "carol"):
+            st, h, _ = self.api("POST", "/users", {"username": u, "password": "Member12345", "email": u + "@example.org",
+                                                   "realname": u})
+            self.assertEqual(st, 201)
+            ids[u] = h["location"].rsplit("/", 1)[1]
+            self.assertEqual(self.api("POST", "/projects/rev/members", {"role_id": 2, "member_user": {"username": u}})[0], 201)
+        toks = {u: self.token(u, "repository:rev/app:pull,push") for u in ids}
+        for u, tok in toks.items():
+            self.assertEqual(self.b.request("GET", "/v2/rev/app/manifests/v1", headers=tok, auth=None)[0], 200, u)
+            self.assertEqual(self.b.request("GET", "/v2/rev/app/manifests/v1", headers=basic(u, "Member12345"), auth=None)[0], 200)
+        members = {m["entity_name"]: m["id"] for m in self.api("GET", "/projects/rev/members")[2]}
+        self.assertEqual(self.api("DELETE", "/projects/rev/members/%d" % members["alice"])[0], 200)
+        psql("UPDATE users SET disabled = true WHERE username = 'bob'", dbname=self.b.dbname)
+        self.assertEqual(self.api("DELETE", "/users/" + ids["carol"])[0], 200)
+        time.sleep(1.5)
+        for u, tok in toks.items():
+            st, h, _ = self.b.request("GET", "/v2/rev/app/manifests/v1", headers=tok, auth=None)
+            self.assertEqual(st, 401, u)
+            self.assertIn("error=", h["www-authenticate"])
+            st, _, _ = self.b.request("POST", "/v2/rev/app/blobs/uploads/", headers=tok, auth=None)
+            self.assertEqual(st, 401, u)
+            self.assertIn(self.b.request("GET", "/v2/rev/app/manifests/v1", headers=basic(u, "Member12345"), auth=None)[0],
+                          (401, 403), u)
+        self.assertEqual(self.b.request("GET", "/v2/rev/app/manifests/v1")[0], 200, "the admin is unaffected")
+
+
 class TokensAreNotApiCredentials(BerthTestCase):
     """A registry token is a /v2 credential only. Even after the admin's token was accepted on /v2 (so a
     decision for it is remembered), every route in the OpenAPI document refuses it as a REST credential."""
