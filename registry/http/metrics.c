@@ -73,6 +73,9 @@ char *berth_metrics_render(berth_db_t *db, berth_store_t *store, long worker_que
     fprintf(f, "# HELP berth_upload_streams Upload requests currently streaming a body.\n"
                "# TYPE berth_upload_streams gauge\nberth_upload_streams %ld\n",
             berth_upload_active());
+    fprintf(f, "# HELP berth_upload_hash_states Upload sessions whose running hash is held in memory.\n"
+               "# TYPE berth_upload_hash_states gauge\nberth_upload_hash_states %ld\n",
+            berth_upload_hash_states());
     fprintf(f, "# TYPE berth_worker_queue gauge\nberth_worker_queue %ld\n", worker_queue);
     fprintf(f, "# TYPE berth_access_log_dropped_total counter\nberth_access_log_dropped_total %lu\n", berth_access_log_dropped());
     uint64_t hits, misses;

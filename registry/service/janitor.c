@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include "registry/core/log.h"
+#include "registry/service/upload.h"
 #include "sql/registry.h"
 
 struct st_berth_janitor_t {
@@ -31,8 +32,21 @@ static void sweep_file(const char *id, double age, void *data)
         return;
     if (berth_db_upload_exists(s->c, id, NULL) == 0) {
         berth_store_upload_remove(s->reg->store, id);
+        berth_upload_forget(id);
         s->removed++;
     }
+}
+
+/* Hash states whose session is gone: purged here above, or by another berthd sharing the database, or ended
+ * in a way that never came back for its state. Each holds a digest context until dropped. */
+static void forget_gone(berth_dbconn_t *c)
+{
+    berth_strlist_t ids;
+    berth_upload_hash_ids(&ids);
+    for (size_t i = 0; i < ids.n; i++)
+        if (berth_db_upload_exists(c, ids.items[i], NULL) == 0)
+            berth_upload_forget(ids.items[i]);
+    berth_strlist_dispose(&ids);
 }
 
 int berth_janitor_purge(berth_registry_t *reg, long max_age_s)
@@ -47,11 +61,13 @@ int berth_janitor_purge(berth_registry_t *reg, long max_age_s)
     if (berth_db_upload_expire(c, max_age_s, &expired, &err) == 0) {
         for (size_t i = 0; i < expired.n; i++) {
             berth_store_upload_remove(reg->store, expired.items[i]);
+            berth_upload_forget(expired.items[i]);
             s.removed++;
         }
         berth_strlist_dispose(&expired);
     }
     berth_store_upload_each(reg->store, sweep_file, &s);
+    forget_gone(c);
     berth_db_release(reg->db, c);
     if (s.removed > 0)
         berth_log_info("janitor: purged %d abandoned upload(s)", s.removed);

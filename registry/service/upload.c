@@ -49,6 +49,7 @@ typedef struct hash_entry {
 } hash_entry_t;
 static pthread_mutex_t hash_mu = PTHREAD_MUTEX_INITIALIZER;
 static hash_entry_t *hash_cache;
+static long hash_states; /* entries in hash_cache, for /metrics */
 static long active;
 
 long berth_upload_active(void)
@@ -64,6 +65,7 @@ static berth_hash_t *hash_take(const char *id, int64_t offset)
         if (strcmp((*pp)->id, id) == 0) {
             hash_entry_t *e = *pp;
             *pp = e->next;
+            hash_states--;
             if (e->offset == offset)
                 h = e->hash;
             else
@@ -85,6 +87,30 @@ static void hash_put(const char *id, int64_t offset, berth_hash_t *h)
     pthread_mutex_lock(&hash_mu);
     e->next = hash_cache;
     hash_cache = e;
+    hash_states++;
+    pthread_mutex_unlock(&hash_mu);
+}
+
+void berth_upload_forget(const char *id)
+{
+    berth_hash_free(hash_take(id, -1));
+}
+
+long berth_upload_hash_states(void)
+{
+    pthread_mutex_lock(&hash_mu);
+    long n = hash_states;
+    pthread_mutex_unlock(&hash_mu);
+    return n;
+}
+
+void berth_upload_hash_ids(berth_strlist_t *out)
+{
+    memset(out, 0, sizeof(*out));
+    pthread_mutex_lock(&hash_mu);
+    out->items = calloc((size_t)hash_states + 1, sizeof(char *));
+    for (hash_entry_t *e = hash_cache; e != NULL; e = e->next)
+        out->items[out->n++] = strdup(e->id);
     pthread_mutex_unlock(&hash_mu);
 }
 
@@ -287,7 +313,7 @@ berth_upload_t *berth_upload_begin(berth_registry_t *reg, const berth_upload_req
         if ((rc = berth_db_upload_delete(c, id, &err)) != 0)
             goto Fail;
         berth_store_upload_remove(reg->store, id);
-        berth_hash_free(hash_take(id, -1));
+        berth_upload_forget(id);
         berth_resp_body(resp, 204, NULL, 0, NULL);
         goto Done;
     }

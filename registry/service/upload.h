@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "registry/service/registry.h"
+#include "sql/registry.h"
 
 typedef struct st_berth_upload_t berth_upload_t;
 
@@ -36,5 +37,11 @@ void berth_upload_finish(berth_upload_t *u, berth_resp_t *resp);
 void berth_upload_free(berth_upload_t *u);
 /** Number of requests currently streaming a body (for /metrics). */
 long berth_upload_active(void);
+/** Drop the in-memory hash state of session `id` (purged or cancelled); nothing if there is none. */
+void berth_upload_forget(const char *id);
+/** Number of sessions whose running hash is held in memory (for /metrics). */
+long berth_upload_hash_states(void);
+/** The ids of those sessions, copied into *out (caller disposes with berth_strlist_dispose). */
+void berth_upload_hash_ids(berth_strlist_t *out);
 
 #endif

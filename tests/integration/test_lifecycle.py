@@ -1,5 +1,6 @@
 """Start, configuration errors, graceful drain, restarts and shared state between berthd instances."""
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -15,6 +16,13 @@ def run_berthd(args, env, timeout=30):
     full = dict(os.environ)
     full.update(env)
     return subprocess.run([BERTHD, *args], env=full, capture_output=True, text=True, timeout=timeout)
+
+
+def hash_states(b):
+    """The berth_upload_hash_states gauge: sessions whose running hash berthd holds in memory."""
+    st, _, text = b.request("GET", "/metrics")
+    assert st == 200, st
+    return int(re.search(rb"^berth_upload_hash_states (\d+)$", text, re.M).group(1))
 
 
 class Config(unittest.TestCase):
@@ -215,6 +223,7 @@ class Lifecycle(unittest.TestCase):
             st, h, _ = b.request("POST", "/v2/purge/repo/blobs/uploads/")
             loc, uid = h["location"], h["docker-upload-uuid"]
             self.assertEqual(b.request("PATCH", loc, b"partial")[0], 202)
+            self.assertEqual(hash_states(b), 1, "the PATCH left no running hash to continue from")
             debris = os.path.join(b.storage, "uploads", "debris-from-a-crash")
             with open(debris, "wb") as f:
                 f.write(b"x")
@@ -226,6 +235,7 @@ class Lifecycle(unittest.TestCase):
             self.assertEqual(b.request("GET", loc)[0], 404)
             self.assertFalse(os.path.exists(debris))
             self.assertFalse(os.path.exists(os.path.join(b.storage, "uploads", uid)))
+            self.assertEqual(hash_states(b), 0, "the purged session's hash state stayed in memory")
         finally:
             b.cleanup()
 
