@@ -22,6 +22,7 @@ typedef struct st_berth_api_req_t {
     const char *cookie;
     const char *csrf; /* X-Harbor-CSRF-Token */
     const char *remote;
+    const char *origin, *fetch_site, *host; /* Origin, Sec-Fetch-Site, Host (login CSRF check); may be NULL */
     int secure; /* the client came over TLS: session cookies get Secure */
 } berth_api_req_t;
 

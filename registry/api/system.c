@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "auth/audit.h"
 #include "auth/service.h"
@@ -96,6 +97,34 @@ int berth_api_system_route(berth_api_t *a)
  * CSRF token the page must echo in X-Harbor-CSRF-Token on every change. Robots have no sessions (Harbor).
  * POST /c/log_out ends it.
  */
+/* "scheme://host[:port]" of a URL: its length, or 0 when it has none */
+static size_t origin_len(const char *url)
+{
+    const char *p = url != NULL ? strstr(url, "://") : NULL;
+    return p == NULL ? 0 : (size_t)(p + 3 - url) + strcspn(p + 3, "/?#");
+}
+
+/*
+ * Login CSRF: another site can post this form with its own credentials and sign the victim's browser in as the
+ * attacker. Browsers say where a request comes from (Sec-Fetch-Site, Origin); a login they mark as coming from
+ * anywhere but this origin is refused. Requests that carry neither header (curl, CI, other non-browser clients)
+ * are not browsers' and pass.
+ */
+static int login_cross_site(const berth_api_req_t *rq)
+{
+    if (rq->fetch_site != NULL && strcmp(rq->fetch_site, "same-origin") != 0 && strcmp(rq->fetch_site, "none") != 0)
+        return 1;
+    if (rq->origin == NULL)
+        return 0;
+    char own[512];
+    int n = snprintf(own, sizeof(own), "%s://%s", rq->secure ? "https" : "http", rq->host != NULL ? rq->host : "");
+    if (rq->host != NULL && n > 0 && (size_t)n < sizeof(own) && strcasecmp(rq->origin, own) == 0)
+        return 0;
+    const char *ext = berth_api_conf->external_url;
+    size_t el = origin_len(ext);
+    return !(el > 0 && strlen(rq->origin) == el && strncasecmp(rq->origin, ext, el) == 0);
+}
+
 int berth_api_session(berth_api_t *a, int login)
 {
     const berth_api_req_t *rq = a->rq;
@@ -112,6 +141,8 @@ int berth_api_session(berth_api_t *a, int login)
         berth_resp_header(a->resp, "set-cookie", "sid=deleted; Max-Age=0%s", cookie_attrs);
         return berth_api_empty(a, 200);
     }
+    if (login_cross_site(rq))
+        return berth_api_fail(a, BERTH_OCI_DENIED, "cross-site login refused");
     char user[256] = "", pw[256] = "";
     const char *body = rq->body != NULL ? rq->body : "";
     if (berth_query_get(body, rq->body_len, "principal", user, sizeof(user)) < 0 ||

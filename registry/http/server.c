@@ -60,7 +60,7 @@ struct job {
     enum { JOB_V2, JOB_TOKEN, JOB_API } kind;
     berth_token_req_t token;
     berth_api_req_t api;
-    char *authorization, *cookie, *csrf, *path;
+    char *authorization, *cookie, *csrf, *path, *origin, *fetch_site, *host;
     char remote[64];
     char who[BERTH_GATE_WHO_MAX];
     char isa_view[64]; /* /v2/_isa/<view>/…: the CPU level whose derived index manifests are answered with */
@@ -153,6 +153,9 @@ static void job_free(job_t *j)
     free(j->cookie);
     free(j->csrf);
     free(j->path);
+    free(j->origin);
+    free(j->fetch_site);
+    free(j->host);
     if (j->authorization != NULL) {
         OPENSSL_cleanse(j->authorization, strlen(j->authorization));
         free(j->authorization);
@@ -189,6 +192,13 @@ static void on_jobs_done(h2o_multithread_receiver_t *receiver, h2o_linklist_t *m
         }
         job_free(j);
     }
+}
+
+/* The first value of a header h2o has no token for, or NULL */
+static char *header_dup_str(h2o_req_t *req, const char *name, size_t name_len)
+{
+    ssize_t i = h2o_find_header_by_str(&req->headers, name, name_len, -1);
+    return i >= 0 ? strndup(req->headers.entries[i].value.base, req->headers.entries[i].value.len) : NULL;
 }
 
 /* All values of a header joined with ", " (clients send Accept once per media type). */
@@ -296,15 +306,17 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
         } else {
             j->path = strndup(path, plen);
             j->cookie = header_dup(req, H2O_TOKEN_COOKIE, NULL);
-            ssize_t ci = h2o_find_header_by_str(&req->headers, H2O_STRLIT("x-harbor-csrf-token"), -1);
-            if (ci >= 0)
-                j->csrf = strndup(req->headers.entries[ci].value.base, req->headers.entries[ci].value.len);
+            j->csrf = header_dup_str(req, H2O_STRLIT("x-harbor-csrf-token"));
+            j->origin = header_dup_str(req, H2O_STRLIT("origin"));
+            j->fetch_site = header_dup_str(req, H2O_STRLIT("sec-fetch-site"));
+            j->host = req->authority.base != NULL ? strndup(req->authority.base, req->authority.len) : NULL;
             ssize_t pi = h2o_find_header_by_str(&req->headers, H2O_STRLIT("x-forwarded-proto"), -1);
             int secure = pi >= 0 && req->headers.entries[pi].value.len == 5 && memcmp(req->headers.entries[pi].value.base, "https", 5) == 0;
             j->api = (berth_api_req_t){.method = j->method, .path = j->path, .path_len = plen, .query = j->query, .query_len = qlen,
                                        .body = j->body, .body_len = j->body != NULL ? req->entity.len : 0,
                                        .authorization = j->authorization, .cookie = j->cookie, .csrf = j->csrf,
-                                       .remote = j->remote, .secure = secure};
+                                       .remote = j->remote, .origin = j->origin, .fetch_site = j->fetch_site, .host = j->host,
+                                       .secure = secure};
         }
         j->guard = h2o_mem_alloc_shared(&req->pool, sizeof(guard_t), on_guard_dispose);
         j->guard->job = j;
