@@ -47,6 +47,8 @@ int berth_api_list(berth_api_t *a, berth_q_t q, const char *const *params, const
 /** Run a query returning one object and answer 200 with it, or 404 `what` when there is none. */
 int berth_api_object(berth_api_t *a, berth_q_t q, const char *const *params, const char *what);
 /** Run a query; 0 with *out, or answered the error (returns -1). */
+/** GET /health: components core, database, storage. `a->c` may be NULL (the database did not answer). */
+int berth_api_health(berth_api_t *a);
 int berth_api_query(berth_api_t *a, berth_q_t q, const char *const *params, berth_db_json_t *out);
 /** The request body as a JSON object, or NULL answered 400. */
 json_t *berth_api_body(berth_api_t *a);

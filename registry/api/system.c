@@ -12,11 +12,11 @@
 
 extern const char berth_openapi_yaml[]; /* generated from registry/api/openapi.yaml */
 
-static int health(berth_api_t *a)
+int berth_api_health(berth_api_t *a)
 {
-    berth_db_json_t r;
+    berth_db_json_t r = {0};
     berth_err_t err;
-    int db_ok = berth_db_api(a->c, BERTH_Q_PING, NULL, &r, &err) == 0;
+    int db_ok = a->c != NULL && berth_db_api(a->c, BERTH_Q_PING, NULL, &r, &err) == 0;
     free(r.json);
     /* storage below its reserve is "unhealthy" (uploads are refused) but still 200: pulls are served */
     berth_store_space_t sp;
@@ -30,6 +30,8 @@ static int health(berth_api_t *a)
                                                                    : "cannot read free space"));
     json_t *v = json_pack("{s:s,s:[{s:s,s:s},{s:s,s:s},o]}", "status", db_ok && storage_ok ? "healthy" : "unhealthy", "components",
                           "name", "core", "status", "healthy", "name", "database", "status", db_ok ? "healthy" : "unhealthy", storage);
+    if (!db_ok)
+        berth_resp_header(a->resp, "retry-after", "%d", berth_err_retry_after(BERTH_OCI_UNAVAILABLE));
     return berth_api_jsonv(a, db_ok ? 200 : 503, v);
 }
 
@@ -78,7 +80,7 @@ int berth_api_system_route(berth_api_t *a)
         return 0;
     }
     if (berth_api_match(a, "GET", "health"))
-        return health(a);
+        return berth_api_health(a);
     if (berth_api_match(a, "GET", "systeminfo"))
         return systeminfo(a);
     if (berth_api_match(a, "GET", "search"))

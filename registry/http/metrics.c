@@ -108,6 +108,8 @@ char *berth_metrics_render(berth_db_t *db, berth_store_t *store, long worker_que
                 "# TYPE berth_db_deadline_exceeded_total counter\nberth_db_deadline_exceeded_total %lu\n",
                 down, timeouts);
     }
+    /* statvfs on the loop: a local metadata call; a storage file system that hangs it has stopped blob GETs
+     * through the edge as well, so there is nothing left for the loop to serve meanwhile */
     berth_store_space_t sp;
     if (store != NULL && berth_store_space(store, &sp) == 0)
         fprintf(f,

@@ -167,7 +167,7 @@ int berth_store_upload_commit(const berth_store_t *s, const char *id, int fd, co
     if (rename(src, dst) != 0)
         return berth_store_io_error(s, "rename into place of upload", id, errno, err);
     if (fsync_dir(dir) != 0)
-        return berth_err_set(err, BERTH_OCI_INTERNAL, "fsync of blob directory failed: %s", strerror(errno));
+        return berth_store_io_error(s, "fsync of the blob directory for", id, errno, err);
     char uploads[PATH_MAX + 256];
     snprintf(uploads, sizeof(uploads), "%s/uploads", s->root);
     fsync_dir(uploads);
