@@ -108,7 +108,8 @@ static int head_project(berth_api_t *a)
     berth_err_t err;
     if (berth_authz_project(a->c, &a->who, n, &z, &err) != 0)
         return berth_api_err(a, &err);
-    return berth_api_empty(a, z.exists ? 200 : 404);
+    /* a private project the caller cannot read answers as an absent one: existence does not leak */
+    return berth_api_empty(a, z.exists && berth_authz_can(&z, BERTH_RES_PROJECT, BERTH_ACT_READ) ? 200 : 404);
 }
 
 static int get_project(berth_api_t *a, const char *name)

@@ -51,6 +51,16 @@ class Api(BerthTestCase):
         return self.api_cls(method, path, body, auth, headers)
 
     # --- projects ------------------------------------------------------------------------------------------
+    def test_head_project_does_not_reveal_private_names(self):
+        """HEAD ?project_name= answers an outsider as for a name nobody uses; members and admins see the truth."""
+        self.assertEqual(self.api("HEAD", "/projects?project_name=team", auth=basic("outsider"))[0], 404)
+        self.assertEqual(self.api("HEAD", "/projects?project_name=nosuchname", auth=basic("outsider"))[0], 404)
+        for who in ("lguest", "guest", "padmin"):
+            self.assertEqual(self.api("HEAD", "/projects?project_name=team", auth=basic(who))[0], 200, who)
+        self.assertEqual(self.api("HEAD", "/projects?project_name=team")[0], 200)  # admin
+        self.assertEqual(self.api("POST", "/projects", {"project_name": "seen", "public": True})[0], 201)
+        self.assertEqual(self.api("HEAD", "/projects?project_name=seen", auth=basic("outsider"))[0], 200)  # public
+
     def test_project_lifecycle_and_shape(self):
         st, h, _ = self.api("POST", "/projects", {"project_name": "shape", "public": True})
         self.assertEqual(st, 201)
