@@ -508,7 +508,7 @@ class Api(BerthTestCase):
     def test_health_and_systeminfo(self):
         st, _, h = self.api("GET", "/health", auth=None)
         self.assertEqual((st, h["status"]), (200, "healthy"))
-        self.assertEqual({c["name"] for c in h["components"]}, {"core", "database"})
+        self.assertEqual({c["name"] for c in h["components"]}, {"core", "database", "storage"})
         self.assertEqual(self.api("GET", "/ping", auth=None)[0], 200)
 
     def test_openapi_document_matches_the_routes(self):
