@@ -546,6 +546,116 @@ class IsaNoIntent(BerthTestCase):
         self.assertNotIn("isa:", h.get("warning", ""))
 
 
+# The four shapes of dispatch the scanner tells apart by evidence, not names: a CPU check in a function with a
+# neutral name guarding the call (warn), GCC target_clones (warn), an unconditional call into "compute_avx512"
+# while the file probes the CPU elsewhere (fail), a plain build (pass).
+DISPATCH = r"""
+#include <stdio.h>
+#if defined(SHAPE_NEUTRAL)
+__attribute__((target("avx512f"), noinline)) static int fast_path(const int *a, int n)
+{
+    int s = 0;
+    for (int i = 0; i < n; i++)
+        s += a[i] * 3;
+    __asm__ volatile("vpxord %%zmm1, %%zmm1, %%zmm1" ::: "xmm1");
+    return s;
+}
+__attribute__((noinline)) static int slow_path(const int *a, int n)
+{
+    int s = 0;
+    for (int i = 0; i < n; i++)
+        s += a[i] * 3;
+    return s;
+}
+int main(int argc, char **argv)
+{
+    int a[64] = {argc};
+    (void)argv;
+    __builtin_cpu_init();
+    printf("%d\n", __builtin_cpu_supports("avx512f") ? fast_path(a, 64) : slow_path(a, 64));
+    return 0;
+}
+#elif defined(SHAPE_CLONES)
+__attribute__((target_clones("default", "arch=x86-64-v4"), noinline)) float kernel(const float *a, int n)
+{
+    float s = 0;
+    for (int i = 0; i < n; i++)
+        s += a[i] * a[i];
+    return s;
+}
+int main(int argc, char **argv)
+{
+    float a[256];
+    (void)argv;
+    for (int i = 0; i < 256; i++)
+        a[i] = (float)(i * argc);
+    printf("%f\n", kernel(a, 256));
+    return 0;
+}
+#elif defined(SHAPE_UNCONDITIONAL)
+__attribute__((target("avx512f"), noinline)) int compute_avx512(int x)
+{
+    __asm__ volatile("vpxord %%zmm1, %%zmm1, %%zmm1" ::: "xmm1");
+    return x + 1;
+}
+__attribute__((noinline)) static void report_cpu(void)
+{
+    __builtin_cpu_init();
+    printf("sse4.2: %d\n", __builtin_cpu_supports("sse4.2"));
+}
+int main(int argc, char **argv)
+{
+    (void)argv;
+    report_cpu();
+    return compute_avx512(argc) == 0;
+}
+#else
+int main(int argc, char **argv)
+{
+    (void)argv;
+    int s = 0;
+    for (int i = 0; i < argc * 100; i++)
+        s += i ^ argc;
+    printf("%d\n", s);
+    return 0;
+}
+#endif
+"""
+
+# arm64: SVE code behind a getauxval(AT_HWCAP) test (warn) and the same code called unconditionally (fail)
+ARM_DISPATCH = r"""
+#include <stdio.h>
+#include <sys/auxv.h>
+#ifndef HWCAP_SVE
+#define HWCAP_SVE (1 << 22)
+#endif
+__attribute__((target("+sve"), noinline)) long fast_path(long x)
+{
+    long r;
+    __asm__ volatile("cntd %0" : "=r"(r));
+    return r + x;
+}
+__attribute__((noinline)) static long slow_path(long x)
+{
+    return x + 2;
+}
+__attribute__((noinline)) static void report_cpu(void)
+{
+    printf("hwcap %lx\n", getauxval(AT_HWCAP));
+}
+int main(int argc, char **argv)
+{
+    (void)argv;
+#ifdef UNCONDITIONAL
+    report_cpu(); /* a CPU probe elsewhere in the file excuses nothing */
+    printf("%ld\n", fast_path(argc));
+#else
+    printf("%ld\n", (getauxval(AT_HWCAP) & HWCAP_SVE) ? fast_path(argc) : slow_path(argc));
+#endif
+    return 0;
+}
+"""
+
 SCAN_TYPE = "application/vnd.berth.isa.scan.v1+json"
 
 
@@ -747,6 +857,34 @@ class IsaScanner(BerthTestCase):
         self.b.stop()
         self.b.start()
         self.assertEqual(self.entry_verdicts("twice", 2), [("x86-64-v2", "fail"), ("x86-64-v4", "pass")])
+
+    def test_dispatch_by_evidence(self):
+        src = os.path.join(self.tmp, "dispatch.c")
+        with open(src, "w") as f:
+            f.write(DISPATCH)
+        cases = [("NEUTRAL", "warn", "fast_path"), ("CLONES", "warn", "kernel.arch_x86_64_v4"),
+                 ("UNCONDITIONAL", "fail", "compute_avx512"), ("PLAIN", "pass", None)]
+        for shape, want, fn in cases:
+            out = os.path.join(self.tmp, "shape-" + shape)
+            subprocess.run(["gcc", "-O3", "-DSHAPE_" + shape, "-o", out, src], check=True)
+            with open(out, "rb") as f:
+                d = self.push_variant("shape-" + shape.lower(), [{"app/bin": f.read()}])
+            report = self.verdict("shape-" + shape.lower(), d)
+            self.assertEqual(report["status"], want, (shape, report))
+            if fn:
+                funcs = [e["function"].split(".constprop")[0] for f in report["files"] for e in f["evidence"]]
+                self.assertIn(fn, funcs, (shape, report))
+        if not ARM_GCC:
+            self.skipTest("aarch64-linux-gnu-gcc missing (deploy/test-packages.txt)")
+        src = os.path.join(self.tmp, "arm-dispatch.c")
+        with open(src, "w") as f:
+            f.write(ARM_DISPATCH)
+        for shape, args, want in (("guarded", [], "warn"), ("unconditional", ["-DUNCONDITIONAL"], "fail")):
+            out = os.path.join(self.tmp, "arm-" + shape)
+            subprocess.run([ARM_GCC, "-O2", *args, "-o", out, src], check=True)  # dynamic: getauxval through the PLT
+            with open(out, "rb") as f:
+                d = self.push_variant("arm-" + shape, [{"bin": f.read()}], arch="arm64", variant="v8.2")
+            self.assertEqual(self.verdict("arm-" + shape, d)["status"], want, shape)
 
     @unittest.skipUnless(ARM_GCC, "aarch64-linux-gnu-gcc missing")
     def test_arm64_sve_verdicts(self):
