@@ -99,6 +99,10 @@ static int perform(berth_client_t *c, const char *method, const char *url, struc
 {
     CURL *h = c->curl;
     curl_easy_reset(h);
+    /* http and https only, redirects included: a URL, a token realm or a Location from a remote registry must
+     * never make berthd speak file://, gopher://, dict:// … to anything (SSRF) */
+    curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(h, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
     curl_easy_setopt(h, CURLOPT_URL, url);
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);

@@ -6,11 +6,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "registry/api/internal.h"
 #include "replication/replication.h"
 
 /* ---- endpoints ---- */
+
+/* Endpoints speak the distribution API over http or https, nothing else (the client refuses other schemes too) */
+static int http_url(const char *url)
+{
+    return (strncasecmp(url, "http://", 7) == 0 && url[7] != '\0') || (strncasecmp(url, "https://", 8) == 0 && url[8] != '\0');
+}
 
 static int registries(berth_api_t *a)
 {
@@ -36,6 +43,10 @@ static int registries(berth_api_t *a)
         json_t *ins = json_object_get(body, "insecure");
         const char *ca = json_string_value(json_object_get(body, "ca_file"));
         int rc;
+        if (url != NULL && !http_url(url)) {
+            json_decref(body);
+            return berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "url must be http:// or https://");
+        }
         if (is_ping) {
             berth_err_t err;
             rc = url == NULL ? berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "url is required")
@@ -45,8 +56,7 @@ static int registries(berth_api_t *a)
             return rc;
         }
         int create = strcmp(a->rq->method, "POST") == 0;
-        if (create && (name == NULL || url == NULL || type == NULL || (strcmp(type, "berth") != 0 && strcmp(type, "docker-registry") != 0) ||
-                       (strncmp(url, "http://", 7) != 0 && strncmp(url, "https://", 8) != 0))) {
+        if (create && (name == NULL || url == NULL || type == NULL || (strcmp(type, "berth") != 0 && strcmp(type, "docker-registry") != 0))) {
             json_decref(body);
             return berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "name, type (berth or docker-registry) and an http(s) url are required");
         }

@@ -351,6 +351,70 @@ class TwoSites(BerthTestCase):
         self.assertNotIn(ADMIN_PASSWORD.encode(), open(self.a.log_path, "rb").read())
 
 
+class OnlyHttp(BerthTestCase):
+    """Endpoints and everything libcurl reaches through them speak http or https only: other schemes in an
+    endpoint URL are refused with 400, and a remote registry whose token realm names gopher:// or dict:// gets
+    no connection from berthd (SSRF into internal services)."""
+
+    def test_other_schemes_refused(self):
+        reg = add_registry(self.b, "ok", "http://127.0.0.1:1")
+        for url in ("gopher://127.0.0.1:70/_x", "file:///etc/passwd", "dict://127.0.0.1:2628/show:db", "ftp://127.0.0.1/",
+                    "ldap://127.0.0.1/", "http:/x", "HTTPX://h"):
+            body = {"name": "bad", "type": "berth", "url": url, "credential": {"access_key": "a", "access_secret": "b"}}
+            for method, path in (("POST", "/registries/ping"), ("POST", "/registries"), ("PUT", "/registries/%d" % reg)):
+                st, _, out = api(self.b, method, path, body)
+                self.assertEqual(st, 400, (method, path, url, out))
+        self.assertEqual(api(self.b, "GET", "/registries/%d" % reg)[2]["url"], "http://127.0.0.1:1")
+
+    def test_token_realm_with_another_scheme_is_not_followed(self):
+        import socket
+        import threading
+        from http.server import BaseHTTPRequestHandler, HTTPServer
+        trap = socket.socket()
+        trap.bind(("127.0.0.1", 0))
+        trap.listen(8)
+        trap.settimeout(0.2)
+        hits = []
+
+        def accept():
+            while not stop.is_set():
+                try:
+                    conn, _ = trap.accept()
+                    hits.append(conn.recv(200))
+                    conn.close()
+                except OSError:
+                    pass
+        realms = ["dict://127.0.0.1:%d/show:db" % trap.getsockname()[1], "gopher://127.0.0.1:%d/_GET" % trap.getsockname()[1]]
+
+        class Remote(BaseHTTPRequestHandler):
+            def do_GET(self):
+                self.send_response(401)
+                self.send_header("WWW-Authenticate", 'Bearer realm="%s",service="x"' % realms[0])
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+        remote = HTTPServer(("127.0.0.1", 0), Remote)
+        stop = threading.Event()
+        threads = [threading.Thread(target=remote.serve_forever, daemon=True), threading.Thread(target=accept, daemon=True)]
+        for t in threads:
+            t.start()
+        try:
+            while realms:
+                st, _, _ = api(self.b, "POST", "/registries/ping", {"type": "docker-registry", "url": "http://127.0.0.1:%d" %
+                                                                    remote.server_address[1],
+                                                                    "credential": {"access_key": "u", "access_secret": "p"}})
+                self.assertEqual(st, 401, realms[0])  # the remote's 401 stands
+                realms.pop(0)
+            time.sleep(0.3)
+            self.assertEqual(hits, [], "berthd followed a non-http realm")
+        finally:
+            stop.set()
+            remote.shutdown()
+            trap.close()
+
+
 @unittest.skipUnless(shutil.which("docker-registry") and shutil.which("skopeo"), "docker-registry/skopeo missing")
 class WithDistribution(BerthTestCase):
     """Push-based to a stock Distribution registry and pull-based from one."""
