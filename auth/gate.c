@@ -187,7 +187,16 @@ berth_gate_t berth_gate_check_all(berth_authsvc_t *a, const char *authz, size_t 
     if (remembered(key, who))
         return BERTH_GATE_ALLOW;
     berth_auth_header_t h;
-    if (berth_auth_header_parse(&h, authz, len) != 0) {
+    int hrc = berth_auth_header_parse(&h, authz, len);
+    if (hrc == -2) { /* a NUL or control byte in Basic credentials: refused whole, as on every login surface */
+        berth_auth_header_dispose(&h);
+        berth_err_t err;
+        berth_resp_init(resp);
+        berth_err_set(&err, BERTH_OCI_BAD_REQUEST, "control characters in the user name or password");
+        berth_resp_error(resp, &err);
+        return BERTH_GATE_REFUSE;
+    }
+    if (hrc != 0) {
         berth_auth_header_dispose(&h);
         return refuse(a, resp, 401, need, n, "invalid_request", NULL, "malformed Authorization header");
     }
@@ -234,7 +243,7 @@ berth_gate_t berth_gate_check_all(berth_authsvc_t *a, const char *authz, size_t 
     if (h.kind == BERTH_AUTH_BASIC) {
         int rc = berth_authsvc_login(a, h.user, h.secret, remote, &user);
         if (rc == BERTH_ERETRY) {
-            berth_authsvc_too_many(resp, h.user);
+            berth_authsvc_too_many(resp, h.user, remote);
             berth_auth_header_dispose(&h);
             return BERTH_GATE_REFUSE;
         }

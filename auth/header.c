@@ -50,23 +50,31 @@ int berth_auth_header_parse(berth_auth_header_t *out, const char *v, size_t len)
             return -1;
         unsigned char *colon = memchr(buf, ':', n);
         int rc = -1;
-        if (colon != NULL && memchr(buf, '\0', n) == NULL) {
+        if (colon != NULL) {
             size_t ulen = (size_t)(colon - buf), plen = n - ulen - 1;
+            if (!berth_auth_credential_ok((const char *)buf, ulen) || !berth_auth_credential_ok((const char *)colon + 1, plen))
+                rc = -2; /* never cut at a NUL or pass a control byte on to a directory */
             /* names and secrets are text (PostgreSQL, LDAP, JSON): bytes that are not UTF-8 are a malformed header */
-            int ok = ulen > 0 && ulen <= BERTH_AUTH_USER_MAX && plen <= BERTH_AUTH_SECRET_MAX && berth_utf8_valid(buf, n);
-            for (size_t i = 0; ok && i < ulen; i++)
-                ok = buf[i] >= 0x20 && buf[i] != 0x7f;
-            if (ok) {
+            else if (ulen > 0 && ulen <= BERTH_AUTH_USER_MAX && plen <= BERTH_AUTH_SECRET_MAX && berth_utf8_valid(buf, n))
+                rc = 0;
+            if (rc == 0) {
                 memcpy(out->user, buf, ulen);
                 memcpy(out->secret, colon + 1, plen);
                 out->kind = BERTH_AUTH_BASIC;
-                rc = 0;
             }
         }
         OPENSSL_cleanse(buf, sizeof(buf));
         return rc;
     }
     return -1;
+}
+
+int berth_auth_credential_ok(const char *s, size_t len)
+{
+    for (size_t i = 0; i < len; i++)
+        if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+            return 0;
+    return 1;
 }
 
 void berth_auth_header_dispose(berth_auth_header_t *h)

@@ -19,9 +19,12 @@ typedef struct st_berth_auth_header_t {
 
 /**
  * Parse a header value (NULL/empty: BERTH_AUTH_NONE). Scheme names are case-insensitive. A user name may not
- * contain ':' or control characters; neither part may contain NUL. Returns 0, or -1 for a malformed header.
+ * contain ':'. Returns 0, -1 for a malformed header, or -2 when the Basic user name or password holds a NUL or
+ * another control byte (answer 400: such a credential is never cut short or passed on).
  */
 int berth_auth_header_parse(berth_auth_header_t *out, const char *value, size_t len);
+/** 1 when `len` bytes of a user name or password hold no control byte (NUL, 0x01-0x1f, 0x7f). */
+int berth_auth_credential_ok(const char *s, size_t len);
 /** Wipe the secrets. */
 void berth_auth_header_dispose(berth_auth_header_t *h);
 

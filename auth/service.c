@@ -16,13 +16,18 @@
 #include "auth/password.h"
 #include "auth/audit.h"
 #include "auth/authz.h"
+#include "auth/backoff.h"
+#include "auth/offload.h"
 #include "registry/core/log.h"
 #include "registry/core/query.h"
 #include "sql/users.h"
 
 #define MAX_SCOPES 16
 
-/* A fixed valid hash to verify against when the user does not exist, so timing does not reveal that. */
+/*
+ * A fixed valid hash to verify against when the user does not exist, so timing does not reveal that. Made where
+ * hashing is allowed (start-up, auth workers): berth_password_hash refuses on the general workers.
+ */
 static char dummy_hash[BERTH_PASSWORD_HASH_MAX];
 static pthread_once_t dummy_once = PTHREAD_ONCE_INIT;
 static void make_dummy(void)
@@ -106,16 +111,73 @@ int berth_authsvc_principal(berth_authsvc_t *a, const char *name, berth_db_user_
 
 #define REFRESH_TTL (30 * 24 * 3600)
 
+/* An LDAP user as the directory has it now: the user row and its groups replaced, *out re-read by name */
+static int ldap_sync(berth_authsvc_t *a, const berth_ldap_user_t *lu, berth_db_user_t *out)
+{
+    berth_err_t err;
+    berth_dbconn_t *c = berth_db_acquire(a->db, &err);
+    if (c == NULL)
+        return BERTH_EUNAVAIL;
+    int64_t id = 0;
+    int rc = berth_db_ldap_onboard(c, lu->username, lu->dn, lu->email, lu->realname, lu->admin, lu->groups, lu->ngroups, &id, &err);
+    if (rc == 0)
+        rc = berth_db_user_get(c, lu->username, out, &err);
+    berth_db_release(a->db, c);
+    return rc == 0 ? 0 : rc == BERTH_ECONFLICT ? BERTH_EUNAUTH : BERTH_EUNAVAIL;
+}
+
+int berth_authsvc_recheck(berth_authsvc_t *a, berth_db_user_t *u)
+{
+    if (u->robot || !u->ldap)
+        return 0;
+    if (a->ldap == NULL)
+        return BERTH_EUNAUTH; /* LDAP switched off: nothing vouches for this account any more */
+    berth_ldap_user_t lu;
+    berth_err_t err;
+    berth_err_clear(&err);
+    int rc = berth_ldap_lookup(a->ldap, u->username, &lu, &err);
+    if (rc == BERTH_ENOTFOUND) {
+        berth_log_info("ldap: %s is gone from the directory", u->username);
+        return BERTH_EUNAUTH;
+    }
+    if (rc != 0)
+        return BERTH_EUNAVAIL;
+    int64_t id = u->id;
+    /* the directory spells the name differently than this row: another spelling's row, not this account */
+    rc = strcmp(lu.username, u->username) != 0 ? BERTH_EUNAUTH : ldap_sync(a, &lu, u);
+    berth_ldap_user_dispose(&lu);
+    return rc == 0 && u->id != id ? BERTH_EUNAUTH : rc;
+}
+
+/* The account a refresh token still speaks for, re-checked against the directory when LDAP backs it */
+static int refresh_principal(berth_authsvc_t *a, const char *hex, berth_db_user_t *out)
+{
+    berth_err_t err;
+    memset(out, 0, sizeof(*out));
+    berth_dbconn_t *c = berth_db_acquire(a->db, &err);
+    if (c == NULL)
+        return BERTH_EUNAVAIL;
+    int rc = berth_db_refresh_get(c, hex, out, &err);
+    berth_db_release(a->db, c);
+    if (rc == BERTH_ENOTFOUND)
+        return BERTH_EUNAUTH;
+    return rc != 0 ? BERTH_EUNAVAIL : berth_authsvc_recheck(a, out); /* LDAP: moves to an auth worker first */
+}
+
 void berth_authsvc_token(berth_authsvc_t *a, const berth_token_req_t *rq, berth_resp_t *resp)
 {
     berth_resp_init(resp);
-    pthread_once(&dummy_once, make_dummy);
     int post = rq->method != NULL && strcmp(rq->method, "POST") == 0;
     /* GET: parameters in the query, credentials in Basic. POST (OAuth2): an x-www-form-urlencoded body. */
     const char *params = post ? (rq->body != NULL ? rq->body : "") : rq->query;
     size_t plen = post ? rq->body_len : rq->query_len;
     berth_auth_header_t h;
-    if (berth_auth_header_parse(&h, rq->authorization, rq->authorization_len) != 0 || h.kind == BERTH_AUTH_BEARER) {
+    int hrc = berth_auth_header_parse(&h, rq->authorization, rq->authorization_len);
+    if (hrc == -2) {
+        berth_auth_header_dispose(&h);
+        return bad_request(resp, "control characters in the user name or password");
+    }
+    if (hrc != 0 || h.kind == BERTH_AUTH_BEARER) {
         berth_auth_header_dispose(&h);
         return unauthorized(resp, "malformed Authorization header");
     }
@@ -136,25 +198,30 @@ void berth_authsvc_token(berth_authsvc_t *a, const berth_token_req_t *rq, berth_
         berth_auth_header_dispose(&h);
         berth_query_get(params, plen, "grant_type", grant, sizeof(grant));
         if (strcmp(grant, "password") == 0) {
-            berth_query_get(params, plen, "username", h.user, sizeof(h.user));
-            berth_query_get(params, plen, "password", h.secret, sizeof(h.secret));
+            long ul = berth_query_get(params, plen, "username", h.user, sizeof(h.user));
+            long pl = berth_query_get(params, plen, "password", h.secret, sizeof(h.secret));
+            if (ul == -2 || pl == -2 || !berth_auth_credential_ok(h.user, strlen(h.user)) ||
+                !berth_auth_credential_ok(h.secret, strlen(h.secret))) {
+                berth_auth_header_dispose(&h); /* a NUL or control byte: refused whole, never cut short */
+                return bad_request(resp, "malformed or control characters in the user name or password");
+            }
             h.kind = BERTH_AUTH_BASIC;
             berth_query_get(params, plen, "access_type", flag, sizeof(flag));
             offline = strcmp(flag, "offline") == 0;
         } else if (strcmp(grant, "refresh_token") == 0) {
-            char rt[256], hex[65], name[256];
+            char rt[256], hex[65];
             if (berth_query_get(params, plen, "refresh_token", rt, sizeof(rt)) < 0)
                 return bad_request(resp, "refresh_token missing");
             berth_authsvc_sha256_hex(rt, hex);
             OPENSSL_cleanse(rt, sizeof(rt));
-            berth_dbconn_t *c = berth_db_acquire(a->db, &err);
-            if (c == NULL)
+            int rc = refresh_principal(a, hex, &user);
+            if (rc == BERTH_EUNAVAIL) {
+                berth_err_set(&err, BERTH_OCI_UNAVAILABLE, "authentication backend unavailable");
                 return berth_resp_error(resp, &err);
-            int rc = berth_db_refresh_get(c, hex, name, &err);
-            berth_db_release(a->db, c);
-            if (rc != 0 || berth_authsvc_principal(a, name, &user) != 0) {
-                berth_audit(rc == 0 ? name : "", rq->remote, "login", "token", "refresh_token", NULL, 0, "refresh token refused");
-                return unauthorized(resp, "refresh token unknown, expired or its principal disabled");
+            }
+            if (rc != 0) {
+                berth_audit(user.username, rq->remote, "login", "token", "refresh_token", NULL, 0, "refresh token refused");
+                return unauthorized(resp, "refresh token unknown or expired, or its account or credential changed");
             }
             who = &user;
         } else {
@@ -167,7 +234,7 @@ void berth_authsvc_token(berth_authsvc_t *a, const berth_token_req_t *rq, berth_
     if (h.kind == BERTH_AUTH_BASIC) {
         int rc = berth_authsvc_login(a, h.user, h.secret, rq->remote, &user);
         if (rc == BERTH_ERETRY) {
-            berth_authsvc_too_many(resp, h.user);
+            berth_authsvc_too_many(resp, h.user, rq->remote);
             berth_auth_header_dispose(&h);
             return;
         }
@@ -203,8 +270,11 @@ void berth_authsvc_token(berth_authsvc_t *a, const berth_token_req_t *rq, berth_
     char refresh[48] = "", rhex[65];
     if (offline && who != NULL && grant[0] != 'r') {
         berth_authsvc_random_secret(refresh, rhex);
-        if (berth_db_refresh_create(c, rhex, who->username, REFRESH_TTL, &err) != 0) {
+        int rc = berth_db_refresh_create(c, rhex, who, REFRESH_TTL, &err);
+        if (rc != 0) {
             berth_db_release(a->db, c);
+            if (rc == BERTH_ENOTFOUND) /* the credential changed since the login verified it */
+                return unauthorized(resp, "credential changed during the login");
             return berth_resp_error(resp, &err);
         }
     }
@@ -240,63 +310,9 @@ void berth_authsvc_token(berth_authsvc_t *a, const berth_token_req_t *rq, berth_
     berth_log_info("token issued to %s (%zu scope(s))", who != NULL ? who->username : "anonymous", n);
 }
 
-/*
- * Online password guessing: after FREE_FAILURES wrong passwords for one user name, further attempts are refused
- * unverified for 1, 2, 4 ... MAX_BACKOFF seconds. Keyed by name, not address: a botnet gains nothing by rotating
- * addresses; the price is that anyone can slow down a name's logins, never lock it for long.
- */
-#define FREE_FAILURES 5
-#define MAX_BACKOFF 300
-#define LIMIT_SLOTS 1024
-static struct {
-    char name[64];
-    int failures;
-    time_t until;
-} limits[LIMIT_SLOTS];
-static pthread_mutex_t limits_mu = PTHREAD_MUTEX_INITIALIZER;
-
-static unsigned limit_slot(const char *name)
+long berth_authsvc_retry_after(const char *username, const char *remote)
 {
-    unsigned h = 2166136261u;
-    for (const char *p = name; *p; p++)
-        h = (h ^ (unsigned char)*p) * 16777619u;
-    return h % LIMIT_SLOTS;
-}
-
-/* seconds the caller must still wait, 0 if it may try */
-static long throttled(const char *name)
-{
-    unsigned i = limit_slot(name);
-    time_t now = time(NULL);
-    pthread_mutex_lock(&limits_mu);
-    long wait = strncmp(limits[i].name, name, sizeof(limits[i].name) - 1) == 0 && limits[i].until > now ? (long)(limits[i].until - now) : 0;
-    pthread_mutex_unlock(&limits_mu);
-    return wait;
-}
-
-static void record(const char *name, int ok)
-{
-    unsigned i = limit_slot(name);
-    pthread_mutex_lock(&limits_mu);
-    if (strncmp(limits[i].name, name, sizeof(limits[i].name) - 1) != 0) {
-        snprintf(limits[i].name, sizeof(limits[i].name), "%s", name);
-        limits[i].failures = 0;
-        limits[i].until = 0;
-    }
-    if (ok) {
-        limits[i].failures = 0;
-        limits[i].until = 0;
-    } else if (++limits[i].failures >= FREE_FAILURES) {
-        int shift = limits[i].failures - FREE_FAILURES;
-        long backoff = shift >= 9 ? MAX_BACKOFF : 1L << shift;
-        limits[i].until = time(NULL) + (backoff < MAX_BACKOFF ? backoff : MAX_BACKOFF);
-    }
-    pthread_mutex_unlock(&limits_mu);
-}
-
-long berth_authsvc_retry_after(const char *username)
-{
-    return throttled(username);
+    return berth_backoff_wait(username, remote);
 }
 
 /* robots: SHA-256 of the presented secret against the stored one, compared in constant time */
@@ -316,27 +332,23 @@ static int ldap_login(berth_authsvc_t *a, const char *username, const char *pass
     int rc = berth_ldap_login(a->ldap, username, password, &lu, &err);
     if (rc != 0)
         return rc == BERTH_EUNAUTH ? BERTH_EUNAUTH : BERTH_EUNAVAIL;
-    berth_dbconn_t *c = berth_db_acquire(a->db, &err);
-    int64_t id = 0;
-    if (c == NULL)
-        rc = BERTH_EUNAVAIL;
-    else if ((rc = berth_db_ldap_onboard(c, username, lu.dn, lu.email, lu.realname, lu.admin, lu.groups, lu.ngroups, &id, &err)) == 0)
-        rc = berth_db_user_get(c, username, out, &err);
-    if (c != NULL)
-        berth_db_release(a->db, c);
+    rc = ldap_sync(a, &lu, out); /* the account is the directory's spelling of the name, whatever was typed */
     berth_ldap_user_dispose(&lu);
-    return rc == 0 ? 0 : rc == BERTH_ECONFLICT ? BERTH_EUNAUTH : BERTH_EUNAVAIL;
+    return rc;
 }
 
 int berth_authsvc_login(berth_authsvc_t *a, const char *username, const char *password, const char *remote, berth_db_user_t *out)
 {
+    int robot = strncmp(username, BERTH_ROBOT_PREFIX, strlen(BERTH_ROBOT_PREFIX)) == 0;
+    /* robots cost one SHA-256; users cost argon2 or an LDAP exchange, which belong on the auth workers */
+    if (!robot && !berth_offload_here())
+        return BERTH_EUNAVAIL;
     pthread_once(&dummy_once, make_dummy);
-    if (throttled(username) > 0)
+    if (berth_backoff_wait(username, remote) > 0)
         return BERTH_ERETRY;
     berth_dbconn_t *c = berth_db_acquire(a->db, NULL);
     if (c == NULL)
         return BERTH_EUNAVAIL;
-    int robot = strncmp(username, BERTH_ROBOT_PREFIX, strlen(BERTH_ROBOT_PREFIX)) == 0;
     int rc = robot ? berth_db_robot_get(c, username, out, NULL) : berth_db_user_get(c, username, out, NULL);
     berth_db_release(a->db, c);
     if (rc != 0 && rc != BERTH_ENOTFOUND)
@@ -344,8 +356,8 @@ int berth_authsvc_login(berth_authsvc_t *a, const char *username, const char *pa
     int ok;
     if (robot) {
         ok = rc == 0 && robot_secret_ok(out, password);
-    } else if (a->ldap != NULL && (rc == BERTH_ENOTFOUND || (out->ldap && out->password_hash[0] == '\0'))) {
-        /* local users (the admin among them) never depend on LDAP; LDAP users never get a local password */
+    } else if (a->ldap != NULL && (rc == BERTH_ENOTFOUND || out->ldap)) {
+        /* local users (the admin among them) never depend on LDAP; LDAP users never have a local password */
         int lr = ldap_login(a, username, password, out);
         if (lr == BERTH_EUNAVAIL) {
             berth_audit(username, remote, "login", "user", username, NULL, 0, "LDAP unavailable");
@@ -353,11 +365,13 @@ int berth_authsvc_login(berth_authsvc_t *a, const char *username, const char *pa
         }
         ok = lr == 0;
         rc = lr == 0 ? 0 : BERTH_ENOTFOUND;
+        if (!ok) /* a failure costs what a local one costs, so timing does not tell local names from others */
+            berth_password_verify(dummy_hash, password);
     } else {
         ok = berth_password_verify(rc == 0 && out->password_hash[0] ? out->password_hash : dummy_hash, password);
     }
     ok = rc == 0 && ok && !out->disabled;
-    record(username, ok);
+    berth_backoff_record(username, remote, ok);
     if (!ok) {
         berth_log_info("login failed for %s", username);
         berth_audit(username, remote, "login", robot ? "robot" : "user", username, NULL, 0, "bad credentials");
@@ -365,11 +379,11 @@ int berth_authsvc_login(berth_authsvc_t *a, const char *username, const char *pa
     return ok ? 0 : BERTH_EUNAUTH;
 }
 
-void berth_authsvc_too_many(berth_resp_t *resp, const char *username)
+void berth_authsvc_too_many(berth_resp_t *resp, const char *username, const char *remote)
 {
     berth_err_t err;
     berth_resp_init(resp);
-    berth_resp_header(resp, "retry-after", "%ld", berth_authsvc_retry_after(username) + 1);
+    berth_resp_header(resp, "retry-after", "%ld", berth_authsvc_retry_after(username, remote) + 1);
     berth_err_set(&err, BERTH_OCI_TOOMANYREQUESTS, "too many failed logins; retry later");
     berth_resp_error(resp, &err);
     berth_log_warn("login throttled for user %s", username);
@@ -387,6 +401,7 @@ unsigned berth_authsvc_permitted(berth_authsvc_t *a, const berth_db_user_t *user
 
 int berth_authsvc_bootstrap(berth_authsvc_t *a, const char *password, berth_err_t *err)
 {
+    pthread_once(&dummy_once, make_dummy);
     char generated[40] = "", hash[BERTH_PASSWORD_HASH_MAX];
     berth_dbconn_t *c0 = berth_db_acquire(a->db, err);
     if (c0 == NULL)

@@ -22,6 +22,7 @@ typedef struct st_berth_authsvc_t {
     /* how long a gate decision is remembered, and so how long a deleted or disabled account, a removed membership
      * or a changed password can still work (tokens included: they are re-checked against the account after it) */
     int decision_ttl_seconds;
+    int ldap_recheck_seconds; /* browser sessions of LDAP users are re-checked against the directory this often */
 } berth_authsvc_t;
 
 typedef struct st_berth_token_req_t {
@@ -46,9 +47,11 @@ typedef struct st_berth_token_req_t {
 void berth_authsvc_token(berth_authsvc_t *a, const berth_token_req_t *rq, berth_resp_t *resp);
 /**
  * Check a local user's password or a robot's secret (constant time, same cost for unknown users), or, for names
- * that are not local, an LDAP login (onboarding the user and refreshing its groups). 0 with *out, BERTH_EUNAUTH,
- * BERTH_EUNAVAIL (database or LDAP unreachable), or BERTH_ERETRY while the name is throttled after repeated
- * failures (answer with berth_authsvc_too_many).
+ * that are not local, an LDAP login (onboarding the user under the directory's spelling of the name and
+ * refreshing its groups); every failure costs one argon2 verification. 0 with *out, BERTH_EUNAUTH,
+ * BERTH_EUNAVAIL (database or LDAP unreachable, or — on a worker that may not hash, see auth/offload.h — moving
+ * to the auth workers), or BERTH_ERETRY while (name, remote) is throttled after repeated failures (answer with
+ * berth_authsvc_too_many).
  */
 int berth_authsvc_login(berth_authsvc_t *a, const char *username, const char *password, const char *remote,
                         berth_db_user_t *out);
@@ -57,10 +60,16 @@ int berth_authsvc_principal(berth_authsvc_t *a, const char *name, berth_db_user_
 /** A 32-byte random secret as base64url (43 chars) and the hex SHA-256 that is stored in its place. */
 void berth_authsvc_random_secret(char out[48], char hex[65]);
 void berth_authsvc_sha256_hex(const char *s, char hex[65]);
+/**
+ * An LDAP-backed account checked against the directory again (refresh grants, browser sessions): 0 with *u
+ * re-read (groups and admin flag as the directory has them now); BERTH_EUNAUTH when the entry is gone or LDAP
+ * is no longer configured; BERTH_EUNAVAIL when the directory does not answer. Local users and robots: 0.
+ */
+int berth_authsvc_recheck(berth_authsvc_t *a, berth_db_user_t *u);
 /** A 429 TOOMANYREQUESTS answer with Retry-After for a throttled name. */
-void berth_authsvc_too_many(berth_resp_t *resp, const char *username);
-/** Seconds a throttled name must still wait (0: none). */
-long berth_authsvc_retry_after(const char *username);
+void berth_authsvc_too_many(berth_resp_t *resp, const char *username, const char *remote);
+/** Seconds a throttled (name, remote) must still wait (0: none). */
+long berth_authsvc_retry_after(const char *username, const char *remote);
 /** Token-scope actions `user` (NULL: anonymous) may have on `scope` (Harbor's matrix; 0 on any error). */
 unsigned berth_authsvc_permitted(berth_authsvc_t *a, const berth_db_user_t *user, const berth_scope_t *scope);
 /** Create the first admin from `password` (or a generated one, printed once to stderr) when no user exists. */

@@ -35,6 +35,8 @@ static const struct {
     {"ui.dir", "BERTH_UI_DIR", T_STR, FIELD(ui_dir)},
     {"server.loops", NULL, T_INT, FIELD(loops)},
     {"server.workers", NULL, T_INT, FIELD(workers)},
+    {"server.auth_workers", "BERTH_AUTH_WORKERS", T_INT, FIELD(auth_workers)},
+    {"server.auth_queue", "BERTH_AUTH_QUEUE", T_INT, FIELD(auth_queue)},
     {"uploads.max_connections", NULL, T_INT, FIELD(upload_connections)},
     {"uploads.max_age_seconds", "BERTH_UPLOAD_MAX_AGE", T_INT, FIELD(upload_max_age)},
     {"auth.keys_dir", "BERTH_KEYS_DIR", T_STR, FIELD(keys_dir)},
@@ -59,6 +61,8 @@ static const struct {
     {"ldap.uid", NULL, T_STR, FIELD(ldap_uid)},
     {"ldap.scope", NULL, T_STR, FIELD(ldap_scope)},
     {"ldap.timeout_seconds", NULL, T_INT, FIELD(ldap_timeout)},
+    {"ldap.max_concurrent", "BERTH_LDAP_MAX_CONCURRENT", T_INT, FIELD(ldap_max_concurrent)},
+    {"ldap.session_recheck_seconds", "BERTH_LDAP_SESSION_RECHECK_SECONDS", T_INT, FIELD(ldap_session_recheck)},
     {"ldap.verify_cert", NULL, T_BOOL, FIELD(ldap_verify_cert)},
     {"ldap.ca_file", "BERTH_LDAP_CA_FILE", T_STR, FIELD(ldap_ca_file)},
     {"ldap.group_base_dn", NULL, T_STR, FIELD(ldap_group_base_dn)},
@@ -220,6 +224,8 @@ int berth_config_load(berth_config_t *cfg, const char *path, char *errbuf, size_
     cfg->nginx = strdup("/usr/sbin/nginx");
     cfg->loops = (int)ncpu;
     cfg->workers = (int)ncpu * 4;
+    cfg->auth_workers = 6; /* argon2 runs two at a time (auth/password.c); the rest wait there or talk to LDAP */
+    cfg->auth_queue = 64;
     cfg->edge_workers = (int)ncpu;
     cfg->upload_connections = 512;
     cfg->database_deadline_ms = 5000;
@@ -235,6 +241,8 @@ int berth_config_load(berth_config_t *cfg, const char *path, char *errbuf, size_
     cfg->token_alg = strdup("ES256");
     cfg->ldap_scope = strdup("subtree");
     cfg->ldap_timeout = 5;
+    cfg->ldap_max_concurrent = 3;
+    cfg->ldap_session_recheck = 300;
     cfg->ldap_verify_cert = 1;
     cfg->isa_view = 1;
     cfg->repl_workers = 2;
@@ -270,6 +278,11 @@ int berth_config_load(berth_config_t *cfg, const char *path, char *errbuf, size_
         snprintf(errbuf, errlen, "ldap.url needs ldap.base_dn");
         return -1;
     }
+    if (cfg->auth_workers < 1 || cfg->auth_queue < 1 || cfg->ldap_max_concurrent < 1 || cfg->ldap_session_recheck < 1) {
+        snprintf(errbuf, errlen, "server.auth_workers, server.auth_queue, ldap.max_concurrent and ldap.session_recheck_seconds "
+                                 "must be at least 1");
+        return -1;
+    }
     if (cfg->run_dir == NULL) {
         size_t n = strlen(cfg->storage_root) + 8;
         cfg->run_dir = malloc(n);
@@ -291,7 +304,7 @@ int berth_config_load(berth_config_t *cfg, const char *path, char *errbuf, size_
         snprintf(cfg->external_url, n, "http://%s", cfg->http_addr);
     }
     if (cfg->database_pool == 0)
-        cfg->database_pool = cfg->workers + 8;
+        cfg->database_pool = cfg->workers + cfg->auth_workers + 8;
     return 0;
 }
 

@@ -22,6 +22,8 @@ typedef struct st_berth_config_t {
     char *nginx;          /* edge.nginx */
     int loops;            /* server.loops */
     int workers;          /* server.workers */
+    int auth_workers;     /* server.auth_workers: password hashing and LDAP, apart from everything else (6) */
+    int auth_queue;       /* server.auth_queue: requests waiting for them; more are shed with 503 (64) */
     int edge_workers;     /* edge.workers */
     char *ui_dir;         /* ui.dir               BERTH_UI_DIR: built web UI (webui/build.sh) served at "/"; unset: none */
     int upload_connections; /* uploads.max_connections */
@@ -40,6 +42,8 @@ typedef struct st_berth_config_t {
     char *ldap_ca_file, *ldap_group_base_dn, *ldap_group_filter, *ldap_group_name_attr, *ldap_membership_attr;
     char *ldap_group_admin_dn;
     int ldap_starttls, ldap_timeout, ldap_verify_cert;
+    int ldap_max_concurrent;  /* ldap.max_concurrent: directory exchanges at once (3) */
+    int ldap_session_recheck; /* ldap.session_recheck_seconds: browser sessions re-checked this often (300) */
     int isa_view; /* isa.view BERTH_ISA_VIEW: serve /v2/_isa/<level>/… (default true) */
     int repl_workers;    /* replication.workers: transfer threads (2) */
     char *repl_key_file; /* replication.key_file: AES key for endpoint secrets (default <keys_dir>/replication.key) */

@@ -72,6 +72,7 @@ static int open_ldap(const berth_config_t *cfg, berth_ldap_t **out)
         .group_name_attr = cfg->ldap_group_name_attr,
         .membership_attr = cfg->ldap_membership_attr,
         .group_admin_dn = cfg->ldap_group_admin_dn,
+        .max_concurrent = cfg->ldap_max_concurrent,
     };
     berth_err_t err;
     int rc = berth_ldap_open(out, &lc, &err);
@@ -195,7 +196,8 @@ int main(int argc, char **argv)
     if (cfg.ldap_url != NULL && cfg.ldap_url[0] != '\0' && open_ldap(&cfg, &ldap) != 0)
         goto Out;
     berth_authsvc_t auth = {.db = db, .keys = keys, .realm = cfg.external_url, .issuer = cfg.token_issuer, .service = cfg.token_service,
-                            .ttl_seconds = cfg.token_ttl, .decision_ttl_seconds = cfg.decision_ttl, .ldap = ldap};
+                            .ttl_seconds = cfg.token_ttl, .decision_ttl_seconds = cfg.decision_ttl, .ldap = ldap,
+                            .ldap_recheck_seconds = cfg.ldap_session_recheck};
     if (berth_authsvc_bootstrap(&auth, cfg.admin_password, &err) != 0) {
         fprintf(stderr, "berthd: cannot create the first admin: %s\n", err.msg);
         goto Out;
@@ -238,6 +240,7 @@ static int serve(berth_config_t *cfgp, berth_db_t *db, berth_store_t *store, ber
     berth_limits_t limits;
     berth_limits_init(&limits, cfg.edge_workers); /* before any listener or the edge: both inherit it */
     berth_workers_t *workers = berth_workers_start(cfg.workers);
+    berth_workers_t *auth_workers = berth_workers_start(cfg.auth_workers); /* credential work only (auth/offload.h) */
     berth_isa_scan_start(&reg);
     if (start_replication(&cfg, db) != 0)
         return 1;
@@ -245,7 +248,7 @@ static int serve(berth_config_t *cfgp, berth_db_t *db, berth_store_t *store, ber
     berth_server_t *server = NULL;
     berth_upload_server_t *uploads = NULL;
     int api_port = 0, upload_port = 0;
-    if (berth_server_start(&server, &reg, workers, cfg.loops, &api_port) != 0 ||
+    if (berth_server_start(&server, &reg, workers, auth_workers, cfg.auth_queue, cfg.loops, &api_port) != 0 ||
         berth_upload_server_start(&uploads, &reg, (unsigned)cfg.upload_connections, &upload_port) != 0) {
         fprintf(stderr, "berthd: cannot start internal listeners\n");
         return 1;
@@ -304,6 +307,7 @@ static int serve(berth_config_t *cfgp, berth_db_t *db, berth_store_t *store, ber
     berth_janitor_stop(janitor);
     berth_repl_stop();
     berth_workers_stop(workers);
+    berth_workers_stop(auth_workers);
     berth_isa_scan_stop();
     berth_audit_stop();
     berth_db_listen_stop(listener);

@@ -258,11 +258,13 @@ static const berth_db__stmt_t queries[BERTH_Q__COUNT] = {
       "UPDATE users SET email = coalesce($2::text, email), realname = coalesce($3::text, realname), comment = "
       "coalesce($4::text, comment), updated_at = now() WHERE id = $1::bigint",
       4),
-    /* $1 id, $2 hash: the user's browser sessions end with the old password */
+    /* $1 id, $2 hash: the user's browser sessions end with the old password (refresh tokens no longer match it).
+     * Never for an LDAP user (a CHECK constraint says so too): no row, so the caller answers 404. */
     Q(BERTH_Q_USER_PASSWORD,
-      "WITH s AS (DELETE FROM sessions WHERE user_id = $1::bigint) UPDATE users SET password_hash = $2::text, "
-      "updated_at = now() WHERE id = $1::bigint",
+      "WITH s AS (DELETE FROM sessions WHERE user_id = $1::bigint AND EXISTS (SELECT 1 FROM users WHERE id = $1::bigint "
+      "AND ldap_dn IS NULL)) UPDATE users SET password_hash = $2::text, updated_at = now() WHERE id = $1::bigint AND ldap_dn IS NULL",
       2),
+    Q(BERTH_Q_USER_IS_LDAP, "SELECT to_json(ldap_dn IS NOT NULL)::text FROM users WHERE id = $1::bigint", 1),
     Q(BERTH_Q_USER_SYSADMIN, "UPDATE users SET sysadmin = $2::bool, updated_at = now() WHERE id = $1::bigint", 2),
     Q(BERTH_Q_USER_DELETE, "DELETE FROM users WHERE id = $1::bigint RETURNING to_json(username)::text", 1),
     /* $1 project id (NULL: every robot), $2 level, $3 limit, $4 offset */

@@ -22,6 +22,8 @@ enum {
     S_AUDIT_INSERT,
     S_LDAP_UPSERT,
     S_INTERNAL_USER,
+    S_SESSION_CHECKED,
+    S_SESSIONS_END,
     S__END
 };
 
@@ -54,17 +56,39 @@ static const berth_db__stmt_t stmts[] = {
      "INSERT INTO sessions (id_sha256, user_id, csrf, expires_at) "
      "VALUES (decode($1, 'hex'), $2, $3, now() + make_interval(secs => $4::int))",
      4},
+    /* column 5: the CSRF token; 6: LDAP-backed; 7: due for a directory check ($2 seconds since the last one) */
     {S_SESSION_GET,
-     "SELECT u.id, u.username, '', u.sysadmin OR u.ldap_admin, u.disabled, s.csrf FROM sessions s JOIN users u ON u.id = s.user_id "
-     "WHERE s.id_sha256 = decode($1, 'hex') AND s.expires_at > now()",
-     1},
+     "SELECT u.id, u.username, '', u.sysadmin OR u.ldap_admin, u.disabled, s.csrf, u.ldap_dn IS NOT NULL, "
+     "u.ldap_dn IS NOT NULL AND s.checked_at <= now() - make_interval(secs => $2::int) "
+     "FROM sessions s JOIN users u ON u.id = s.user_id WHERE s.id_sha256 = decode($1, 'hex') AND s.expires_at > now()",
+     2},
     {S_SESSION_DELETE, "DELETE FROM sessions WHERE id_sha256 = decode($1, 'hex')", 1},
+    /*
+     * A refresh token belongs to an account id ($2; $3 robot or user) and to the credential the login verified
+     * ($5: the user's password hash, '' for LDAP users, or the robot's secret hash): no row when that changed
+     * since (the caller answers as for bad credentials).
+     */
     {S_REFRESH_CREATE,
      "WITH gone AS (DELETE FROM refresh_tokens WHERE expires_at < now()) "
-     "INSERT INTO refresh_tokens (token_sha256, principal, expires_at) "
-     "VALUES (decode($1, 'hex'), $2, now() + make_interval(secs => $3::int))",
-     3},
-    {S_REFRESH_GET, "SELECT principal FROM refresh_tokens WHERE token_sha256 = decode($1, 'hex') AND expires_at > now()", 1},
+     "INSERT INTO refresh_tokens (token_sha256, user_id, robot_id, credential, expires_at) "
+     "SELECT decode($1, 'hex'), u.id, NULL, berth_user_credential(u.password_hash, u.ldap_dn), "
+     "now() + make_interval(secs => $4::int) FROM users u "
+     "WHERE NOT $3::bool AND u.id = $2::bigint AND NOT u.disabled AND coalesce(u.password_hash, '') = $5 "
+     "UNION ALL "
+     "SELECT decode($1, 'hex'), NULL, r.id, r.secret_sha256, now() + make_interval(secs => $4::int) FROM robots r "
+     "WHERE $3::bool AND r.id = $2::bigint AND NOT r.disabled AND encode(r.secret_sha256, 'hex') = $5",
+     5},
+    /* the live account a refresh token still speaks for, as a principal row (column 6: robot) */
+    {S_REFRESH_GET,
+     "SELECT u.id, u.username, coalesce(u.password_hash, ''), u.sysadmin OR u.ldap_admin, u.disabled, "
+     "coalesce(u.ldap_dn, ''), false FROM refresh_tokens t JOIN users u ON u.id = t.user_id "
+     "WHERE t.token_sha256 = decode($1, 'hex') AND t.expires_at > now() AND NOT u.disabled "
+     "AND t.credential = berth_user_credential(u.password_hash, u.ldap_dn) "
+     "UNION ALL "
+     "SELECT r.id, r.name, '', false, false, encode(r.secret_sha256, 'hex'), true FROM refresh_tokens t "
+     "JOIN robots r ON r.id = t.robot_id WHERE t.token_sha256 = decode($1, 'hex') AND t.expires_at > now() "
+     "AND NOT r.disabled AND (r.expires_at IS NULL OR r.expires_at > now()) AND t.credential = r.secret_sha256",
+     1},
     /* one round trip per batch: the rows, then pull counts and pull times for successful pulls */
     {S_AUDIT_INSERT,
      "WITH x AS (SELECT * FROM json_to_recordset($1::json) AS x(username text, remote text, operation text, "
@@ -80,11 +104,17 @@ static const berth_db__stmt_t stmts[] = {
      "JOIN repositories r ON r.name = z.repo WHERE m.repository_id = r.id AND m.digest = z.digest",
      1},
     /* an LDAP login: create or refresh the user (never one with a local password) and replace its groups */
+    /*
+     * An LDAP login: create or refresh the user, named as the directory spells it, and replace its groups. Never
+     * an account with a local password, nor one whose name differs from a local user's by case only (one person,
+     * one account: `Admin` from the directory does not sit next to the local `admin`).
+     */
     {S_LDAP_UPSERT,
-     "WITH u AS (INSERT INTO users (username, ldap_dn, email, realname, ldap_admin) VALUES ($1, $2, $3, $4, $5::bool) "
+     "WITH u AS (INSERT INTO users (username, ldap_dn, email, realname, ldap_admin) SELECT $1, $2, $3, $4, $5::bool "
+     "WHERE NOT EXISTS (SELECT 1 FROM users l WHERE lower(l.username) = lower($1) AND l.ldap_dn IS NULL) "
      "ON CONFLICT (username) DO UPDATE SET ldap_dn = EXCLUDED.ldap_dn, email = EXCLUDED.email, realname = "
      "EXCLUDED.realname, ldap_admin = EXCLUDED.ldap_admin, updated_at = now() WHERE users.password_hash IS NULL "
-     "RETURNING id), "
+     "AND users.ldap_dn IS NOT NULL RETURNING id), "
      "gone AS (DELETE FROM user_ldap_groups g USING u WHERE g.user_id = u.id AND g.group_dn <> ALL ($6::text[])), "
      "added AS (INSERT INTO user_ldap_groups (user_id, group_dn) SELECT u.id, d FROM u, unnest($6::text[]) AS d "
      "ON CONFLICT DO NOTHING) "
@@ -95,6 +125,9 @@ static const berth_db__stmt_t stmts[] = {
      "INSERT INTO users (username, password_hash, sysadmin, comment) VALUES ($1, $2, true, 'internal: replication') "
      "ON CONFLICT (username) DO UPDATE SET password_hash = EXCLUDED.password_hash, sysadmin = true, disabled = false",
      2},
+    {S_SESSION_CHECKED, "UPDATE sessions SET checked_at = now() WHERE id_sha256 = decode($1, 'hex')", 1},
+    /* an LDAP user the directory no longer knows: every browser session of it ends */
+    {S_SESSIONS_END, "DELETE FROM sessions WHERE user_id = $1::bigint", 1},
 };
 _Static_assert(sizeof(stmts) / sizeof(stmts[0]) == S__END - S_USER_GET, "one statement per id, in order");
 _Static_assert(S__END <= 100, "ids 100 and up belong to sql/api.c");
@@ -109,7 +142,22 @@ static int fail(berth_err_t *err)
     return err != NULL ? err->code : BERTH_ERROR;
 }
 
-/* Run a principal query (one row: id, name, hash, sysadmin, disabled, extra) into *out; `extra` gets column 5. */
+/* One principal row (id, name, hash, sysadmin, disabled, extra) into *out; `extra` gets column 5. */
+static int read_row(PGresult *res, berth_db_user_t *out, char *extra, size_t extrasz)
+{
+    if (PQntuples(res) != 1)
+        return BERTH_ENOTFOUND;
+    memset(out, 0, sizeof(*out));
+    out->id = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+    snprintf(out->username, sizeof(out->username), "%s", PQgetvalue(res, 0, 1));
+    snprintf(out->password_hash, sizeof(out->password_hash), "%s", PQgetvalue(res, 0, 2));
+    out->sysadmin = PQgetvalue(res, 0, 3)[0] == 't';
+    out->disabled = PQgetvalue(res, 0, 4)[0] == 't';
+    snprintf(extra, extrasz, "%s", PQgetvalue(res, 0, 5));
+    return 0;
+}
+
+/* Run a principal query with one parameter into *out (see read_row) */
 static int read_principal(berth_dbconn_t *c, int id, const char *arg, berth_db_user_t *out, char *extra, size_t extrasz,
                           berth_err_t *err)
 {
@@ -117,17 +165,7 @@ static int read_principal(berth_dbconn_t *c, int id, const char *arg, berth_db_u
     PGresult *res = run(c, id, p, err);
     if (res == NULL)
         return fail(err);
-    int rc = BERTH_ENOTFOUND;
-    if (PQntuples(res) == 1) {
-        memset(out, 0, sizeof(*out));
-        out->id = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
-        snprintf(out->username, sizeof(out->username), "%s", PQgetvalue(res, 0, 1));
-        snprintf(out->password_hash, sizeof(out->password_hash), "%s", PQgetvalue(res, 0, 2));
-        out->sysadmin = PQgetvalue(res, 0, 3)[0] == 't';
-        out->disabled = PQgetvalue(res, 0, 4)[0] == 't';
-        snprintf(extra, extrasz, "%s", PQgetvalue(res, 0, 5));
-        rc = 0;
-    }
+    int rc = read_row(res, out, extra, extrasz);
     PQclear(res);
     return rc;
 }
@@ -221,10 +259,36 @@ int berth_db_session_create(berth_dbconn_t *c, const char *id_hex, int64_t user_
     return exec(c, S_SESSION_CREATE, p, err);
 }
 
-int berth_db_session_get(berth_dbconn_t *c, const char *id_hex, berth_db_user_t *out, char csrf[65], berth_err_t *err)
+int berth_db_session_get(berth_dbconn_t *c, const char *id_hex, int recheck_seconds, berth_db_user_t *out, char csrf[65],
+                         int *recheck_due, berth_err_t *err)
 {
-    int rc = read_principal(c, S_SESSION_GET, id_hex, out, csrf, 65, err);
+    char secs[16];
+    snprintf(secs, sizeof(secs), "%d", recheck_seconds);
+    const char *p[] = {id_hex, secs};
+    PGresult *res = run(c, S_SESSION_GET, p, err);
+    if (res == NULL)
+        return fail(err);
+    int rc = read_row(res, out, csrf, 65);
+    if (rc == 0) {
+        out->ldap = PQgetvalue(res, 0, 6)[0] == 't';
+        *recheck_due = PQgetvalue(res, 0, 7)[0] == 't';
+    }
+    PQclear(res);
     return rc == 0 && out->disabled ? BERTH_ENOTFOUND : rc;
+}
+
+int berth_db_session_checked(berth_dbconn_t *c, const char *id_hex, berth_err_t *err)
+{
+    const char *p[] = {id_hex};
+    return exec(c, S_SESSION_CHECKED, p, err);
+}
+
+int berth_db_sessions_end(berth_dbconn_t *c, int64_t user_id, berth_err_t *err)
+{
+    char uid[24];
+    snprintf(uid, sizeof(uid), "%lld", (long long)user_id);
+    const char *p[] = {uid};
+    return exec(c, S_SESSIONS_END, p, err);
 }
 
 int berth_db_session_delete(berth_dbconn_t *c, const char *id_hex, berth_err_t *err)
@@ -233,24 +297,34 @@ int berth_db_session_delete(berth_dbconn_t *c, const char *id_hex, berth_err_t *
     return exec(c, S_SESSION_DELETE, p, err);
 }
 
-int berth_db_refresh_create(berth_dbconn_t *c, const char *hex, const char *principal, int ttl, berth_err_t *err)
+int berth_db_refresh_create(berth_dbconn_t *c, const char *hex, const berth_db_user_t *who, int ttl, berth_err_t *err)
 {
-    char t[16];
+    char id[24], t[16];
+    snprintf(id, sizeof(id), "%lld", (long long)who->id);
     snprintf(t, sizeof(t), "%d", ttl);
-    const char *p[] = {hex, principal, t};
-    return exec(c, S_REFRESH_CREATE, p, err);
+    const char *p[] = {hex, id, who->robot ? "true" : "false", t, who->robot ? who->secret_sha256 : who->password_hash};
+    PGresult *res = run(c, S_REFRESH_CREATE, p, err);
+    if (res == NULL)
+        return fail(err);
+    int rc = strcmp(PQcmdTuples(res), "1") == 0 ? 0 : BERTH_ENOTFOUND;
+    PQclear(res);
+    return rc;
 }
 
-int berth_db_refresh_get(berth_dbconn_t *c, const char *hex, char principal[256], berth_err_t *err)
+int berth_db_refresh_get(berth_dbconn_t *c, const char *hex, berth_db_user_t *out, berth_err_t *err)
 {
     const char *p[] = {hex};
     PGresult *res = run(c, S_REFRESH_GET, p, err);
     if (res == NULL)
         return fail(err);
-    int rc = BERTH_ENOTFOUND;
-    if (PQntuples(res) == 1) {
-        snprintf(principal, 256, "%s", PQgetvalue(res, 0, 0));
-        rc = 0;
+    char extra[1024];
+    int rc = read_row(res, out, extra, sizeof(extra));
+    if (rc == 0) {
+        out->robot = PQgetvalue(res, 0, 6)[0] == 't';
+        if (out->robot)
+            snprintf(out->secret_sha256, sizeof(out->secret_sha256), "%.64s", extra);
+        else
+            out->ldap = extra[0] != '\0';
     }
     PQclear(res);
     return rc;

@@ -46,18 +46,35 @@ void berth_db_project_facts_dispose(berth_db_project_facts_t *f);
 /** Browser sessions, keyed by the hex SHA-256 of the cookie value. */
 int berth_db_session_create(berth_dbconn_t *c, const char *id_sha256_hex, int64_t user_id, const char *csrf, int ttl_seconds,
                             berth_err_t *err);
-/** The live session's user and CSRF token (csrf: 64 bytes). BERTH_ENOTFOUND when absent or expired. */
-int berth_db_session_get(berth_dbconn_t *c, const char *id_sha256_hex, berth_db_user_t *out, char csrf[65], berth_err_t *err);
+/**
+ * The live session's user and CSRF token (csrf: 65 bytes). *recheck_due says whether the user is LDAP-backed and
+ * the session was last checked against the directory more than `recheck_seconds` ago. BERTH_ENOTFOUND when
+ * absent, expired or the user is disabled.
+ */
+int berth_db_session_get(berth_dbconn_t *c, const char *id_sha256_hex, int recheck_seconds, berth_db_user_t *out, char csrf[65],
+                         int *recheck_due, berth_err_t *err);
+/** Record that the session's user was just found in the directory. */
+int berth_db_session_checked(berth_dbconn_t *c, const char *id_sha256_hex, berth_err_t *err);
+/** End every browser session of a user. */
+int berth_db_sessions_end(berth_dbconn_t *c, int64_t user_id, berth_err_t *err);
 int berth_db_session_delete(berth_dbconn_t *c, const char *id_sha256_hex, berth_err_t *err);
 
-/** OAuth2 refresh tokens, keyed by hex SHA-256. */
-int berth_db_refresh_create(berth_dbconn_t *c, const char *sha256_hex, const char *principal, int ttl_seconds, berth_err_t *err);
-/** The principal a live refresh token belongs to (principal: 256 bytes). BERTH_ENOTFOUND otherwise. */
-int berth_db_refresh_get(berth_dbconn_t *c, const char *sha256_hex, char principal[256], berth_err_t *err);
+/**
+ * OAuth2 refresh tokens, keyed by hex SHA-256, bound to `who`'s account id and to the credential its login
+ * verified (who->password_hash, or who->secret_sha256 for robots). BERTH_ENOTFOUND when that account or its
+ * credential changed meanwhile (disabled, deleted, new password or secret): answer as for bad credentials.
+ */
+int berth_db_refresh_create(berth_dbconn_t *c, const char *sha256_hex, const berth_db_user_t *who, int ttl_seconds, berth_err_t *err);
+/**
+ * The account a live refresh token still speaks for, read by id: BERTH_ENOTFOUND when the token is unknown or
+ * expired, or its account is deleted, disabled or holds another credential than the one the token came from.
+ */
+int berth_db_refresh_get(berth_dbconn_t *c, const char *sha256_hex, berth_db_user_t *out, berth_err_t *err);
 
 /**
- * Record an LDAP login: create or refresh `username` (email, name, admin flag from the group admin DN) and
- * replace its group list, in one statement. BERTH_ECONFLICT when a local user (with a password) has that name.
+ * Record an LDAP login: create or refresh `username` (the directory's spelling; email, name, admin flag from the
+ * group admin DN) and replace its group list, in one statement. BERTH_ECONFLICT when a local user has that name,
+ * compared case-insensitively.
  */
 int berth_db_ldap_onboard(berth_dbconn_t *c, const char *username, const char *dn, const char *email, const char *realname, int admin,
                           char *const *groups, size_t ngroups, int64_t *id_out, berth_err_t *err);

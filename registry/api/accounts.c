@@ -120,6 +120,15 @@ static int change_password(berth_api_t *a, const char *id)
     const char *newpw = json_string_value(json_object_get(body, "new_password"));
     const char *why = newpw != NULL ? berth_password_policy(newpw) : "new_password is required";
     int self = a->who.id == strtoll(id, NULL, 10);
+    const char *ip[] = {id};
+    berth_db_json_t u = {0};
+    if (why == NULL && berth_api_query(a, BERTH_Q_USER_IS_LDAP, ip, &u) != 0) {
+        json_decref(body);
+        return -1;
+    }
+    if (u.json != NULL && strcmp(u.json, "true") == 0) /* the directory is its only source of truth */
+        why = "this user's password is managed in LDAP; it cannot have a local password";
+    free(u.json);
     char hash[BERTH_PASSWORD_HASH_MAX];
     int rc = 0;
     if (why != NULL) {

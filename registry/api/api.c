@@ -9,6 +9,7 @@
 #include "auth/audit.h"
 #include "auth/gate.h"
 #include "auth/header.h"
+#include "auth/offload.h"
 #include "registry/core/log.h"
 #include "registry/core/query.h"
 
@@ -50,6 +51,8 @@ int berth_api_created(berth_api_t *a, char *json, const char *key, const char *p
 
 int berth_api_err(berth_api_t *a, const berth_err_t *err)
 {
+    if (berth_offload_moving()) /* not an answer: the request runs again on an auth worker */
+        return -1;
     if (berth_err_status(err->oci) >= 500)
         berth_log_err("%s %.*s: %s", a->rq->method, (int)a->rq->path_len, a->rq->path, err->msg);
     berth_resp_error(a->resp, err);
@@ -287,6 +290,27 @@ static int is_safe(const char *method)
     return strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
 }
 
+/*
+ * A browser session of an LDAP user, due for its check against the directory: still there, it carries on with
+ * the groups the directory has now; gone, every session of the user ends (401); no answer from the directory, 503.
+ */
+static int session_recheck(berth_api_t *a, const char *hex)
+{
+    berth_err_t err;
+    int rc = berth_authsvc_recheck(a->reg->auth, &a->who);
+    if (rc == BERTH_EUNAVAIL)
+        return berth_api_fail(a, BERTH_OCI_UNAVAILABLE, "LDAP unavailable");
+    if (rc != 0) {
+        berth_db_sessions_end(a->c, a->who.id, NULL);
+        berth_audit(a->who.username, a->rq->remote, "logout", "session", "web", NULL, 1, "gone from the directory");
+        memset(&a->who, 0, sizeof(a->who));
+        return berth_api_fail(a, BERTH_OCI_UNAUTHORIZED, "session expired");
+    }
+    if (berth_db_session_checked(a->c, hex, &err) != 0)
+        return berth_api_err(a, &err);
+    return 0;
+}
+
 /* Who is calling: a session cookie (with the CSRF header on changes), Basic credentials, or nobody. */
 static int authenticate(berth_api_t *a)
 {
@@ -296,8 +320,10 @@ static int authenticate(berth_api_t *a)
         char hex[65], csrf[65];
         berth_authsvc_sha256_hex(sid, hex);
         berth_err_t err;
-        int rc = berth_db_session_get(a->c, hex, &a->who, csrf, &err);
+        int due = 0, rc = berth_db_session_get(a->c, hex, a->reg->auth->ldap_recheck_seconds, &a->who, csrf, &due, &err);
         OPENSSL_cleanse(sid, sizeof(sid));
+        if (rc == 0 && due && (rc = session_recheck(a, hex)) != 0)
+            return rc;
         if (rc == 0) {
             /* a cookie rides along with any cross-site request; a header only comes from our own pages */
             if (!is_safe(rq->method) && (rq->csrf == NULL || strlen(rq->csrf) != strlen(csrf) ||
@@ -320,12 +346,16 @@ static int authenticate(berth_api_t *a)
     }
     if (rc == BERTH_ENOTFOUND)
         return 0; /* anonymous */
-    if (rc == BERTH_ERETRY) {
+    if (rc == BERTH_ERETRY || rc == BERTH_EINVAL) {
         berth_auth_header_t h;
-        berth_auth_header_parse(&h, rq->authorization, strlen(rq->authorization));
-        berth_authsvc_too_many(a->resp, h.user);
+        int hrc = berth_auth_header_parse(&h, rq->authorization, strlen(rq->authorization));
+        if (rc == BERTH_ERETRY)
+            berth_authsvc_too_many(a->resp, h.user, rq->remote);
         berth_auth_header_dispose(&h);
-        return -1;
+        if (rc == BERTH_ERETRY)
+            return -1;
+        if (hrc == -2)
+            return berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "control characters in the user name or password");
     }
     if (rc == BERTH_EUNAVAIL)
         return berth_api_fail(a, BERTH_OCI_AUTH_UNAVAILABLE, NULL);

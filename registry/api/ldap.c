@@ -6,6 +6,7 @@
 
 #include "auth/ldap.h"
 #include "auth/service.h"
+#include "registry/core/query.h"
 #include "registry/api/internal.h"
 #include "sql/users.h"
 
@@ -22,6 +23,17 @@ static int ldap_json(berth_api_t *a, int rc, char *json, const berth_err_t *err)
     if (rc != 0)
         return berth_api_err(a, err);
     return berth_api_json(a, 200, json);
+}
+
+/* A search parameter into out ("" when absent); a NUL byte or more than outsz-1 bytes: answered 400, -1 */
+static int search_param(berth_api_t *a, const char *key, char *out, size_t outsz)
+{
+    long n = a->rq->query != NULL ? berth_query_get(a->rq->query, a->rq->query_len, key, out, outsz) : -1;
+    if (n == -2)
+        return berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "%s: malformed, holds a NUL byte or is longer than %zu bytes", key, outsz - 1);
+    if (n < 0)
+        out[0] = '\0';
+    return 0;
 }
 
 /* Onboard one LDAP user without a login (Harbor's import); 0, BERTH_ENOTFOUND or another code */
@@ -54,21 +66,18 @@ static int ldap_route(berth_api_t *a)
             return berth_api_err(a, &err);
         return berth_api_jsonv(a, 200, json_pack("{s:b}", "success", 1));
     }
+    /* an empty or absent term lists the first 100 entries; malformed input is a 400 before LDAP is asked */
     if (berth_api_match(a, "GET", "ldap/users/search")) {
-        char term[256] = "";
-        const char *v = berth_api_param(a, "username");
-        if (v != NULL)
-            snprintf(term, sizeof(term), "%s", v);
+        char term[257];
+        if (search_param(a, "username", term, sizeof(term)) != 0)
+            return -1;
         int rc = berth_ldap_search_users(l, term, 100, &json, &err);
         return ldap_json(a, rc, json, &err);
     }
     if (berth_api_match(a, "GET", "ldap/groups/search")) {
-        char name[256] = "", dn[1024] = "";
-        const char *v = berth_api_param(a, "groupname");
-        if (v != NULL)
-            snprintf(name, sizeof(name), "%s", v);
-        if ((v = berth_api_param(a, "groupdn")) != NULL)
-            snprintf(dn, sizeof(dn), "%s", v);
+        char name[257], dn[1001];
+        if (search_param(a, "groupname", name, sizeof(name)) != 0 || search_param(a, "groupdn", dn, sizeof(dn)) != 0)
+            return -1;
         int rc = berth_ldap_search_groups(l, name, dn, 100, &json, &err);
         return ldap_json(a, rc, json, &err);
     }

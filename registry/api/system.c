@@ -6,6 +6,7 @@
 #include <strings.h>
 
 #include "auth/audit.h"
+#include "auth/header.h"
 #include "auth/service.h"
 #include "registry/api/internal.h"
 #include "registry/core/query.h"
@@ -148,8 +149,14 @@ int berth_api_session(berth_api_t *a, int login)
     char user[256] = "", pw[256] = "";
     const char *body = rq->body != NULL ? rq->body : "";
     if (berth_query_get(body, rq->body_len, "principal", user, sizeof(user)) < 0 ||
-        berth_query_get(body, rq->body_len, "password", pw, sizeof(pw)) < 0)
-        return berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "principal and password are required");
+        berth_query_get(body, rq->body_len, "password", pw, sizeof(pw)) < 0) {
+        OPENSSL_cleanse(pw, sizeof(pw));
+        return berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "principal and password are required, without NUL bytes");
+    }
+    if (!berth_auth_credential_ok(user, strlen(user)) || !berth_auth_credential_ok(pw, strlen(pw))) {
+        OPENSSL_cleanse(pw, sizeof(pw));
+        return berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "control characters in the user name or password");
+    }
     if (strncmp(user, BERTH_ROBOT_PREFIX, strlen(BERTH_ROBOT_PREFIX)) == 0) {
         OPENSSL_cleanse(pw, sizeof(pw));
         return berth_api_fail(a, BERTH_OCI_UNAUTHORIZED, "robot accounts cannot open sessions");
@@ -157,7 +164,7 @@ int berth_api_session(berth_api_t *a, int login)
     int rc = berth_authsvc_login(a->reg->auth, user, pw, rq->remote, &a->who);
     OPENSSL_cleanse(pw, sizeof(pw));
     if (rc == BERTH_ERETRY) {
-        berth_authsvc_too_many(a->resp, user);
+        berth_authsvc_too_many(a->resp, user, rq->remote);
         return -1;
     }
     if (rc == BERTH_EUNAVAIL)

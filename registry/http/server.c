@@ -15,6 +15,7 @@
 #include <openssl/crypto.h>
 
 #include "auth/gate.h"
+#include "auth/offload.h"
 #include "auth/service.h"
 #include "registry/api/api.h"
 #include "registry/service/isa.h"
@@ -39,6 +40,8 @@ struct st_berth_server_t {
     h2o_globalconf_t config;
     berth_registry_t *reg;
     berth_workers_t *workers;
+    berth_workers_t *auth_workers; /* password hashing and LDAP (auth/offload.h) */
+    int auth_queue;
     int fd, nloops;
     volatile int stopping;
     loop_thread_t *loops;
@@ -67,6 +70,7 @@ struct job {
     berth_v2_req_t v2;
     berth_scope_t need; /* what the request needs; has_need 0 for the base endpoint */
     int has_need, gate_passed;
+    int on_auth_pool; /* re-run there because it needed credential work */
     char method[16];
     char *query, *accept, *ctype, *body;
     berth_resp_t resp;
@@ -163,9 +167,30 @@ static void job_free(job_t *j)
     free(j);
 }
 
+/*
+ * A request that needs credential work moves to the auth workers and runs again from the start there; when their
+ * queue is full it is shed with 503 and Retry-After, so a login storm never waits in front of other requests.
+ */
+static int move_to_auth_pool(job_t *j)
+{
+    struct st_berth_server_t *s = j->loop->server;
+    berth_resp_dispose(&j->resp);
+    berth_resp_init(&j->resp);
+    j->on_auth_pool = 1;
+    if (berth_workers_try_submit(s->auth_workers, &j->work, s->auth_queue) == 0)
+        return 0;
+    berth_err_t err;
+    berth_err_set(&err, BERTH_OCI_UNAVAILABLE, "too many logins in progress; retry shortly");
+    berth_resp_error(&j->resp, &err);
+    berth_resp_header(&j->resp, "retry-after", "1");
+    berth_log_warn("auth workers busy (%d queued): login shed", s->auth_queue);
+    return -1;
+}
+
 static void run_job(berth_work_t *w)
 {
     job_t *j = H2O_STRUCT_FROM_MEMBER(job_t, work, w);
+    berth_offload_enter(j->on_auth_pool);
     if (j->kind == JOB_TOKEN)
         berth_authsvc_token(j->reg->auth, &j->token, &j->resp);
     else if (j->kind == JOB_API)
@@ -177,6 +202,8 @@ static void run_job(berth_work_t *w)
         else
             berth_v2_handle(j->reg, &j->v2, &j->resp);
     }
+    if (berth_offload_leave() && move_to_auth_pool(j) == 0)
+        return;
     h2o_multithread_send_message(&j->loop->done, &j->msg);
 }
 
@@ -436,11 +463,14 @@ static void *loop_main(void *arg)
     return NULL;
 }
 
-int berth_server_start(berth_server_t **out, berth_registry_t *reg, berth_workers_t *workers, int nloops, int *port_out)
+int berth_server_start(berth_server_t **out, berth_registry_t *reg, berth_workers_t *workers, berth_workers_t *auth_workers,
+                       int auth_queue, int nloops, int *port_out)
 {
     berth_server_t *s = calloc(1, sizeof(*s));
     s->reg = reg;
     s->workers = workers;
+    s->auth_workers = auth_workers;
+    s->auth_queue = auth_queue;
     s->nloops = nloops;
     h2o_config_init(&s->config);
     s->config.server_name = h2o_iovec_init(H2O_STRLIT("berth"));

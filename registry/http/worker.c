@@ -46,10 +46,9 @@ berth_workers_t *berth_workers_start(int nthreads)
     return w;
 }
 
-void berth_workers_submit(berth_workers_t *w, berth_work_t *work)
+static void enqueue_locked(berth_workers_t *w, berth_work_t *work)
 {
     work->next = NULL;
-    pthread_mutex_lock(&w->mu);
     if (w->tail != NULL)
         w->tail->next = work;
     else
@@ -57,7 +56,23 @@ void berth_workers_submit(berth_workers_t *w, berth_work_t *work)
     w->tail = work;
     w->queued++;
     pthread_cond_signal(&w->cv);
+}
+
+void berth_workers_submit(berth_workers_t *w, berth_work_t *work)
+{
+    pthread_mutex_lock(&w->mu);
+    enqueue_locked(w, work);
     pthread_mutex_unlock(&w->mu);
+}
+
+int berth_workers_try_submit(berth_workers_t *w, berth_work_t *work, long max_queued)
+{
+    pthread_mutex_lock(&w->mu);
+    int rc = w->queued < max_queued ? 0 : -1;
+    if (rc == 0)
+        enqueue_locked(w, work);
+    pthread_mutex_unlock(&w->mu);
+    return rc;
 }
 
 long berth_workers_queued(berth_workers_t *w)

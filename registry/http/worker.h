@@ -12,6 +12,8 @@ typedef struct st_berth_workers_t berth_workers_t;
 berth_workers_t *berth_workers_start(int nthreads);
 /** Queue work; `run` is called on some worker thread and must hand its result back itself. */
 void berth_workers_submit(berth_workers_t *w, berth_work_t *work);
+/** Queue work unless `max_queued` items already wait: 0, or -1 (not queued; the caller answers for it). */
+int berth_workers_try_submit(berth_workers_t *w, berth_work_t *work, long max_queued);
 /** Finish queued work, then join the threads. */
 void berth_workers_stop(berth_workers_t *w);
 /** Work items waiting for a thread (for /metrics). */

@@ -3,11 +3,13 @@
 #include <jansson.h>
 #include <jwt.h>
 #include <openssl/evp.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "auth/backoff.h"
 #include "auth/header.h"
 #include "auth/ldap.h"
 #include "auth/password.h"
@@ -54,7 +56,9 @@ static void test_headers(void)
     ok(berth_auth_header_parse(&h, S("basic dTpwOndpdGg6Y29sb25z")) == 0 && strcmp(h.secret, "p:with:colons") == 0,
        "password may contain colons; scheme is case-insensitive");
     ok(berth_auth_header_parse(&h, S("Basic bm9jb2xvbg==")) != 0, "no colon");        /* nocolon */
-    ok(berth_auth_header_parse(&h, S("Basic YQBiOmM=")) != 0, "NUL in user refused"); /* a\0b:c */
+    ok(berth_auth_header_parse(&h, S("Basic YQBiOmM=")) == -2, "NUL in user refused as such"); /* a\0b:c */
+    ok(berth_auth_header_parse(&h, S("Basic YTpiAGM=")) == -2, "NUL in the password refused");  /* a:b\0c */
+    ok(berth_auth_header_parse(&h, S("Basic YTpiAWM=")) == -2, "control byte in the password refused"); /* a:b\1c */
     ok(berth_auth_header_parse(&h, S("Basic /zp4")) != 0, "user name not UTF-8 refused"); /* \xff:x */
     ok(berth_auth_header_parse(&h, S("Basic dTrD")) != 0, "secret cut mid-character refused"); /* u:\xc3 */
     ok(berth_auth_header_parse(&h, S("Basic w6k6eA==")) == 0 && strcmp(h.user, "\xc3\xa9") == 0, "UTF-8 user name accepted");
@@ -248,8 +252,32 @@ static void test_ldap_strings(void)
     ok(strcmp(out, "cn=devs,ou=groups,dc=berth") == 0, "DN normalized");
 }
 
+static void test_backoff(void)
+{
+    for (int i = 0; i < BERTH_BACKOFF_FREE - 1; i++)
+        berth_backoff_record("Victim", "10.0.0.1", 0);
+    ok(berth_backoff_wait("victim", "10.0.0.1") == 0, "four failures: still free");
+    for (int i = 0; i < 50; i++) /* another name's failures never touch this one's count */
+        berth_backoff_record("other", "10.0.0.1", 0);
+    berth_backoff_record("VICTIM", "10.0.0.1", 0);
+    ok(berth_backoff_wait("victim", "10.0.0.1") >= 1, "the fifth failure, in any spelling, starts the back-off");
+    ok(berth_backoff_wait("victim", "10.0.0.2") == 0, "another address is not held back");
+    berth_backoff_record("victim", "10.0.0.1", 1);
+    ok(berth_backoff_wait("victim", "10.0.0.1") == 0, "a success clears it");
+    for (int i = 0; i < BERTH_BACKOFF_FREE; i++)
+        berth_backoff_record("held", "10.0.0.9", 0);
+    char name[32];
+    for (int i = 0; i < 3 * BERTH_BACKOFF_ENTRIES; i++) { /* a flood of one-off names: the table stays bounded */
+        snprintf(name, sizeof(name), "flood%d", i);
+        berth_backoff_record(name, "10.0.0.3", 0);
+    }
+    ok(berth_backoff_size() <= BERTH_BACKOFF_ENTRIES, "bounded");
+    ok(berth_backoff_wait("held", "10.0.0.9") >= 1, "eviction prefers entries not in back-off");
+}
+
 int main(void)
 {
+    test_backoff();
     test_ldap_strings();
     test_permission_names();
     test_rbac();
