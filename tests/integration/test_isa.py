@@ -656,6 +656,45 @@ int main(int argc, char **argv)
 }
 """
 
+class IsaOpenApi(BerthTestCase):
+    """The OpenAPI document states what the ISA endpoints answer: every status they return is documented, and the
+    node description (level, flags, labels, features) is part of the schema."""
+
+    def test_documented_statuses_and_node_schema(self):
+        import yaml
+        doc = yaml.safe_load(self.b.request("GET", "/api/v2.0/openapi.yaml", auth=None)[2])
+        node = doc["components"]["schemas"]["IsaNode"]["properties"]
+        self.assertTrue({"architecture", "level", "flags", "labels", "features"} <= set(node), node)
+        self.assertEqual(doc["paths"]["/isa/resolve"]["post"]["requestBody"]["content"]["application/json"]["schema"]["$ref"],
+                         "#/components/schemas/IsaResolveRequest")
+        entries = []
+        for tag, variant in (("base", None), ("v3", "v3")):
+            d, raw = self.b.push_image("isadoc/app", tag)
+            plat = {"architecture": "amd64", "os": "linux"}
+            if variant:
+                plat["variant"] = variant
+            entries.append({"mediaType": OCI_MANIFEST, "digest": d, "size": len(raw), "platform": plat})
+        st, _, body, _ = self.b.push_manifest("isadoc/app", "1.0", {"schemaVersion": 2, "mediaType": OCI_INDEX, "manifests": entries},
+                                              OCI_INDEX)
+        self.assertEqual(st, 201, body)
+
+        def post(path, obj):
+            st, _, raw = self.b.request("POST", "/api/v2.0" + path, json.dumps(obj).encode(), {"Content-Type": "application/json"})
+            self.assertIn(str(st), doc["paths"][path]["post"]["responses"], "%s answered %d, undocumented: %s" % (path, st, raw))
+            return st, json.loads(raw)
+        st, r = post("/isa/resolve", {"image": "isadoc/app:1.0", "node": {"architecture": "amd64", "level": "x86-64-v3"}})
+        self.assertEqual((st, r["selected"]["digest"]), (200, entries[1]["digest"]))
+        self.assertEqual(set(r["node"]) - set(doc["components"]["schemas"]["IsaResolveResult"]["properties"]["node"]["properties"]), set())
+        st, r = post("/isa/resolve", {"image": "isadoc/app:1.0", "node": {"architecture": "arm64", "flags": ["fp", "asimd"]}})
+        self.assertEqual(st, 409)
+        st, r = post("/isa/resolve", {"image": "isadoc/app:1.0", "node": {"labels": {"kubernetes.io/arch": "amd64"}}})
+        self.assertEqual(st, 200)
+        st, r = post("/isa/resolve:batch", {"image": "isadoc/app:1.0", "nodes": {"a": {"architecture": "amd64", "level": "x86-64-v2"}}})
+        self.assertEqual(st, 200)
+        st, r = post("/isa/k8s/affinity", {"images": ["isadoc/app:1.0"]})
+        self.assertEqual(st, 200)
+
+
 SCAN_TYPE = "application/vnd.berth.isa.scan.v1+json"
 
 
