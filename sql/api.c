@@ -126,6 +126,9 @@
     "t.attempts, 'bytes_sent', t.bytes_sent, 'bytes_total', t.bytes_total, 'start_time', t.start_time, 'end_time', " \
     "t.end_time)"
 
+/* ORDER BY for Harbor's sort=key / sort=-key: `sp` is the (validated) parameter; NULLs sort last either way */
+#define SORT_BY(sp, key, col) "CASE WHEN " sp "::text = '" key "' THEN " col " END, CASE WHEN " sp "::text = '-" key "' THEN " col " END DESC NULLS LAST, "
+
 /* One page of `row` over the CTE f, ordered by `order`, plus the total; $lim and $off are the last two. */
 #define PAGE(row, alias, order, lim, off)                                                                              \
     "SELECT coalesce((SELECT json_agg(" row " ORDER BY " order ") FROM (SELECT * FROM f ORDER BY " order " LIMIT "      \
@@ -134,12 +137,15 @@
 #define Q(id, sql, n) [id] = {100 + id, sql, n}
 
 static const berth_db__stmt_t queries[BERTH_Q__COUNT] = {
-    /* $1 uid, $2 admin, $3 robot, $4 name exact, $5 name substring, $6 public, $7 owner, $8 limit, $9 offset */
+    /* $1 uid, $2 admin, $3 robot, $4 name exact, $5 name substring, $6 public, $7 owner, $8 limit, $9 offset, $10 sort */
     Q(BERTH_Q_PROJECTS_LIST,
-      "WITH f AS (SELECT p.* FROM projects p WHERE " VISIBLE("p") " AND ($4::text IS NULL OR p.name = $4::text) AND "
+      "WITH f AS (SELECT p.*, CASE WHEN $10::text IN ('repo_count', '-repo_count') THEN (SELECT count(*) FROM repositories r "
+      "WHERE r.project_id = p.id) END AS n_repos FROM projects p WHERE " VISIBLE("p") " AND ($4::text IS NULL OR p.name = $4::text) AND "
       "($5::text IS NULL OR strpos(p.name, $5::text) > 0) AND ($6::bool IS NULL OR p.public = $6::bool) AND "
-      "($7::text IS NULL OR p.owner_id = (SELECT id FROM users WHERE username = $7::text))) " PAGE(PROJECT_JSON("$1", "$3"), "p", "name", "$8", "$9"),
-      9),
+      "($7::text IS NULL OR p.owner_id = (SELECT id FROM users WHERE username = $7::text))) "
+      PAGE(PROJECT_JSON("$1", "$3"), "p", SORT_BY("$10", "name", "name") SORT_BY("$10", "creation_time", "created_at")
+           SORT_BY("$10", "update_time", "updated_at") SORT_BY("$10", "repo_count", "n_repos") "name", "$8", "$9"),
+      10),
     /* $1 uid, $2 robot, $3 name */
     Q(BERTH_Q_PROJECT_GET, "SELECT " PROJECT_JSON("$1", "$2") "::text FROM projects p WHERE p.name = $3::text", 3),
     Q(BERTH_Q_PROJECT_NAME_BY_ID, "SELECT to_json(name)::text FROM projects WHERE id = $1::bigint", 1),
@@ -200,11 +206,15 @@ static const berth_db__stmt_t queries[BERTH_Q__COUNT] = {
       "(SELECT u.username FROM users u WHERE u.id = m.user_id), (SELECT g.group_name FROM user_groups g WHERE g.id = "
       "m.group_id)))::text",
       2),
-    /* $1 project id, $2 name substring, $3 limit, $4 offset */
+    /* $1 project id, $2 name substring, $3 limit, $4 offset, $5 sort (berth_api_sort); artifact_count is only
+       computed when asked to sort by it */
     Q(BERTH_Q_REPOS_LIST,
-      "WITH f AS (SELECT r.* FROM repositories r WHERE r.project_id = $1::bigint AND ($2::text IS NULL OR "
-      "strpos(r.name, $2::text) > 0)) " PAGE(REPO_JSON, "r", "name", "$3", "$4"),
-      4),
+      "WITH f AS (SELECT r.*, CASE WHEN $5::text IN ('artifact_count', '-artifact_count') THEN (SELECT count(*) FROM "
+      "manifests m WHERE m.repository_id = r.id AND " TOP_LEVEL ") END AS n_artifacts FROM repositories r WHERE "
+      "r.project_id = $1::bigint AND ($2::text IS NULL OR strpos(r.name, $2::text) > 0)) "
+      PAGE(REPO_JSON, "r", SORT_BY("$5", "name", "name") SORT_BY("$5", "update_time", "updated_at") SORT_BY("$5", "creation_time", "created_at")
+           SORT_BY("$5", "pull_count", "pull_count") SORT_BY("$5", "artifact_count", "n_artifacts") "name", "$3", "$4"),
+      5),
     /* $1 full repository name */
     Q(BERTH_Q_REPO_GET, "SELECT " REPO_JSON "::text FROM repositories r WHERE r.name = $1::text", 1),
     /* $1 full repository name: everything in it goes; other berthd drop their cached copies at commit */
@@ -448,6 +458,45 @@ static const berth_db__stmt_t queries[BERTH_Q__COUNT] = {
     Q(BERTH_Q_UPLOAD_DEL, "DELETE FROM replication_uploads WHERE task_id = $1::bigint AND digest = $2::text", 2),
     /* $1 username (an LDAP import: the user exists with no local password) */
     Q(BERTH_Q_USER_IMPORTED, "SELECT to_json(id)::text FROM users WHERE username = $1::text", 1),
+    /* ---- web UI (issue #11) ---- */
+    /* $1 repository, $2 digest or tag: the manifest as stored (layers, config, annotations for the artifact page) */
+    Q(BERTH_Q_ARTIFACT_MANIFEST,
+      "SELECT convert_from(m.content, 'UTF8') FROM repositories r JOIN manifests m ON m.repository_id = r.id WHERE r.name = "
+      "$1::text AND (m.digest = $2::text OR m.id = (SELECT t.manifest_id FROM tags t WHERE t.repository_id = r.id AND t.name = $2::text))",
+      2),
+    /* Harbor's /statistics over the projects the caller sees ($1 uid, $2 admin, $3 robot); storage counts each
+       blob and manifest once however many repositories share it */
+    Q(BERTH_Q_STATISTICS,
+      "WITH p AS (SELECT p.id, p.public FROM projects p WHERE " VISIBLE("p") "), r AS (SELECT r.id, p.public FROM "
+      "repositories r JOIN p ON p.id = r.project_id) SELECT json_build_object('private_project_count', (SELECT count(*) "
+      "FROM p WHERE NOT public), 'public_project_count', (SELECT count(*) FROM p WHERE public), 'total_project_count', "
+      "(SELECT count(*) FROM p), 'private_repo_count', (SELECT count(*) FROM r WHERE NOT public), 'public_repo_count', "
+      "(SELECT count(*) FROM r WHERE public), 'total_repo_count', (SELECT count(*) FROM r), 'total_storage_consumption', "
+      "(SELECT coalesce(sum(b.size), 0) FROM blobs b WHERE b.digest IN (SELECT rb.digest FROM repository_blobs rb JOIN r ON "
+      "r.id = rb.repository_id)) + (SELECT coalesce(sum(s.size), 0) FROM (SELECT DISTINCT m.digest, m.size FROM manifests m "
+      "JOIN r ON r.id = m.repository_id) s))::text",
+      3),
+    /* storage per visible project, largest first ($4 limit): the bars of the statistics page */
+    Q(BERTH_Q_STATS_STORAGE,
+      "WITH p AS (SELECT p.id, p.name FROM projects p WHERE " VISIBLE("p") "), u AS (SELECT p.name, (SELECT coalesce(sum(b.size), 0) "
+      "FROM blobs b WHERE b.digest IN (SELECT rb.digest FROM repository_blobs rb JOIN repositories r ON r.id = rb.repository_id "
+      "WHERE r.project_id = p.id)) + (SELECT coalesce(sum(s.size), 0) FROM (SELECT DISTINCT m.digest, m.size FROM manifests m "
+      "JOIN repositories r ON r.id = m.repository_id WHERE r.project_id = p.id) s) AS storage, (SELECT count(*) FROM "
+      "repositories r WHERE r.project_id = p.id) AS repos FROM p) SELECT coalesce(json_agg(json_build_object('project', "
+      "name, 'storage', storage, 'repo_count', repos) ORDER BY storage DESC, name), '[]')::text FROM (SELECT * FROM u "
+      "ORDER BY storage DESC, name LIMIT $4::int) u",
+      4),
+    /* pushes and pulls per day over the last $4 days from the audit log, in the projects the caller sees (system
+       admins: all); days without events are zeros so the chart's x axis is even */
+    Q(BERTH_Q_STATS_ACTIVITY,
+      "WITH d AS (SELECT generate_series(date_trunc('day', now() AT TIME ZONE 'UTC') - make_interval(days => $4::int - 1), "
+      "date_trunc('day', now() AT TIME ZONE 'UTC'), interval '1 day') AS day), a AS (SELECT date_trunc('day', a.op_time AT "
+      "TIME ZONE 'UTC') AS day, a.operation, sum(a.count) AS n FROM audit_log a WHERE a.op_time >= now() - make_interval(days => "
+      "$4::int) AND a.operation IN ('push', 'pull') AND a.result = 'success' AND ($2::bool OR a.project_id IN (SELECT p.id "
+      "FROM projects p WHERE " VISIBLE("p") ")) GROUP BY 1, 2) SELECT json_agg(json_build_object('day', to_char(d.day, "
+      "'YYYY-MM-DD'), 'push', coalesce((SELECT n FROM a WHERE a.day = d.day AND operation = 'push'), 0), 'pull', "
+      "coalesce((SELECT n FROM a WHERE a.day = d.day AND operation = 'pull'), 0)) ORDER BY d.day)::text FROM d",
+      4),
 };
 
 int berth_db_api(berth_dbconn_t *c, berth_q_t q, const char *const *params, berth_db_json_t *out, berth_err_t *err)

@@ -85,6 +85,11 @@ typedef enum {
     BERTH_Q_UPLOAD_GET,
     BERTH_Q_UPLOAD_PUT,
     BERTH_Q_UPLOAD_DEL,
+    /* web UI (issue #11) */
+    BERTH_Q_ARTIFACT_MANIFEST,
+    BERTH_Q_STATISTICS,
+    BERTH_Q_STATS_STORAGE,
+    BERTH_Q_STATS_ACTIVITY,
     BERTH_Q__COUNT
 } berth_q_t;
 

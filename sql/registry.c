@@ -127,7 +127,9 @@ static const berth_db__stmt_t stmts[] = {
     [S_ISA_VARIANTS] = {S_ISA_VARIANTS,
      "SELECT m.digest, coalesce((SELECT json_agg(json_build_object('position', v.position, 'digest', v.digest, 'os', v.os, "
      "'architecture', v.architecture, 'variant', v.variant, 'level', v.level, 'features', v.features, 'target', v.target, "
-     "'priority', v.priority, 'scan_status', coalesce(s.status, ''), 'scan_max_level', s.max_level) ORDER BY v.position) "
+     "'priority', v.priority, 'scan_status', coalesce(s.status, ''), 'scan_max_level', s.max_level, "
+     /* the first files with findings (function, instruction, ISA set) for the UI's variant table */
+     "'scan_files', jsonb_path_query_array(s.report, '$.files[0 to 9]')) ORDER BY v.position) "
      "FROM isa_variants v LEFT JOIN isa_scans s ON " ISA_SCAN_OF_ENTRY " WHERE v.manifest_id = m.id), '[]')::text, m.media_type "
      "FROM repositories r JOIN manifests m ON m.repository_id = r.id WHERE r.name = $1 AND (m.digest = $2 OR m.id = "
      "(SELECT t.manifest_id FROM tags t WHERE t.repository_id = r.id AND t.name = $2))",

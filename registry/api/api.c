@@ -108,6 +108,24 @@ int berth_api_page(berth_api_t *a, char limit[24], char offset[24])
     return 0;
 }
 
+int berth_api_sort(berth_api_t *a, const char *const *keys, char out[40])
+{
+    const char *v = berth_api_param(a, "sort");
+    if (v == NULL || v[0] == '\0')
+        v = keys[0];
+    size_t n = strlen(v);
+    memcpy(out, v, n < 39 ? n : 39);
+    out[n < 39 ? n : 39] = '\0';
+    const char *k = out[0] == '-' ? out + 1 : out;
+    for (const char *const *p = keys; *p != NULL; p++)
+        if (strcmp(k, *p) == 0)
+            return 0;
+    char allowed[256] = "";
+    for (const char *const *p = keys; *p != NULL; p++)
+        snprintf(allowed + strlen(allowed), sizeof(allowed) - strlen(allowed), "%s%s", p == keys ? "" : ", ", *p);
+    return berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "sort must be one of %s, optionally with a leading '-'", allowed);
+}
+
 /* The request's query without page and page_size, for Link headers */
 static void other_params(berth_api_t *a, char *out, size_t outsz)
 {

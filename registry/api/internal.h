@@ -42,6 +42,11 @@ const char *berth_api_param(berth_api_t *a, const char *key);
 int berth_api_qterm(berth_api_t *a, const char *key, char *out, size_t outsz);
 /** page/page_size into limit/offset strings; 0, or answered 400. */
 int berth_api_page(berth_api_t *a, char limit[24], char offset[24]);
+/**
+ * Harbor's `sort=key` / `sort=-key` (descending): `keys` is a NULL-terminated list of what the query can order
+ * by; the first is the default. Writes the validated value into out (a query parameter); anything else is 400.
+ */
+int berth_api_sort(berth_api_t *a, const char *const *keys, char out[40]);
 /** Run a list query and answer 200 with X-Total-Count and Link (page navigation). */
 int berth_api_list(berth_api_t *a, berth_q_t q, const char *const *params, const char *limit, const char *offset);
 /** Run a query returning one object and answer 200 with it, or 404 `what` when there is none. */
@@ -75,6 +80,7 @@ void berth_api_audit(berth_api_t *a, const char *op, const char *rtype, const ch
 int berth_api_projects_route(berth_api_t *a);
 int berth_api_accounts_route(berth_api_t *a);
 int berth_api_system_route(berth_api_t *a);
+int berth_api_stats_route(berth_api_t *a);
 int berth_api_session(berth_api_t *a, int login);
 int berth_api_ldap_route(berth_api_t *a);
 int berth_api_isa_route(berth_api_t *a);

@@ -43,8 +43,12 @@ static int list_projects(berth_api_t *a)
         return berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "public must be true or false");
     if ((v = berth_api_param(a, "owner")) != NULL)
         snprintf(owner, sizeof(owner), "%s", v);
+    char sort[40];
+    static const char *const sorts[] = {"name", "creation_time", "update_time", "repo_count", NULL};
+    if (berth_api_sort(a, sorts, sort) != 0)
+        return -1;
     const char *p[] = {c.id, c.admin, c.robot, exact[0] ? exact : NULL, fuzzy[0] ? fuzzy : NULL, pub[0] ? pub : NULL,
-                       owner[0] ? owner : NULL, limit, offset};
+                       owner[0] ? owner : NULL, limit, offset, sort};
     return berth_api_list(a, BERTH_Q_PROJECTS_LIST, p, limit, offset);
 }
 
@@ -307,6 +311,12 @@ static int artifacts(berth_api_t *a, const berth_authz_t *z, const char *project
         const char *p[] = {repo, ref};
         return berth_api_object(a, BERTH_Q_ARTIFACT_GET, p, "artifact");
     }
+    if (a->nseg == 7 && berth_api_match(a, "GET", "projects/{}/repositories/{}/artifacts/{}/manifest")) {
+        if (berth_api_need(a, z, BERTH_RES_ARTIFACT, BERTH_ACT_READ) != 0)
+            return -1;
+        const char *p[] = {repo, ref};
+        return berth_api_object(a, BERTH_Q_ARTIFACT_MANIFEST, p, "artifact");
+    }
     if (a->nseg == 6 && berth_api_match(a, "DELETE", "projects/{}/repositories/{}/artifacts/{}")) {
         if (berth_api_need(a, z, BERTH_RES_ARTIFACT, BERTH_ACT_DELETE) != 0 || artifact_digest(a, repo, ref, digest) != 0)
             return -1;
@@ -380,9 +390,12 @@ static int repositories(berth_api_t *a, const berth_authz_t *z, const char *proj
     if (a->nseg == 3 && berth_api_match(a, "GET", "projects/{}/repositories")) {
         if (berth_api_need(a, z, BERTH_RES_REPOSITORY, BERTH_ACT_LIST) != 0 || berth_api_page(a, limit, offset) != 0)
             return -1;
-        char name[256] = "";
+        char name[256] = "", sort[40];
+        static const char *const sorts[] = {"name", "update_time", "creation_time", "pull_count", "artifact_count", NULL};
+        if (berth_api_sort(a, sorts, sort) != 0)
+            return -1;
         berth_api_qterm(a, "name", name, sizeof(name));
-        const char *p[] = {pid, name[0] ? name : NULL, limit, offset};
+        const char *p[] = {pid, name[0] ? name : NULL, limit, offset, sort};
         return berth_api_list(a, BERTH_Q_REPOS_LIST, p, limit, offset);
     }
     if (a->nseg < 4)

@@ -8,14 +8,30 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
+import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import ADMIN_PASSWORD, PG_DIR, PG_PORT, ROOT, Berthd, BerthTestCase  # noqa: E402
+from harness import ADMIN_AUTH, ADMIN_PASSWORD, PG_DIR, PG_PORT, ROOT, Berthd, BerthTestCase, write_oci_layout  # noqa: E402
 
 UI_DIR = os.environ.get("BERTH_UI_DIR", os.path.join(ROOT, "webui", "dist"))
 ARTIFACTS = os.environ.get("WEBUI_ARTIFACTS", os.path.join(ROOT, "build", "tests", "webui-artifacts"))
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+USER_PW = "Ui-Tester-12345"
+# an ISA index: a baseline, a "v2" build that really holds AVX-512 (the scanner must fail it, naming the
+# instruction and function) and an honest v4 build
+PAYLOAD = r"""
+#include <stdio.h>
+__attribute__((noinline)) void kernel(void)
+{
+#if defined(USE_AVX512)
+    __asm__ volatile("vpxord %%zmm1, %%zmm1, %%zmm1" ::: "xmm1");
+#endif
+}
+int main(void) { kernel(); puts("ok"); return 0; }
+"""
+VARIANTS = [(None, []), ("v2", ["-DUSE_AVX512"]), ("v4", ["-DUSE_AVX512", "-march=x86-64-v4"])]
 
 
 class WebUI(BerthTestCase):
@@ -42,18 +58,147 @@ class WebUI(BerthTestCase):
         print(r.stdout[-20000:], r.stderr[-5000:])
         self.assertEqual(r.returncode, 0, "browser steps failed (see above); screenshots in " + ARTIFACTS)
 
+    def push_isa_index(self, tmp, image):
+        src = os.path.join(tmp, "payload.c")
+        with open(src, "w") as f:
+            f.write(PAYLOAD)
+        images, plats = [], []
+        for variant, flags in VARIANTS:
+            out = os.path.join(tmp, "payload-%s" % variant)
+            subprocess.run(["gcc", "-O2", "-static", *flags, "-o", out, src], check=True)
+            with open(out, "rb") as f:
+                images.append({"payload": f.read()})
+            plats.append(("linux", "amd64", variant) if variant else ("linux", "amd64"))
+        layout = os.path.join(tmp, "layout")
+        digest = write_oci_layout(layout, images, plats, tag="1.0")
+        r = subprocess.run(["skopeo", "copy", "--all", "--preserve-digests", "--dest-tls-verify=false", "--dest-creds",
+                            "admin:" + ADMIN_PASSWORD, "oci:%s:1.0" % layout, "docker://%s/%s:1.0" % (self.b.host, image)],
+                           capture_output=True, text=True, timeout=300)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        # the scanner works after the push: wait for its verdicts, which the page shows
+        deadline = time.time() + 120
+        while time.time() < deadline:
+            st, _, t = self.api("GET", "/projects/open/repositories/hpc%252Fapp/artifacts/1.0/isa")
+            if st == 200 and all(v["scan_status"] not in ("", "pending") for v in t["variants"]):
+                return digest
+            time.sleep(0.5)
+        self.fail("ISA scans did not finish: %s" % t)
+
     def test_browser(self):
         self.assertEqual(self.api("POST", "/projects", {"project_name": "open", "metadata": {"public": "true"}})[0], 201)
         self.assertEqual(self.api("POST", "/projects", {"project_name": "secret"})[0], 201)
+        for u in ("guest1", "limited1"):
+            self.assertEqual(self.api("POST", "/users", {"username": u, "password": USER_PW, "email": u + "@example.org"})[0], 201)
+        self.assertEqual(self.api("POST", "/projects/secret/members", {"role_id": 5, "member_user": {"username": "limited1"}})[0], 201)
         self.b.push_image("open/tools/hello", "1.0")
         self.b.push_image("secret/app", "latest")
+        for i in range(3):
+            self.b.push_image("secret/many/r%02d" % i, "v1", size=64)
+        tmp = tempfile.mkdtemp(prefix="webui-")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        index = self.push_isa_index(tmp, "open/hpc/app")
         fixture = {
+            "host": self.b.host,
+            "user_password": USER_PW,
+            "isa_index": index,
             "admin_password": ADMIN_PASSWORD,
             "public_project": "open",
             "private_project": "secret",
             "psql": ["-h", PG_DIR, "-p", PG_PORT, "-U", "postgres", "-d", self.b.dbname],
         }
         self.run_browser("ui.e2e.mjs", fixture)
+        self.run_browser("pages.e2e.mjs", fixture)
+
+
+class UiApi(BerthTestCase):
+    """The REST pieces the pages need (issue #11): sort= on repository and project lists, an artifact's manifest,
+    Harbor's /statistics and the aggregates the charts draw."""
+
+    def api(self, method, path, body=None, auth=ADMIN_AUTH):
+        data = json.dumps(body).encode() if body is not None else None
+        st, h, raw = self.b.request(method, "/api/v2.0" + path, data, {"Content-Type": "application/json"} if data else {}, auth=auth)
+        return st, h, (json.loads(raw) if raw else None)
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        for name, public in (("alpha", "true"), ("beta", "false"), ("gamma", "false")):
+            st, _, _ = cls.b.request("POST", "/api/v2.0/projects", json.dumps({"project_name": name, "metadata": {"public": public}}).encode(),
+                                     {"Content-Type": "application/json"})
+            assert st == 201
+        cls.digests = {}
+        for repo in ("beta/b", "beta/c", "beta/a", "gamma/x"):
+            cls.digests[repo] = cls.b.push_image(repo, "1", size=2048)[0]
+        cls.b.push_image("beta/c", "2", size=2048)
+        for _ in range(3):  # pulls for sort=-pull_count (counted by the audit thread)
+            assert cls.b.request("GET", "/v2/beta/b/manifests/1")[0] == 200
+
+    def names(self, path):
+        st, h, body = self.api("GET", path)
+        self.assertEqual(st, 200, body)
+        return [r["name"] for r in body], h
+
+    def test_repository_sort(self):
+        self.assertEqual(self.names("/projects/beta/repositories")[0], ["beta/a", "beta/b", "beta/c"])
+        self.assertEqual(self.names("/projects/beta/repositories?sort=-name")[0], ["beta/c", "beta/b", "beta/a"])
+        self.assertEqual(self.names("/projects/beta/repositories?sort=-artifact_count")[0][0], "beta/c")
+        deadline = time.time() + 15
+        while self.names("/projects/beta/repositories?sort=-pull_count")[0][0] != "beta/b" and time.time() < deadline:
+            time.sleep(0.2)
+        self.assertEqual(self.names("/projects/beta/repositories?sort=-pull_count")[0][0], "beta/b")
+        # paging keeps the order and the Link header keeps the sort
+        names, h = self.names("/projects/beta/repositories?sort=-name&page=2&page_size=1")
+        self.assertEqual((names, h["x-total-count"]), (["beta/b"], "3"))
+        self.assertIn("sort=-name", h["link"])
+        self.assertEqual(self.names("/projects/beta/repositories?sort=-name&q=name%3D~%2Fb")[0], ["beta/b"])
+        for bad in ("size", "name;drop", "--name", "x" * 100):
+            st, _, body = self.api("GET", "/projects/beta/repositories?sort=" + bad)
+            self.assertEqual(st, 400, bad)
+            self.assertEqual(body["errors"][0]["code"], "BAD_REQUEST")
+
+    def test_project_sort(self):
+        self.assertEqual(self.names("/projects")[0], ["alpha", "beta", "gamma"])
+        self.assertEqual(self.names("/projects?sort=-repo_count")[0], ["beta", "gamma", "alpha"])
+        self.assertEqual(self.names("/projects?sort=-creation_time")[0], ["gamma", "beta", "alpha"])
+        self.assertEqual(self.api("GET", "/projects?sort=owner")[0], 400)
+
+    def test_artifact_manifest(self):
+        st, _, m = self.api("GET", "/projects/beta/repositories/a/artifacts/1/manifest")
+        self.assertEqual(st, 200)
+        self.assertEqual(len(m["layers"]), 1)
+        self.assertEqual(m["layers"][0]["size"], 2048 + 8)
+        self.assertEqual(self.api("GET", "/projects/beta/repositories/a/artifacts/%s/manifest" % self.digests["beta/a"])[2], m)
+        self.assertEqual(self.api("GET", "/projects/beta/repositories/a/artifacts/nope/manifest")[0], 404)
+        # a private project's manifest is no more visible than the project
+        self.assertEqual(self.api("GET", "/projects/beta/repositories/a/artifacts/1/manifest", auth=None)[0], 401)
+
+    def test_statistics(self):
+        st, _, s = self.api("GET", "/statistics")
+        self.assertEqual(st, 200)
+        self.assertEqual((s["total_project_count"], s["public_project_count"], s["private_project_count"]), (3, 1, 2))
+        self.assertEqual((s["total_repo_count"], s["public_repo_count"], s["private_repo_count"]), (4, 0, 4))
+        self.assertGreater(s["total_storage_consumption"], 5 * 2048)
+        st, _, bars = self.api("GET", "/statistics/storage?limit=2")
+        self.assertEqual([b["project"] for b in bars], ["beta", "gamma"])
+        self.assertGreater(bars[0]["storage"], bars[1]["storage"])
+        self.assertEqual(self.api("GET", "/statistics/storage?limit=0")[0], 400)
+        deadline = time.time() + 15
+        while True:
+            st, _, days = self.api("GET", "/statistics/activity?days=7")
+            if sum(d["push"] for d in days) >= 5 or time.time() > deadline:
+                break
+            time.sleep(0.2)
+        self.assertEqual(len(days), 7)
+        self.assertGreaterEqual(days[-1]["push"], 5)
+        self.assertGreaterEqual(days[-1]["pull"], 1)
+        self.assertEqual(self.api("GET", "/statistics/activity?days=1000")[0], 400)
+        # anonymous callers have no statistics; a user sees only their projects
+        self.assertEqual(self.api("GET", "/statistics", auth=None)[0], 401)
+        self.assertEqual(self.api("POST", "/users", {"username": "viewer", "password": USER_PW})[0], 201)
+        viewer = "Basic " + __import__("base64").b64encode(("viewer:" + USER_PW).encode()).decode()
+        st, _, s = self.api("GET", "/statistics", auth=viewer)
+        self.assertEqual((s["total_project_count"], s["total_repo_count"]), (1, 0))
+        self.assertEqual([b["project"] for b in self.api("GET", "/statistics/storage", auth=viewer)[2]], ["alpha"])
 
 
 if __name__ == "__main__":

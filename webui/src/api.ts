@@ -59,6 +59,7 @@ export interface CallOptions {
   /** do not open the sign-in dialog on 401 (the sign-in page itself, and the first "who am I") */
   quiet401?: boolean;
   body?: unknown;
+  /** return error answers instead of throwing (bodies that carry data with an error status, e.g. ISA 409) */
   raw?: boolean;
 }
 
@@ -80,7 +81,7 @@ export async function call(method: string, path: string, opts: CallOptions = {})
     await new Promise<void>((resolve) => waiting.push(resolve));
     return call(method, path, opts);
   }
-  if (!r.ok) throw await errorOf(r);
+  if (!r.ok && !opts.raw) throw await errorOf(r);
   return r;
 }
 

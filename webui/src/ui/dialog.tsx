@@ -1,6 +1,6 @@
 // A modal built on <dialog>: focus is trapped and Escape closes it, by the browser.
 import type { ComponentChildren } from "preact";
-import { useEffect, useRef } from "preact/hooks";
+import { useEffect, useRef, useState } from "preact/hooks";
 
 export function Dialog(props: { title: string; open: boolean; onClose: () => void; children: ComponentChildren; closable?: boolean }) {
   const ref = useRef<HTMLDialogElement>(null);
@@ -33,4 +33,22 @@ export async function copyText(text: string): Promise<boolean> {
   } catch {
     return false;
   }
+}
+
+/** A small "Copy" button that says "Copied" for a moment. */
+export function CopyButton({ text, label }: { text: string; label: string }) {
+  const [done, setDone] = useState(false);
+  return (
+    <button
+      type="button"
+      class="btn small"
+      aria-label={`Copy ${label}`}
+      onClick={async () => {
+        setDone(await copyText(text));
+        setTimeout(() => setDone(false), 1500);
+      }}
+    >
+      {done ? "Copied" : "Copy"}
+    </button>
+  );
 }
