@@ -469,7 +469,7 @@ static void decode_arm64(const unsigned char *code, unsigned long size, unsigned
             long imm = (long)((((w >> 5) & 0x7FFFF) << 2) | ((w >> 29) & 3));
             if (imm & 0x100000)
                 imm -= 0x200000;
-            page[w & 31] = (pc & ~0xFFFUL) + (unsigned long)(imm << 12);
+            page[w & 31] = (pc & ~0xFFFUL) + ((unsigned long)imm << 12); /* modular: a negative page offset wraps */
             has_page[w & 31] = 1;
         } else if ((w & 0xFF800000) == 0x91000000 && has_page[(w >> 5) & 31]) { /* add xd, xn, #imm (after adrp) */
             unsigned long imm = (w >> 10) & 0xFFF;
