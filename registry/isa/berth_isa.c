@@ -15,6 +15,7 @@
 #include "registry/isa/detect.h"
 #include "replication/client.h"
 #include "registry/isa/index.h"
+#include "registry/isa/vocab.h"
 
 #define EXIT_NO_VARIANT 3
 
@@ -106,6 +107,11 @@ static int cmd_detect(int argc, char **argv)
         printf("kubernetes.io/arch=%s\n", berth_isa_arch_name(n.level.arch));
         for (int m = 1; n.level.arch == BERTH_ISA_AMD64 && m <= n.level.major; m++)
             printf("feature.node.kubernetes.io/cpu-cpuid.X86_64_V%d=true\n", m);
+        for (int i = 0; i < n.features.n; i++) { /* in NFD's spelling, so the labels read back to the same node */
+            const char *nfd = berth_isa_vocab_nfd(n.level.arch, n.features.names[i]);
+            if (nfd != NULL)
+                printf("feature.node.kubernetes.io/cpu-cpuid.%s=true\n", nfd);
+        }
     } else if (flag(argc, argv, "--json")) {
         json_t *f = json_array();
         for (int i = 0; i < n.features.n; i++)

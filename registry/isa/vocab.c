@@ -244,3 +244,11 @@ const char *berth_isa_vocab_from_nfd(berth_isa_arch_t arch, const char *nfd)
             return vocab[i].canonical;
     return berth_isa_vocab_canonical(arch, nfd);
 }
+
+const char *berth_isa_vocab_nfd(berth_isa_arch_t arch, const char *canonical)
+{
+    for (size_t i = 0; canonical != NULL && i < sizeof(vocab) / sizeof(vocab[0]); i++)
+        if (vocab[i].arch == arch && strcmp(vocab[i].canonical, canonical) == 0)
+            return vocab[i].nfd;
+    return NULL;
+}

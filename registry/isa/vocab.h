@@ -26,6 +26,8 @@ const berth_isa_vocab_entry_t *berth_isa_vocab(size_t *n);
  * searches every architecture.
  */
 const char *berth_isa_vocab_canonical(berth_isa_arch_t arch, const char *name);
+/** NFD's label name for a canonical feature ("avx512_fp16" → "AVX512FP16"), or NULL when NFD has none. */
+const char *berth_isa_vocab_nfd(berth_isa_arch_t arch, const char *canonical);
 /** The canonical name for an NFD label name (exact NFD spelling first, then any spelling), or NULL. */
 const char *berth_isa_vocab_from_nfd(berth_isa_arch_t arch, const char *nfd);
 

@@ -399,6 +399,41 @@ static void test_vocab(const char *dir)
     ok(!berth_isa_feature_known(BERTH_ISA_AMD64, "sve") && berth_isa_feature_known(BERTH_ISA_ARM64, "SVE") &&
            !berth_isa_feature_known(BERTH_ISA_ARM64, "avx512_fp16") && berth_isa_vocab_canonical(BERTH_ISA_AMD64, "warp_drive") == NULL,
        "names are known only for their architecture");
+    /* every x86 dump, written as NFD labels in NFD's spelling, reads back as the same level and features */
+    const char *dumps[] = {"linux-centos7-cascadelake", "linux-rhel7-haswell", "linux-rhel6-piledriver", "linux-rhel7-zen"};
+    int round_trips = 0;
+    for (size_t i = 0; i < sizeof(dumps) / sizeof(dumps[0]); i++) {
+        snprintf(path, sizeof(path), "%s/%s", dir, dumps[i]);
+        char *text = slurp(path);
+        berth_isa_node_t from_flags, from_labels;
+        if (text == NULL || berth_isa_node_from_cpuinfo(text, &from_flags) != 0) {
+            free(text);
+            continue;
+        }
+        free(text);
+        static char keys[BERTH_ISA_MAX_FEATURES + 8][80];
+        const char *kp[BERTH_ISA_MAX_FEATURES + 8], *vp[BERTH_ISA_MAX_FEATURES + 8];
+        size_t k = 0;
+        snprintf(keys[k], sizeof(keys[k]), "kubernetes.io/arch");
+        vp[k++] = "amd64";
+        snprintf(keys[k], sizeof(keys[k]), "feature.node.kubernetes.io/cpu-cpuid.X86_64_V%d", from_flags.level.major);
+        vp[k++] = "true";
+        berth_isa_features_t named;
+        berth_isa_features_clear(&named);
+        for (int f = 0; f < from_flags.features.n; f++) {
+            const char *n = berth_isa_vocab_nfd(BERTH_ISA_AMD64, from_flags.features.names[f]);
+            if (n == NULL)
+                continue;
+            berth_isa_features_add(&named, from_flags.features.names[f]);
+            snprintf(keys[k], sizeof(keys[k]), "feature.node.kubernetes.io/cpu-cpuid.%s", n);
+            vp[k++] = "true";
+        }
+        for (size_t j = 0; j < k; j++)
+            kp[j] = keys[j];
+        round_trips += berth_isa_node_from_labels(kp, vp, k, &from_labels) == 0 && from_labels.level.major == from_flags.level.major &&
+                       berth_isa_features_subset(&named, &from_labels.features, NULL) && named.n > 10;
+    }
+    ok(round_trips == 4, "x86 dumps round-trip through NFD labels in NFD's spelling (%d of 4)", round_trips);
     free(x86);
     free(arm);
     free(nfd);
