@@ -3,6 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "auth/service.h"
+
 
 static const char *const resource_names[BERTH_RES__COUNT] = {
     [BERTH_RES_PROJECT] = "project",       [BERTH_RES_METADATA] = "metadata", [BERTH_RES_MEMBER] = "member",
@@ -77,6 +79,24 @@ int berth_authz_project(berth_dbconn_t *c, const berth_db_user_t *who, const cha
     }
     berth_db_project_facts_dispose(&f);
     return 0;
+}
+
+int berth_authz_account_may_push(berth_dbconn_t *c, const char *name, const char *project, berth_err_t *err)
+{
+    berth_db_user_t who;
+    int rc = strncmp(name, BERTH_ROBOT_PREFIX, strlen(BERTH_ROBOT_PREFIX)) == 0 ? berth_db_robot_get(c, name, &who, err) : berth_db_user_get(c, name, &who, err);
+    if (rc == BERTH_ENOTFOUND)
+        return 0;
+    if (rc != 0)
+        return rc;
+    if (who.disabled)
+        return 0;
+    if (who.sysadmin)
+        return 1;
+    berth_authz_t z;
+    if ((rc = berth_authz_project(c, &who, project, &z, err)) != 0)
+        return rc;
+    return z.exists && berth_authz_can(&z, BERTH_RES_REPOSITORY, BERTH_ACT_PUSH);
 }
 
 int berth_authz_can(const berth_authz_t *z, berth_resource_t res, unsigned actions)

@@ -21,6 +21,11 @@ int berth_authz_project(berth_dbconn_t *c, const berth_db_user_t *who, const cha
                         berth_err_t *err);
 /** 1 if every bit of `actions` (BERTH_ACT_*) is granted on `res`. */
 int berth_authz_can(const berth_authz_t *z, berth_resource_t res, unsigned actions);
+/**
+ * 1 if the account `name` (a user or robot, enabled) may push into `project` now, 0 if not, or a negative code
+ * with err set (database). Delegated replication policies are confined by it.
+ */
+int berth_authz_account_may_push(berth_dbconn_t *c, const char *name, const char *project, berth_err_t *err);
 /** Token-scope actions (BERTH_ACTION_PULL/PUSH/DELETE) on the project's repositories. */
 unsigned berth_authz_repository_scope(const berth_authz_t *z);
 

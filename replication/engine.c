@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include <zstd.h>
 
+#include "auth/authz.h"
 #include "registry/core/digest.h"
 #include "registry/core/log.h"
 #include "replication/client.h"
@@ -239,6 +240,55 @@ static void dest_name(json_t *pol, const char *repo, char *out, size_t outsz)
     snprintf(out, outsz, "%s/%s", ns, rest);
 }
 
+/* ---- delegation --------------------------------------------------------------------------------------------- */
+
+void berth_repl_dest_project(const char *ns, const char *scope, char out[256])
+{
+    const char *from = ns != NULL && ns[0] != '\0' ? ns : scope != NULL ? scope : "";
+    snprintf(out, 256, "%.*s", (int)strcspn(from, "/"), from);
+}
+
+/*
+ * A project admin's policy must not become a way to write where that admin cannot (another project, through
+ * dest_namespace, with the endpoint's or the internal replication user's rights). Push and pull policies alike
+ * are judged on this Berth's projects: for a push policy the names on the remote are this site's names.
+ */
+int berth_repl_delegation_check(berth_dbconn_t *c, const char *owner, const char *scope, const char *ns, char *why, size_t whysz)
+{
+    if (scope == NULL || scope[0] == '\0')
+        return 0; /* a system admin's policy */
+    char project[256];
+    berth_repl_dest_project(ns, scope, project);
+    berth_err_t err;
+    int may = owner != NULL && owner[0] != '\0' ? berth_authz_account_may_push(c, owner, project, &err) : 0;
+    if (may < 0)
+        return may;
+    if (may)
+        return 0;
+    snprintf(why, whysz, "the policy's owner %s may not push to project %s", owner != NULL && owner[0] ? owner : "(none)", project);
+    return 1;
+}
+
+/* The same check at every run: 0 to go on, or the execution is marked Failed with the reason */
+static int run_refused(json_t *pol, const char *exec)
+{
+    berth_err_t err;
+    berth_dbconn_t *c = berth_db_acquire(conf.db, &err);
+    char why[400] = "the database is unavailable";
+    int rc = c != NULL ? berth_repl_delegation_check(c, json_string_value(json_object_get(pol, "creator")),
+                                                     json_string_value(json_object_get(pol, "project_scope")),
+                                                     json_string_value(json_object_get(pol, "dest_namespace")), why, sizeof(why))
+                       : -1;
+    if (c != NULL)
+        berth_db_release(conf.db, c);
+    if (rc == 0)
+        return 0;
+    berth_log_warn("replication: execution %s refused: %s", exec, why);
+    const char *p[] = {exec, why};
+    free(q(BERTH_Q_EXEC_FAIL, p, NULL));
+    return 1;
+}
+
 /* ---- endpoints ---------------------------------------------------------------------------------------------- */
 
 /* A client for a registry row (NULL: this Berth, as the internal replication user) */
@@ -403,6 +453,10 @@ int berth_repl_trigger(long long policy_id, const char *trigger, long long *exec
     char es[24];
     snprintf(es, sizeof(es), "%lld", eid);
     *execution_id = eid;
+    if (run_refused(pol, es)) {
+        json_decref(pol);
+        return 0;
+    }
     berth_err_t e2;
     int n = enumerate(pol, es, &e2);
     json_decref(pol);
@@ -463,7 +517,8 @@ static void handle_event(ev_t *e)
         if (made != NULL && pol != NULL) {
             char es[24];
             snprintf(es, sizeof(es), "%lld", (long long)json_integer_value(json_object_get(made, "id")));
-            add_task(es, pol, e->repo, e->tag, deletion ? "deletion" : "copy");
+            if (!run_refused(pol, es))
+                add_task(es, pol, e->repo, e->tag, deletion ? "deletion" : "copy");
         }
         json_decref(made);
         json_decref(pol);

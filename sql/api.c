@@ -417,6 +417,11 @@ static const berth_db__stmt_t queries[BERTH_Q__COUNT] = {
       "now() WHERE e.id = $1::bigint AND e.status = 'InProgress' AND NOT EXISTS (SELECT 1 FROM replication_tasks t WHERE "
       "t.execution_id = e.id AND t.status IN ('Pending', 'InProgress')) RETURNING to_json(e.status)::text",
       2),
+    /* $1 execution, $2 why: a run refused before it copied anything */
+    Q(BERTH_Q_EXEC_FAIL,
+      "UPDATE replication_executions SET status = 'Failed', status_text = $2::text, end_time = now() WHERE id = $1::bigint "
+      "AND status = 'InProgress'",
+      2),
     Q(BERTH_Q_EXEC_RUNNING, "SELECT to_json(status = 'InProgress')::text FROM replication_executions WHERE id = $1::bigint", 1),
     Q(BERTH_Q_TASK_ADD,
       "INSERT INTO replication_tasks (execution_id, src_resource, dst_resource, operation) VALUES ($1::bigint, $2::text, $3::text, "

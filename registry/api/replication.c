@@ -119,7 +119,25 @@ static int deny(berth_api_t *a)
     return berth_api_fail(a, BERTH_OCI_DENIED, "system administrators (or the policy's project admins) only");
 }
 
+static int policy_facts(berth_api_t *a, const char *id, char scope[256], char *owner, char *ns);
+
+/* A delegated policy writes only where its owner may push (checked again at every run by the engine) */
+static int confined(berth_api_t *a, const char *owner, const char *scope, const char *ns)
+{
+    char why[400];
+    int rc = berth_repl_delegation_check(a->c, owner, scope, ns, why, sizeof(why));
+    if (rc < 0)
+        return berth_api_fail(a, BERTH_OCI_UNAVAILABLE, NULL);
+    return rc == 0 ? 0 : berth_api_fail(a, BERTH_OCI_DENIED, "%s", why);
+}
+
 static int policy_scope(berth_api_t *a, const char *id, char scope[256])
+{
+    return policy_facts(a, id, scope, NULL, NULL);
+}
+
+/* A policy's project_scope, and optionally its owner and dest_namespace (256 bytes each) */
+static int policy_facts(berth_api_t *a, const char *id, char scope[256], char *owner, char *ns)
 {
     const char *p[] = {id};
     berth_db_json_t r;
@@ -130,6 +148,10 @@ static int policy_scope(berth_api_t *a, const char *id, char scope[256])
     if (v == NULL)
         return berth_api_fail(a, BERTH_OCI_NOT_FOUND, "policy not found");
     snprintf(scope, 256, "%s", json_string_value(json_object_get(v, "project_scope")) ?: "");
+    if (owner != NULL)
+        snprintf(owner, 256, "%s", json_string_value(json_object_get(v, "creator")) ?: "");
+    if (ns != NULL)
+        snprintf(ns, 256, "%s", json_string_value(json_object_get(v, "dest_namespace")) ?: "");
     json_decref(v);
     return 0;
 }
@@ -217,6 +239,10 @@ static int policies(berth_api_t *a)
         json_decref(body);
         if (d == NULL)
             return -1;
+        if (confined(a, a->who.username, sc, json_string_value(json_object_get(d, "dest_namespace"))) != 0) {
+            json_decref(d);
+            return -1;
+        }
         char *doc = json_dumps(d, JSON_COMPACT);
         const char *p[] = {doc};
         berth_db_json_t r;
@@ -249,6 +275,12 @@ static int policies(berth_api_t *a)
         json_decref(body);
         if (d == NULL)
             return -1;
+        char owner[256], ns[256];
+        if (policy_facts(a, a->seg[2], scope, owner, ns) != 0 ||
+            confined(a, owner, scope, json_string_value(json_object_get(d, "dest_namespace")) ?: ns) != 0) {
+            json_decref(d);
+            return -1;
+        }
         char *doc = json_dumps(d, JSON_COMPACT);
         p[1] = doc;
         berth_db_json_t r;

@@ -321,6 +321,50 @@ class TwoSites(BerthTestCase):
         self.assertEqual(as_user("pa", "POST", "/replication/executions", {"policy_id": pid}), 403)  # not theirs
         self.assertEqual(as_user("pa", "GET", "/registries"), 403)
 
+    def test_delegated_policy_writes_only_where_its_owner_may_push(self):
+        """A project admin's policy (project_scope) may name a destination namespace only in a project where that
+        admin may push — at creation, at update and again at every run — for push and pull policies alike."""
+        for p in ("dlg", "vict", "mine2"):
+            self.assertEqual(api(self.a, "POST", "/projects", {"project_name": p})[0], 201)
+        self.a.push_image("dlg/app", "1")
+        api(self.a, "POST", "/users", {"username": "pa2", "password": "Passw0rd!x"})
+        api(self.a, "POST", "/projects/dlg/members", {"role_id": 1, "member_user": {"username": "pa2"}})
+        st, h, _ = api(self.a, "POST", "/projects/mine2/members", {"role_id": 2, "member_user": {"username": "pa2"}})
+        mid = h["location"].rsplit("/", 1)[1]
+
+        def as_pa2(method, path, body=None):
+            auth = "Basic " + base64.b64encode(b"pa2:Passw0rd!x").decode()
+            data = json.dumps(body).encode() if body is not None else None
+            st, _, raw = self.a.request(method, "/api/v2.0" + path, data, {"Content-Type": "application/json"}, auth=auth)
+            return st, json.loads(raw) if raw else None
+        push = {"name": "dlg-push", "project_scope": "dlg", "dest_registry": {"id": self.reg_b},
+                "filters": [{"type": "name", "value": "dlg/**"}]}
+        pull = {"name": "dlg-pull", "project_scope": "dlg", "src_registry": {"id": self.reg_b},
+                "filters": [{"type": "name", "value": "dlg/**"}]}
+        for body in (push, pull):
+            for ns in ("vict", "vict/sub", "nosuchproject"):
+                st, out = as_pa2("POST", "/replication/policies", dict(body, dest_namespace=ns))
+                self.assertEqual((st, out["errors"][0]["code"]), (403, "DENIED"), (body["name"], ns))
+                self.assertIn("may not push to project", out["errors"][0]["message"])
+        self.assertEqual(as_pa2("POST", "/replication/policies", dict(push, name="dlg-own"))[0], 201)
+        self.assertEqual(as_pa2("POST", "/replication/policies", dict(pull, name="dlg-pull-own"))[0], 201)
+        st, _ = as_pa2("POST", "/replication/policies", dict(push, dest_namespace="mine2"))  # a developer there: may push
+        self.assertEqual(st, 201)
+        pid = [p for p in api(self.a, "GET", "/replication/policies?project_scope=dlg")[2] if p["name"] == "dlg-push"][0]["id"]
+        self.assertEqual(as_pa2("PUT", "/replication/policies/%d" % pid, dict(push, dest_namespace="vict"))[0], 403)
+        st, _, out = api(self.a, "PUT", "/replication/policies/%d" % pid, dict(push, dest_namespace="vict"))
+        self.assertEqual(st, 403, out)  # the owner's rights count, not the editor's
+        self.assertEqual(api(self.a, "GET", "/replication/policies/%d" % pid)[2]["dest_namespace"], "mine2")
+        # the owner loses push on mine2: the next run is refused before anything is written
+        self.assertEqual(api(self.a, "DELETE", "/projects/mine2/members/" + mid)[0], 200)
+        st, h, _ = api(self.a, "POST", "/replication/executions", {"policy_id": pid})
+        self.assertEqual(st, 201)
+        e = wait_execution(self.a, int(h["location"].rsplit("/", 1)[1]))
+        self.assertEqual(e["status"], "Failed", e)
+        self.assertIn("may not push to project mine2", e["status_text"])
+        self.assertEqual(e["total"], 0)
+        self.assertEqual(manifest(self.b, "mine2/app", "1")[0], 404)
+
     def test_scheduled_trigger(self):
         d = self.push(self.a, "sched/app", "1", [{"s": b"scheduled"}])
         pid = add_policy(self.a, {"name": "every-minute", "dest_registry": {"id": self.reg_b},
