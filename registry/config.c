@@ -37,7 +37,10 @@ static const struct {
     {"server.workers", NULL, T_INT, FIELD(workers)},
     {"server.auth_workers", "BERTH_AUTH_WORKERS", T_INT, FIELD(auth_workers)},
     {"server.auth_queue", "BERTH_AUTH_QUEUE", T_INT, FIELD(auth_queue)},
-    {"uploads.max_connections", NULL, T_INT, FIELD(upload_connections)},
+    {"uploads.max_connections", "BERTH_UPLOAD_MAX_CONNECTIONS", T_INT, FIELD(upload_connections)},
+    {"uploads.max_per_principal", "BERTH_UPLOAD_MAX_PER_PRINCIPAL", T_INT, FIELD(upload_per_principal)},
+    {"uploads.max_per_address", "BERTH_UPLOAD_MAX_PER_ADDRESS", T_INT, FIELD(upload_per_address)},
+    {"uploads.idle_timeout_seconds", "BERTH_UPLOAD_IDLE_TIMEOUT", T_INT, FIELD(upload_idle_timeout)},
     {"uploads.max_age_seconds", "BERTH_UPLOAD_MAX_AGE", T_INT, FIELD(upload_max_age)},
     {"auth.keys_dir", "BERTH_KEYS_DIR", T_STR, FIELD(keys_dir)},
     {"auth.issuer", NULL, T_STR, FIELD(token_issuer)},
@@ -228,6 +231,9 @@ int berth_config_load(berth_config_t *cfg, const char *path, char *errbuf, size_
     cfg->auth_queue = 64;
     cfg->edge_workers = (int)ncpu;
     cfg->upload_connections = 512;
+    cfg->upload_per_principal = 64;
+    cfg->upload_per_address = 128;
+    cfg->upload_idle_timeout = 60;
     cfg->database_deadline_ms = 5000;
     cfg->storage_min_free = -1; /* min(1 GiB, 2 % of the file system) */
     cfg->upload_max_age = 24 * 3600;

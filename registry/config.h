@@ -26,7 +26,10 @@ typedef struct st_berth_config_t {
     int auth_queue;       /* server.auth_queue: requests waiting for them; more are shed with 503 (64) */
     int edge_workers;     /* edge.workers */
     char *ui_dir;         /* ui.dir               BERTH_UI_DIR: built web UI (webui/build.sh) served at "/"; unset: none */
-    int upload_connections; /* uploads.max_connections */
+    int upload_connections; /* uploads.max_connections: threads of the upload listener */
+    int upload_per_principal; /* uploads.max_per_principal: bodies one user or robot may stream at once */
+    int upload_per_address; /* uploads.max_per_address: bodies one client address may stream at once */
+    int upload_idle_timeout; /* uploads.idle_timeout_seconds: a stalled body is cut after this */
     int upload_max_age;     /* uploads.max_age_seconds: idle sessions older than this are purged */
     int upload_purge_interval; /* uploads.purge_interval_seconds */
     char *keys_dir;       /* auth.keys_dir: token signing key and certificate (default <storage.root>/keys) */

@@ -23,6 +23,7 @@
 #include "registry/http/limits.h"
 #include "registry/http/server.h"
 #include "registry/http/upload_server.h"
+#include "registry/service/upload_limits.h"
 #include "registry/http/worker.h"
 #include "registry/storage/store.h"
 #include "registry/service/cache.h"
@@ -247,9 +248,11 @@ static int serve(berth_config_t *cfgp, berth_db_t *db, berth_store_t *store, ber
     berth_janitor_t *janitor = berth_janitor_start(&reg, cfg.upload_purge_interval, cfg.upload_max_age);
     berth_server_t *server = NULL;
     berth_upload_server_t *uploads = NULL;
+    berth_upload_limits_configure(cfg.upload_per_principal, cfg.upload_per_address);
     int api_port = 0, upload_port = 0;
     if (berth_server_start(&server, &reg, workers, auth_workers, cfg.auth_queue, cfg.loops, &api_port) != 0 ||
-        berth_upload_server_start(&uploads, &reg, (unsigned)cfg.upload_connections, &upload_port) != 0) {
+        berth_upload_server_start(&uploads, &reg, (unsigned)cfg.upload_connections, (unsigned)cfg.upload_idle_timeout,
+                                  &upload_port) != 0) {
         fprintf(stderr, "berthd: cannot start internal listeners\n");
         return 1;
     }
@@ -266,6 +269,8 @@ static int serve(berth_config_t *cfgp, berth_db_t *db, berth_store_t *store, ber
         .blob_prefix = BLOB_PREFIX,
         .api_port = api_port,
         .upload_port = upload_port,
+        .upload_idle_timeout = cfg.upload_idle_timeout,
+        .upload_connections = cfg.upload_connections,
         .workers = cfg.edge_workers,
         .ui_dir = cfg.ui_dir,
         .limits = &limits,

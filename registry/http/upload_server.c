@@ -93,6 +93,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
             .content_length = cl != NULL ? strtoll(cl, NULL, 10) : -1,
             .authorization = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION),
             .content_encoding = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_ENCODING),
+            .remote = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Real-IP"),
         };
         st->upload = berth_upload_begin(s->reg, &rq, &resp);
         if (st->upload == NULL)
@@ -139,15 +140,18 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap)
     berth_log_debug("libmicrohttpd: %s", line);
 }
 
-int berth_upload_server_start(berth_upload_server_t **out, berth_registry_t *reg, unsigned max_connections, int *port_out)
+int berth_upload_server_start(berth_upload_server_t **out, berth_registry_t *reg, unsigned max_connections, unsigned idle_timeout,
+                              int *port_out)
 {
     berth_upload_server_t *s = calloc(1, sizeof(*s));
     s->reg = reg;
     struct sockaddr_in addr = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK), .sin_port = 0};
+    /* the edge cuts a stalled body after idle_timeout (client_body_timeout) and closes its idle connections to us
+     * by then too (keepalive_timeout); our own timeout is the backstop, a little later so the edge acts first */
     s->daemon = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0, NULL,
                                  NULL, on_request, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
                                  MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(1u << 20), MHD_OPTION_CONNECTION_LIMIT,
-                                 max_connections, MHD_OPTION_CONNECTION_TIMEOUT, 600u,
+                                 max_connections, MHD_OPTION_CONNECTION_TIMEOUT, idle_timeout + 5,
                                  MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)berth_limits_backlog(), MHD_OPTION_NOTIFY_COMPLETED,
                                  on_completed, s, MHD_OPTION_UNESCAPE_CALLBACK, no_unescape, NULL, MHD_OPTION_EXTERNAL_LOGGER,
                                  on_mhd_log, NULL, MHD_OPTION_END);

@@ -12,7 +12,8 @@
 typedef struct st_berth_upload_server_t berth_upload_server_t;
 
 /** Bind 127.0.0.1:0; *port_out receives the port. */
-int berth_upload_server_start(berth_upload_server_t **out, berth_registry_t *reg, unsigned max_connections, int *port_out);
+int berth_upload_server_start(berth_upload_server_t **out, berth_registry_t *reg, unsigned max_connections, unsigned idle_timeout,
+                              int *port_out);
 /** Stop accepting and wait for running uploads to end. */
 void berth_upload_server_stop(berth_upload_server_t *s);
 

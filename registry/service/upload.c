@@ -14,6 +14,7 @@
 #include "registry/core/log.h"
 #include "registry/core/query.h"
 #include "registry/core/range.h"
+#include "registry/service/upload_limits.h"
 #include "sql/registry.h"
 
 typedef enum { OP_MONOLITHIC, OP_PATCH, OP_PUT } op_t;
@@ -35,6 +36,8 @@ struct st_berth_upload_t {
     int zdone;           /* the last frame ended */
     berth_hash_t *hash;  /* sha256 of the file's first offset+written bytes */
     berth_err_t err;     /* first failure */
+    int limited;         /* holds a slot of upload_limits.c for principal and address */
+    char principal[BERTH_GATE_WHO_MAX], address[64];
 };
 
 /*
@@ -218,9 +221,24 @@ static int try_mount(berth_registry_t *reg, berth_dbconn_t *c, const berth_uploa
     return 0;
 }
 
-static berth_upload_t *new_state(berth_registry_t *reg, op_t op, const berth_upload_req_t *rq, const char *id)
+/*
+ * State for a request that streams a body, or NULL with err set (429 + Retry-After) when its caller already
+ * streams its share: checked before the first body byte, so a refused caller holds no listener thread.
+ */
+static berth_upload_t *new_state(berth_registry_t *reg, op_t op, const berth_upload_req_t *rq, const char *id, const char *who,
+                                 berth_err_t *err)
 {
+    const char *address = rq->remote != NULL ? rq->remote : "";
+    if (berth_upload_limits_acquire(who, address) != 0) {
+        berth_log_info("upload refused (429): %s from %s is at its share of concurrent uploads", who[0] != '\0' ? who : "anonymous",
+                       address[0] != '\0' ? address : "an unknown address");
+        berth_err_set(err, BERTH_OCI_TOOMANYREQUESTS, "too many concurrent uploads; retry later");
+        return NULL;
+    }
     berth_upload_t *u = calloc(1, sizeof(*u));
+    u->limited = 1;
+    snprintf(u->principal, sizeof(u->principal), "%s", who);
+    snprintf(u->address, sizeof(u->address), "%s", address);
     u->reg = reg;
     u->op = op;
     u->fd = -1;
@@ -260,8 +278,9 @@ berth_upload_t *berth_upload_begin(berth_registry_t *reg, const berth_upload_req
         nneed = 2;
     }
     berth_resp_dispose(resp);
-    if (berth_gate_check_all(reg->auth, rq->authorization, rq->authorization != NULL ? strlen(rq->authorization) : 0, need, nneed, NULL,
-                             resp, NULL) != BERTH_GATE_ALLOW)
+    char who[BERTH_GATE_WHO_MAX] = "";
+    if (berth_gate_check_all(reg->auth, rq->authorization, rq->authorization != NULL ? strlen(rq->authorization) : 0, need, nneed, rq->remote,
+                             resp, who) != BERTH_GATE_ALLOW)
         return NULL;
     berth_resp_init(resp);
     berth_dbconn_t *c = berth_db_acquire(reg->db, &err);
@@ -285,7 +304,10 @@ berth_upload_t *berth_upload_begin(berth_registry_t *reg, const berth_upload_req
         char nid[40];
         new_id(nid);
         if (has_digest) {
-            u = new_state(reg, OP_MONOLITHIC, rq, nid);
+            if ((u = new_state(reg, OP_MONOLITHIC, rq, nid, who, &err)) == NULL) {
+                rc = err.code;
+                goto Fail;
+            }
             u->want = want;
         }
         int64_t size;
@@ -329,7 +351,10 @@ berth_upload_t *berth_upload_begin(berth_registry_t *reg, const berth_upload_req
     }
 
     /* PATCH or PUT: append to the session */
-    u = new_state(reg, is_patch ? OP_PATCH : OP_PUT, rq, id);
+    if ((u = new_state(reg, is_patch ? OP_PATCH : OP_PUT, rq, id, who, &err)) == NULL) {
+        rc = err.code;
+        goto Fail;
+    }
     if (rq->content_length != 0 && (rc = berth_store_check_reserve(reg->store, &err)) != 0) {
         /* the client restarts the blob: what this session holds is released now, not by the janitor in 24 h */
         u->released = 1;
@@ -553,5 +578,7 @@ void berth_upload_free(berth_upload_t *u)
         berth_store_upload_remove(u->reg->store, u->id);
     if (!u->finished)
         __atomic_sub_fetch(&active, 1, __ATOMIC_RELAXED);
+    if (u->limited)
+        berth_upload_limits_release(u->principal, u->address);
     free(u);
 }

@@ -1,0 +1,21 @@
+/*
+ * How many upload bodies one principal and one client address may stream at once. The upload listener has a
+ * thread per connection and a fixed number of them (uploads.max_connections): without a share per caller, one
+ * user with push rights holding slow bodies open fills it and nobody else can push.
+ */
+#ifndef BERTH_SERVICE_UPLOAD_LIMITS_H
+#define BERTH_SERVICE_UPLOAD_LIMITS_H
+
+/** Set the shares (uploads.max_per_principal, uploads.max_per_address); before the upload server starts. */
+void berth_upload_limits_configure(int per_principal, int per_address);
+
+/**
+ * Take one slot for `principal` ("" anonymous: only the address counts) and `address` ("" or NULL: unknown, only
+ * the principal counts). 0, or BERTH_ERETRY when either is at its share (nothing taken).
+ */
+int berth_upload_limits_acquire(const char *principal, const char *address);
+
+/** Give back a slot taken by berth_upload_limits_acquire with the same arguments. */
+void berth_upload_limits_release(const char *principal, const char *address);
+
+#endif

@@ -1,0 +1,164 @@
+"""The upload listener cannot be filled by one caller: per-principal and per-address shares, idle bodies cut.
+
+The listener behind the edge has a thread per connection and a fixed number of them. A caller holding many
+slow bodies open used to take them all, after which nobody could push. Small limits are configured here so a
+handful of sockets shows it.
+"""
+import base64
+import json
+import os
+import re
+import socket
+import time
+
+from harness import OCI_CONFIG, OCI_MANIFEST, Berthd, BerthTestCase, main, sha256
+
+PW = "Upload12345"
+
+
+def basic(user):
+    return "Basic " + base64.b64encode(("%s:%s" % (user, PW)).encode()).decode()
+
+
+def setup_users(b, users):
+    """Project `up` with each user as a developer (push and pull)."""
+    def post(path, body):
+        st, _, raw = b.request("POST", "/api/v2.0" + path, json.dumps(body).encode(), {"Content-Type": "application/json"})
+        assert st == 201, (path, st, raw)
+    post("/projects", {"project_name": "up"})
+    for u in users:
+        post("/users", {"username": u, "password": PW})
+        post("/projects/up/members", {"role_id": 2, "member_user": {"username": u}})
+
+
+class SlowUpload:
+    """A PATCH that announces a large body, sends a few bytes and then stalls (held until closed)."""
+
+    def __init__(self, b, user, repo="up/slow", announced=1_000_000):
+        st, h, body = b.request("POST", "/v2/%s/blobs/uploads/" % repo, auth=basic(user))
+        assert st == 202, (st, body)
+        self.location = h["location"]
+        self.sock = socket.create_connection((b.ip, b.port), timeout=30)
+        self.sock.sendall(("PATCH %s HTTP/1.1\r\nHost: x\r\nAuthorization: %s\r\nContent-Type: application/octet-stream\r\n"
+                           "Content-Length: %d\r\n\r\n" % (self.location, basic(user), announced)).encode() + b"0123456789")
+
+    def answer(self, wait):
+        """(status, raw head) if the server answered within `wait` seconds, else None (still streaming)."""
+        self.sock.settimeout(wait)
+        try:
+            data = self.sock.recv(65536)
+        except socket.timeout:
+            return None
+        if not data:
+            return ("closed", b"")
+        return int(data.split(b" ", 2)[1]), data
+
+    def close(self):
+        self.sock.close()
+
+
+def push_small_image(b, user, repo):
+    """Blob, config and manifest as `user`; returns the manifest PUT status."""
+    auth = basic(user)
+    descs = []
+    for data, mt in ((os.urandom(512), "application/vnd.oci.image.layer.v1.tar"), (b'{"architecture":"amd64","os":"linux"}', OCI_CONFIG)):
+        st, h, body = b.request("POST", "/v2/%s/blobs/uploads/?digest=%s" % (repo, sha256(data)), data,
+                                {"Content-Type": "application/octet-stream"}, auth=auth)
+        assert st == 201, ("blob", st, body)
+        descs.append({"mediaType": mt, "digest": sha256(data), "size": len(data)})
+    m = json.dumps({"schemaVersion": 2, "mediaType": OCI_MANIFEST, "config": descs[1], "layers": [descs[0]]}).encode()
+    st, _, body = b.request("PUT", "/v2/%s/manifests/v1" % repo, m, {"Content-Type": OCI_MANIFEST}, auth=auth)
+    return st, body
+
+
+def streams(b):
+    st, _, text = b.request("GET", "/metrics")
+    return int(re.search(rb"^berth_upload_streams (\d+)$", text, re.M).group(1))
+
+
+class Shares(BerthTestCase):
+    START = False
+
+    def setUp(self):
+        # 32 listener threads in all; each user may stream 3 bodies, each address 8 (all clients here are 127.0.0.1)
+        self.b = Berthd(env={"BERTH_UPLOAD_MAX_CONNECTIONS": "32", "BERTH_UPLOAD_MAX_PER_PRINCIPAL": "3",
+                             "BERTH_UPLOAD_MAX_PER_ADDRESS": "8"}).start()
+        setup_users(self.b, ["mallory", "bob", "carol"])
+        self.held = []
+
+    def tearDown(self):
+        for s in self.held:
+            s.close()
+        self.b.cleanup()
+
+    def hold(self, user, n):
+        """Open n slow uploads as `user`; returns the answers of those the server refused at once."""
+        refused = []
+        for _ in range(n):
+            s = SlowUpload(self.b, user)
+            self.held.append(s)
+            a = s.answer(1.0)
+            if a is not None:
+                refused.append(a)
+        return refused
+
+    def test_one_caller_cannot_stop_another_callers_push(self):
+        refused = self.hold("mallory", 40)  # more than the listener has threads
+        self.assertEqual(len(refused), 37, "a principal's share is 3 streams: %r" % refused[:3])
+        for status, head in refused:
+            self.assertEqual(status, 429, head)
+            self.assertRegex(head.lower(), rb"\r\nretry-after: \d+\r\n")
+            self.assertIn(b"TOOMANYREQUESTS", head)
+        self.assertEqual(streams(self.b), 3)
+        t0 = time.time()
+        st, body = push_small_image(self.b, "bob", "up/bob")
+        self.assertEqual(st, 201, body)
+        self.assertLess(time.time() - t0, 10, "bob's push waited for mallory's uploads")
+
+    def test_address_share(self):
+        self.assertEqual(self.hold("mallory", 3), [])
+        self.assertEqual(self.hold("bob", 3), [])
+        refused = self.hold("carol", 4)  # carol's own share is 3, but the address holds 6 of its 8 already
+        self.assertEqual([a[0] for a in refused], [429, 429], refused)
+        self.assertEqual(streams(self.b), 8)
+        # slots come back when the uploads end: a closed body frees its thread and its shares
+        for s in self.held:
+            s.close()
+        self.held = []
+        deadline = time.time() + 10
+        while time.time() < deadline and streams(self.b) != 0:
+            time.sleep(0.1)
+        self.assertEqual(streams(self.b), 0)
+        st, body = push_small_image(self.b, "carol", "up/carol")
+        self.assertEqual(st, 201, body)
+
+
+class IdleBodies(BerthTestCase):
+    START = False
+
+    def test_stalled_body_is_cut(self):
+        b = Berthd(env={"BERTH_UPLOAD_IDLE_TIMEOUT": "2"}).start()
+        try:
+            setup_users(b, ["slow"])
+            s = SlowUpload(b, "slow")
+            t0 = time.time()
+            answer = s.answer(20)
+            took = time.time() - t0
+            s.close()
+            self.assertIsNotNone(answer, "a stalled body was still held after 20 s")
+            self.assertGreater(took, 1.5)
+            self.assertLess(took, 10, "cut after %.1f s, configured 2 s" % took)
+            self.assertNotEqual(answer[0], 201)
+            deadline = time.time() + 10
+            while time.time() < deadline and streams(b) != 0:
+                time.sleep(0.1)
+            self.assertEqual(streams(b), 0, "the cut upload still holds its stream")
+            # the bytes that did arrive stay in the session, so the client can resume
+            st, h, _ = b.request("GET", s.location, auth=basic("slow"))
+            self.assertEqual((st, h.get("range")), (204, "0-9"))
+        finally:
+            b.cleanup()
+
+
+if __name__ == "__main__":
+    main()
