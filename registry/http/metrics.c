@@ -42,7 +42,14 @@ void berth_metrics_request(berth_route_kind_t route, const char *method, int sta
     __atomic_add_fetch(&bytes_out_total, bytes_out, __ATOMIC_RELAXED);
 }
 
-char *berth_metrics_render(berth_db_t *db, berth_store_t *store, long worker_queue, size_t *len_out)
+static uint64_t auth_shed_total;
+
+void berth_metrics_auth_shed(void)
+{
+    __atomic_add_fetch(&auth_shed_total, 1, __ATOMIC_RELAXED);
+}
+
+char *berth_metrics_render(berth_db_t *db, berth_store_t *store, long worker_queue, long auth_queue, size_t *len_out)
 {
     char *buf = NULL;
     size_t len = 0;
@@ -77,6 +84,11 @@ char *berth_metrics_render(berth_db_t *db, berth_store_t *store, long worker_que
                "# TYPE berth_upload_hash_states gauge\nberth_upload_hash_states %ld\n",
             berth_upload_hash_states());
     fprintf(f, "# TYPE berth_worker_queue gauge\nberth_worker_queue %ld\n", worker_queue);
+    fprintf(f, "# HELP berth_auth_queue Requests waiting for an auth worker (password hashing, LDAP).\n"
+               "# TYPE berth_auth_queue gauge\nberth_auth_queue %ld\n"
+               "# HELP berth_auth_shed_total Requests answered 503 because the auth workers' queue was full.\n"
+               "# TYPE berth_auth_shed_total counter\nberth_auth_shed_total %llu\n",
+            auth_queue, (unsigned long long)__atomic_load_n(&auth_shed_total, __ATOMIC_RELAXED));
     fprintf(f, "# TYPE berth_access_log_dropped_total counter\nberth_access_log_dropped_total %lu\n", berth_access_log_dropped());
     uint64_t hits, misses;
     int cache_on;

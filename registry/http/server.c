@@ -183,6 +183,7 @@ static int move_to_auth_pool(job_t *j)
     berth_err_set(&err, BERTH_OCI_UNAVAILABLE, "too many logins in progress; retry shortly");
     berth_resp_error(&j->resp, &err);
     berth_resp_header(&j->resp, "retry-after", "1");
+    berth_metrics_auth_shed();
     berth_log_warn("auth workers busy (%d queued): login shed", s->auth_queue);
     return -1;
 }
@@ -286,7 +287,8 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
         berth_resp_t resp;
         berth_resp_init(&resp);
         size_t len;
-        char *text = berth_metrics_render(s->reg->db, s->reg->store, berth_workers_queued(s->workers), &len);
+        char *text = berth_metrics_render(s->reg->db, s->reg->store, berth_workers_queued(s->workers),
+                                          berth_workers_queued(s->auth_workers), &len);
         berth_resp_body(&resp, 200, text, len, "text/plain; version=0.0.4");
         send_now(req, &resp, BERTH_ROUTE_NONE);
         return 0;

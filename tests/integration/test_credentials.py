@@ -233,6 +233,9 @@ class AuthPool(BerthTestCase):
             self.assertIn(503, statuses)
             self.assertIn(401, statuses)
             self.assertIn("auth workers busy", b.logs())
+            metrics = b.request("GET", "/metrics", auth=None)[2].decode()
+            shed = [l for l in metrics.splitlines() if l.startswith("berth_auth_shed_total ")]
+            self.assertTrue(shed and int(shed[0].split()[1]) > 0, metrics[-800:])
         finally:
             b.cleanup()
 

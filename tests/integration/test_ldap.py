@@ -599,8 +599,8 @@ class LdapTransport(BerthTestCase):
         print("\n# BENCH hung directory: local login %.0f ms, robot pull %.0f ms, LDAP logins %s" %
               (local * 1e3, pull * 1e3, sorted(set((s, round(e, 1)) for s, e in results))))
         self.assertEqual((st, rst), (200, 200))
-        self.assertLess(local, 1.0)
-        self.assertLess(pull, 1.0)
+        self.assertLess(local, 2.0)  # generous for a loaded machine; before the fix it waited out the directory (> 3 s)
+        self.assertLess(pull, 2.0)
         self.assertEqual({s for s, _ in results}, {503})
         self.assertLess(max(e for _, e in results), 3 + 1.0)  # one deadline for the whole exchange
 

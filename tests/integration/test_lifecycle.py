@@ -62,7 +62,8 @@ class Config(unittest.TestCase):
 
     def test_bad_values(self):
         for env in ({"BERTH_HTTP_ADDR": "noport"}, {"BERTH_LOG_LEVEL": "loud"}, {"BERTH_DATABASE_URL": ""},
-                    {"BERTH_TLS_ADDR": "127.0.0.1:1"}):
+                    {"BERTH_TLS_ADDR": "127.0.0.1:1"}, {"BERTH_AUTH_WORKERS": "0"}, {"BERTH_AUTH_QUEUE": "0"},
+                    {"BERTH_LDAP_MAX_CONCURRENT": "0"}, {"BERTH_LDAP_SESSION_RECHECK_SECONDS": "0"}):
             r = run_berthd([], dict(self.env, **env))
             self.assertEqual(r.returncode, 2, (env, r.stderr))
             self.assertTrue(r.stderr.startswith("berthd: bad configuration"), r.stderr)
