@@ -8,6 +8,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "registry/core/utf8.h"
+
 static int log_fd = -1;
 
 /*
@@ -82,10 +84,15 @@ void berth_access_log(const char *remote, const char *method, const char *path, 
     gmtime_r(&now.tv_sec, &tm);
     size_t n = strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%S", &tm);
     snprintf(ts + n, sizeof(ts) - n, ".%03ldZ", now.tv_nsec / 1000000);
+    /* the path is what the client sent, bytes that are not UTF-8 included (probes above all): JSON needs text */
+    size_t plen = strlen(path);
+    char *clean = malloc(3 * plen + 1);
+    berth_utf8_scrub(path, clean, 3 * plen + 1);
     /* the query string can carry nothing secret here (digests, paging), but Authorization is never logged */
     json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:i,s:I,s:I,s:f,s:s}", "ts", ts, "remote", remote ? remote : "-", "method", method,
-                          "path", path, "status", status, "bytes_in", (json_int_t)bytes_in, "bytes_out", (json_int_t)bytes_out,
+                          "path", clean, "status", status, "bytes_in", (json_int_t)bytes_in, "bytes_out", (json_int_t)bytes_out,
                           "ms", ms, "route", route);
+    free(clean);
     char *s = json_dumps(o, JSON_COMPACT);
     json_decref(o);
     if (s == NULL)

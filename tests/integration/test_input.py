@@ -221,6 +221,13 @@ class BadInput(BerthTestCase):
             self.check("GET", b"/api/v2.0/projects", headers={"Cookie": b"sid=" + encode(v, True)}, auth=None)
         self.assert_no_failures("credentials")
 
+    def test_access_log_keeps_bad_paths(self):
+        """A probe with bytes that are not UTF-8 is logged (scrubbed to U+FFFD), not silently left out."""
+        self.assertEqual(self.check("GET", b"/v2/probe\xff\xc3/manifests/x"), 400)
+        rows = self.b.access_log(lambda rows: any(r["path"].startswith("/v2/probe") for r in rows))
+        self.assertIn("/v2/probe\ufffd\ufffd/manifests/x", [r["path"] for r in rows])
+        self.assert_no_failures("a probe")
+
     def test_long_parameter_is_refused(self):
         """A value the API cannot hold is refused, not silently dropped (it used to act as if absent)."""
         st, _, body = self.b.request("GET", "/api/v2.0/projects?name=" + "a" * 1024)
