@@ -10,6 +10,7 @@
 #define KEY_MAX 320 /* a 255-byte name, '\n', a 63-byte address */
 #define BUCKETS (BERTH_BACKOFF_ENTRIES * 2)
 #define EVICT_SCAN 16 /* how far from the LRU end eviction looks for an entry not in back-off */
+#define ANY_ADDRESS "*" /* the address part of a name's all-addresses entry (no client address is "*") */
 
 typedef struct {
     char key[KEY_MAX + 1];
@@ -118,40 +119,24 @@ static int take(time_t now)
     return i;
 }
 
-/* Build the key, take the lock; returns the entry index or -1 */
-static int lock_find(char key[KEY_MAX + 1], const char *name, const char *remote)
+static long wait_locked(const char *key, time_t now)
 {
-    make_key(key, name, remote);
-    pthread_once(&once, init);
-    pthread_mutex_lock(&mu);
-    return find(key);
+    int i = find(key);
+    return i >= 0 && entries[i].until > now ? (long)(entries[i].until - now) : 0;
 }
 
-long berth_backoff_wait(const char *name, const char *remote)
+static void record_locked(const char key[KEY_MAX + 1], int ok, int free_failures, time_t now)
 {
-    char key[KEY_MAX + 1];
-    time_t now = time(NULL);
-    int i = lock_find(key, name, remote);
-    long wait = i >= 0 && entries[i].until > now ? (long)(entries[i].until - now) : 0;
-    pthread_mutex_unlock(&mu);
-    return wait;
-}
-
-void berth_backoff_record(const char *name, const char *remote, int ok)
-{
-    char key[KEY_MAX + 1];
-    time_t now = time(NULL);
-    int i = lock_find(key, name, remote);
+    int i = find(key);
     if (ok) {
         if (i >= 0)
             drop(i);
-        pthread_mutex_unlock(&mu);
         return;
     }
     if (i < 0) {
         i = take(now);
         entry_t *e = &entries[i];
-        memcpy(e->key, key, sizeof(key));
+        memcpy(e->key, key, KEY_MAX + 1);
         e->failures = 0;
         e->until = 0;
         unsigned b = bucket_of(key);
@@ -164,11 +149,39 @@ void berth_backoff_record(const char *name, const char *remote, int ok)
         lru_push(i);
     }
     entry_t *e = &entries[i];
-    if (++e->failures >= BERTH_BACKOFF_FREE) {
-        int shift = e->failures - BERTH_BACKOFF_FREE;
+    if (++e->failures >= free_failures) {
+        int shift = e->failures - free_failures;
         long backoff = shift >= 9 ? BERTH_BACKOFF_MAX_SECONDS : 1L << shift;
         e->until = now + (backoff < BERTH_BACKOFF_MAX_SECONDS ? backoff : BERTH_BACKOFF_MAX_SECONDS);
     }
+}
+
+/* Both keys of an attempt: (name, address) and (name, any address); the lock is taken */
+static void lock_keys(char addr_key[KEY_MAX + 1], char any_key[KEY_MAX + 1], const char *name, const char *remote)
+{
+    make_key(addr_key, name, remote);
+    make_key(any_key, name, ANY_ADDRESS);
+    pthread_once(&once, init);
+    pthread_mutex_lock(&mu);
+}
+
+long berth_backoff_wait(const char *name, const char *remote)
+{
+    char k1[KEY_MAX + 1], k2[KEY_MAX + 1];
+    time_t now = time(NULL);
+    lock_keys(k1, k2, name, remote);
+    long w1 = wait_locked(k1, now), w2 = wait_locked(k2, now);
+    pthread_mutex_unlock(&mu);
+    return w1 > w2 ? w1 : w2;
+}
+
+void berth_backoff_record(const char *name, const char *remote, int ok)
+{
+    char k1[KEY_MAX + 1], k2[KEY_MAX + 1];
+    time_t now = time(NULL);
+    lock_keys(k1, k2, name, remote);
+    record_locked(k1, ok, BERTH_BACKOFF_FREE, now);
+    record_locked(k2, ok, BERTH_BACKOFF_FREE_ANY, now);
     pthread_mutex_unlock(&mu);
 }
 

@@ -264,6 +264,14 @@ static void test_backoff(void)
     ok(berth_backoff_wait("victim", "10.0.0.2") == 0, "another address is not held back");
     berth_backoff_record("victim", "10.0.0.1", 1);
     ok(berth_backoff_wait("victim", "10.0.0.1") == 0, "a success clears it");
+    char addr[32];
+    for (int i = 0; i < BERTH_BACKOFF_FREE_ANY; i++) { /* one guess each from many addresses */
+        snprintf(addr, sizeof(addr), "10.1.%d.%d", i / 250, i % 250);
+        berth_backoff_record("spread", addr, 0);
+    }
+    ok(berth_backoff_wait("spread", "10.9.9.9") >= 1, "guesses spread over addresses meet the name's own back-off");
+    berth_backoff_record("spread", "10.9.9.9", 1);
+    ok(berth_backoff_wait("spread", "10.9.9.8") == 0, "which a success clears");
     for (int i = 0; i < BERTH_BACKOFF_FREE; i++)
         berth_backoff_record("held", "10.0.0.9", 0);
     char name[32];
