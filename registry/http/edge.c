@@ -70,7 +70,7 @@ static int write_conf(const berth_edge_conf_t *c, const char *path)
                 c->tls_listen, c->limits->backlog, c->tls_cert, c->tls_key);
     fprintf(f,
             "    error_page 413 = @too_big;\n"
-            "    error_page 502 504 = @unavailable;\n"
+            "    error_page 500 502 504 = @unavailable; # nginx's own 500s: out of descriptors or memory\n"
             "    location @too_big { default_type application/json; return 413 '%s'; }\n"
             "    location @unavailable { default_type application/json; add_header retry-after 2 always; return 503 '%s'; }\n"
             "    location @blob_unknown { default_type application/json; return 404 '%s'; }\n"

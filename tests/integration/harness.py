@@ -90,6 +90,7 @@ class Berthd:
         })
         self.env.update(env or {})
         self.proc = None
+        self.start_preexec = None  # run in the child before exec (e.g. to lower a resource limit)
         self.log_path = os.path.join(self.dir, "berthd.log")
 
     @property
@@ -99,7 +100,8 @@ class Berthd:
     def start(self, wait=True):
         for attempt in range(3):
             self.log = open(self.log_path, "ab")
-            self.proc = subprocess.Popen([*self.prefix, BERTHD, *self.args], env=self.env, stdout=self.log, stderr=subprocess.STDOUT)
+            self.proc = subprocess.Popen([*self.prefix, BERTHD, *self.args], env=self.env, stdout=self.log, stderr=subprocess.STDOUT,
+                                         preexec_fn=self.start_preexec)
             if not wait:
                 return self
             try:
