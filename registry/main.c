@@ -248,7 +248,7 @@ static int serve(berth_config_t *cfgp, berth_db_t *db, berth_store_t *store, ber
     berth_janitor_t *janitor = berth_janitor_start(&reg, cfg.upload_purge_interval, cfg.upload_max_age);
     berth_server_t *server = NULL;
     berth_upload_server_t *uploads = NULL;
-    berth_upload_limits_configure(cfg.upload_per_principal, cfg.upload_per_address);
+    berth_upload_limits_configure(cfg.upload_per_principal, cfg.upload_per_address, cfg.upload_connections);
     int api_port = 0, upload_port = 0;
     if (berth_server_start(&server, &reg, workers, auth_workers, cfg.auth_queue, cfg.loops, &api_port) != 0 ||
         berth_upload_server_start(&uploads, &reg, (unsigned)cfg.upload_connections, (unsigned)cfg.upload_idle_timeout,

@@ -2,16 +2,17 @@
 
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "registry/core/err.h"
 
 /*
  * One counter per key ("p:<principal>", "a:<address>") with streams in flight. A key lives only while its count
- * is above zero, and every stream holds at most two, so the table needs twice the listener's connections; it is
- * scanned linearly under one mutex, once per upload request, which costs nothing next to the body.
+ * is above zero and every stream holds at most two, so twice the listener's connections is always enough (the
+ * table never fills); it is scanned linearly under one mutex, once per upload request, which costs nothing next
+ * to the body.
  */
-#define KEYS 4096
 #define KEY_MAX 300
 
 typedef struct {
@@ -19,21 +20,24 @@ typedef struct {
     int count;
 } counter_t;
 
-static counter_t counters[KEYS];
+static counter_t *counters; /* NULL until configured: no limits */
+static size_t nkeys;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static int per_principal = 64, per_address = 128;
+static int per_principal, per_address;
 
-void berth_upload_limits_configure(int principal, int address)
+void berth_upload_limits_configure(int principal, int address, int max_streams)
 {
     per_principal = principal;
     per_address = address;
+    nkeys = 2 * (size_t)max_streams + 2;
+    counters = calloc(nkeys, sizeof(*counters)); /* lives as long as the upload listener, i.e. the process */
 }
 
 /* The counter for key, or a free one claimed for it (NULL when the table is full); mu held. */
 static counter_t *find(const char *key, int create)
 {
     counter_t *free_slot = NULL;
-    for (size_t i = 0; i < KEYS; i++) {
+    for (size_t i = 0; i < nkeys; i++) {
         if (counters[i].count > 0 && strcmp(counters[i].key, key) == 0)
             return &counters[i];
         if (counters[i].count == 0 && free_slot == NULL)
@@ -54,6 +58,8 @@ int berth_upload_limits_acquire(const char *principal, const char *address)
 {
     char pk[KEY_MAX], ak[KEY_MAX];
     int use_p = principal != NULL && principal[0] != '\0', use_a = address != NULL && address[0] != '\0';
+    if (counters == NULL)
+        return 0;
     key_of(pk, 'p', principal);
     key_of(ak, 'a', address);
     pthread_mutex_lock(&mu);
@@ -76,6 +82,8 @@ int berth_upload_limits_acquire(const char *principal, const char *address)
 void berth_upload_limits_release(const char *principal, const char *address)
 {
     char pk[KEY_MAX], ak[KEY_MAX];
+    if (counters == NULL)
+        return;
     key_of(pk, 'p', principal);
     key_of(ak, 'a', address);
     pthread_mutex_lock(&mu);

@@ -6,8 +6,11 @@
 #ifndef BERTH_SERVICE_UPLOAD_LIMITS_H
 #define BERTH_SERVICE_UPLOAD_LIMITS_H
 
-/** Set the shares (uploads.max_per_principal, uploads.max_per_address); before the upload server starts. */
-void berth_upload_limits_configure(int per_principal, int per_address);
+/**
+ * Set the shares (uploads.max_per_principal, uploads.max_per_address) for a listener of `max_streams`
+ * connections (uploads.max_connections); once, before the upload server starts. Unconfigured: no limits.
+ */
+void berth_upload_limits_configure(int per_principal, int per_address, int max_streams);
 
 /**
  * Take one slot for `principal` ("" anonymous: only the address counts) and `address` ("" or NULL: unknown, only

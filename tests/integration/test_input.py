@@ -76,6 +76,12 @@ class BadInput(BerthTestCase):
                                     {"Content-Type": "application/json"})
         assert st == 201, (st, body)
         cls.failures = []
+        cls.sent = 0
+
+    @classmethod
+    def tearDownClass(cls):
+        print("\n%d requests sent (BERTH_TEST_SEED=%d)" % (cls.sent, cls.seed))
+        super().tearDownClass()
 
     def random_values(self, n):
         out = []
@@ -120,6 +126,7 @@ class BadInput(BerthTestCase):
 
     def check(self, method, target, body=b"", headers=None, auth=ADMIN_AUTH):
         st, h, data = self.send(method, target, body, headers, auth)
+        self.__class__.sent += 1
         what = "%s %r (body %r, auth %r)" % (method, target[:200], body[:80], auth if auth is None else auth[:60])
         if st >= 500:
             self.failures.append("%d %s: %r" % (st, what, data[:200]))
