@@ -502,6 +502,14 @@ static const berth_db__stmt_t queries[BERTH_Q__COUNT] = {
       "'YYYY-MM-DD'), 'push', coalesce((SELECT n FROM a WHERE a.day = d.day AND operation = 'push'), 0), 'pull', "
       "coalesce((SELECT n FROM a WHERE a.day = d.day AND operation = 'pull'), 0)) ORDER BY d.day)::text FROM d",
       4),
+    /* the last $1 executions, oldest first: bytes moved and seconds taken (to now while running) for the
+       throughput chart */
+    Q(BERTH_Q_STATS_REPLICATION,
+      "SELECT coalesce(json_agg(json_build_object('id', e.id, 'policy_id', e.policy_id, 'status', e.status, 'start_time', "
+      "e.start_time, 'seconds', greatest(extract(epoch FROM coalesce(e.end_time, now()) - e.start_time), 0.001), 'bytes', "
+      "(SELECT coalesce(sum(t.bytes_sent), 0) FROM replication_tasks t WHERE t.execution_id = e.id)) ORDER BY e.id), '[]')::text "
+      "FROM (SELECT * FROM replication_executions ORDER BY id DESC LIMIT $1::int) e",
+      1),
 };
 
 int berth_db_api(berth_dbconn_t *c, berth_q_t q, const char *const *params, berth_db_json_t *out, berth_err_t *err)

@@ -46,5 +46,14 @@ int berth_api_stats_route(berth_api_t *a)
         const char *p[] = {id, admin, robot, arg};
         return berth_api_object(a, BERTH_Q_STATS_ACTIVITY, p, "statistics");
     }
+    if (berth_api_match(a, "GET", "statistics/replication")) {
+        if (berth_api_need_admin(a) != 0)
+            return -1;
+        snprintf(arg, sizeof(arg), "%ld", bounded(a, "limit", 30, 500, &bad));
+        if (bad)
+            return berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "limit must be between 1 and 500");
+        const char *p[] = {arg};
+        return berth_api_object(a, BERTH_Q_STATS_REPLICATION, p, "statistics");
+    }
     return 1;
 }

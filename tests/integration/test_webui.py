@@ -108,6 +108,12 @@ class WebUI(BerthTestCase):
         }
         self.run_browser("ui.e2e.mjs", fixture)
         self.run_browser("pages.e2e.mjs", fixture)
+        site_b = Berthd().start()  # the replication destination
+        self.addCleanup(site_b.cleanup)
+        fixture["site_b"] = site_b.host
+        self.run_browser("admin.e2e.mjs", fixture)
+        st, _, _ = site_b.request("GET", "/v2/mirror/tools/hello/manifests/1.0", headers={"Accept": "application/vnd.oci.image.manifest.v1+json"})
+        self.assertEqual(st, 200)
 
 
 class UiApi(BerthTestCase):
@@ -199,6 +205,10 @@ class UiApi(BerthTestCase):
         st, _, s = self.api("GET", "/statistics", auth=viewer)
         self.assertEqual((s["total_project_count"], s["total_repo_count"]), (1, 0))
         self.assertEqual([b["project"] for b in self.api("GET", "/statistics/storage", auth=viewer)[2]], ["alpha"])
+        # replication throughput is for system admins (the replication pages are theirs)
+        self.assertEqual(self.api("GET", "/statistics/replication", auth=viewer)[0], 403)
+        st, _, rows = self.api("GET", "/statistics/replication")
+        self.assertEqual((st, rows), (200, []))
 
 
 if __name__ == "__main__":

@@ -96,3 +96,14 @@ export async function signIn(page, user, password, expectOk = true) {
   await page.getByRole("button", { name: "Sign in" }).click();
   if (expectOk) await page.waitForFunction(() => !location.pathname.startsWith("/login"));
 }
+
+/** A fresh browser with one page, signed in as `user` when given. */
+export async function openBrowser(user, password) {
+  const ctx = await launch();
+  const page = await newPage(ctx);
+  if (user) {
+    await page.goto(BASE + "/login");
+    await signIn(page, user, password);
+  }
+  return { ctx, page };
+}

@@ -3,17 +3,12 @@
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { BASE, checkPage, close, launch, newPage, settled, signIn } from "./lib.mjs";
+import { BASE, checkPage, close, openBrowser, settled, signIn } from "./lib.mjs";
 
 const F = JSON.parse(process.env.BERTH_UI_FIXTURE || "{}");
 let ctx, page;
 
-before(async () => {
-  ctx = await launch();
-  page = await newPage(ctx);
-  await page.goto(BASE + "/login");
-  await signIn(page, "admin", F.admin_password);
-});
+before(async () => ({ ctx, page } = await openBrowser("admin", F.admin_password)));
 after(async () => close(ctx));
 
 test("project repositories: server-side search, sort and paging are deep links", async () => {

@@ -3,16 +3,13 @@
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { BASE, checkPage, close, launch, newPage, settled, signIn } from "./lib.mjs";
+import { BASE, checkPage, close, openBrowser, settled, signIn } from "./lib.mjs";
 
 const F = JSON.parse(process.env.BERTH_UI_FIXTURE || "{}");
 const psql = (sql) => execFileSync("psql", [...F.psql, "-Atq", "-c", sql], { encoding: "utf8" }).trim();
 let ctx, page;
 
-before(async () => {
-  ctx = await launch();
-  page = await newPage(ctx);
-});
+before(async () => ({ ctx, page } = await openBrowser()));
 after(async () => close(ctx));
 
 test("the shell is served with a strict CSP and hashed, immutable assets", async () => {

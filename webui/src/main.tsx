@@ -1,6 +1,7 @@
 // Entry point: the shell (header, navigation, sign-in dialog) and the routes.
 import { render } from "preact";
 import { Suspense, lazy } from "preact/compat";
+import "uplot/dist/uPlot.min.css"; // small; CSS of lazily loaded chunks is not injected by esbuild
 import "./style.css";
 import { loginNeeded } from "./api";
 import { loc, installRouter, match, navigate } from "./router";

@@ -1,3 +1,782 @@
+// Administration (system admins): users, registries, replication policies and executions (live), the system
+// audit log, LDAP and system information. Each section is its own URL under /admin/.
+import { useEffect, useState } from "preact/hooks";
+import { call, get, list, send } from "../api";
+import { formatBytes, formatRate, formatTime } from "../format";
+import { listUrl } from "../query";
+import { loc, match, setSearch } from "../router";
+import { me } from "../session";
+import { Dialog } from "../ui/dialog";
+import { ErrorBox, Forbidden, FormButtons, FormError, Loading, useAction, useLoad } from "../ui/states";
+import { PagedTable } from "../ui/table";
+import { auditColumns } from "./project";
+
+const SECTIONS = [
+  ["users", "Users"],
+  ["registries", "Registries"],
+  ["replication", "Replication"],
+  ["audit", "Audit log"],
+  ["system", "LDAP and system"],
+] as const;
+
 export function AdminPage({ rest }: { rest: string }) {
-  return <h1>Administration: {rest}</h1>;
+  if (!me.value?.sysadmin_flag) return <Forbidden />;
+  const section = rest.split("/")[0];
+  let m: Record<string, string> | null;
+  let body;
+  if ((m = match("replication/executions/:id", rest))) body = <Execution id={m.id} />;
+  else if (section === "users") body = <Users />;
+  else if (section === "registries") body = <Registries />;
+  else if (section === "replication") body = <Policies />;
+  else if (section === "audit") body = <Audit />;
+  else if (section === "system") body = <System />;
+  else body = <ErrorBox error={new Error(`No section ${rest}`)} />;
+  return (
+    <>
+      <h1>Administration</h1>
+      <nav class="tabs" aria-label="Administration sections">
+        {SECTIONS.map(([id, label]) => (
+          <a href={`/admin/${id}`} aria-current={section === id ? "page" : undefined}>
+            {label}
+          </a>
+        ))}
+      </nav>
+      {body}
+    </>
+  );
+}
+
+/* ---- users ---- */
+interface UserRow {
+  user_id: number;
+  username: string;
+  email: string;
+  realname: string;
+  sysadmin_flag: boolean;
+  creation_time: string;
+}
+
+function Users() {
+  const [tick, setTick] = useState(0);
+  const [open, setOpen] = useState(false);
+  const [pwFor, setPwFor] = useState<UserRow | null>(null);
+  const { err, act } = useAction(() => setTick((t) => t + 1));
+  return (
+    <>
+      <FormError msg={err} />
+      <PagedTable<UserRow>
+        label="Users"
+        searchLabel="Search users"
+        reloadKey={tick}
+        rowKey={(u) => u.user_id}
+        toolbar={
+          <button type="button" class="btn primary" onClick={() => setOpen(true)}>
+            New user
+          </button>
+        }
+        fetch={(s) => list<UserRow>(listUrl(s.q ? "/users/search" : "/users", { page: s.page, pageSize: s.pageSize, extra: { username: s.q || undefined } }))}
+        empty="No users."
+        columns={[
+          { label: "Username", render: (u) => u.username },
+          { label: "Email", render: (u) => <span class="wrap">{u.email || "—"}</span> },
+          {
+            label: "Administrator",
+            render: (u) => (
+              <label class="check">
+                <input
+                  type="checkbox"
+                  checked={u.sysadmin_flag}
+                  disabled={u.username === me.value?.username}
+                  aria-label={`${u.username} is a system administrator`}
+                  onChange={(e) => act(() => send("PUT", `/users/${u.user_id}/sysadmin`, { sysadmin_flag: (e.target as HTMLInputElement).checked }))}
+                />
+              </label>
+            ),
+          },
+          { label: "Created", render: (u) => formatTime(u.creation_time) },
+          {
+            label: "Actions",
+            render: (u) => (
+              <span class="row-actions">
+                <button type="button" class="btn" onClick={() => setPwFor(u)}>
+                  Reset password
+                </button>
+                {u.username !== me.value?.username && (
+                  <button type="button" class="btn danger" onClick={() => confirm(`Delete user ${u.username}?`) && act(() => send("DELETE", `/users/${u.user_id}`))}>
+                    Delete
+                  </button>
+                )}
+              </span>
+            ),
+          },
+        ]}
+      />
+      <NewUser open={open} onClose={() => setOpen(false)} onDone={() => setTick((t) => t + 1)} />
+      <ResetPassword user={pwFor} onClose={() => setPwFor(null)} />
+    </>
+  );
+}
+
+function NewUser({ open, onClose, onDone }: { open: boolean; onClose: () => void; onDone: () => void }) {
+  const [f, setF] = useState({ username: "", email: "", realname: "", password: "" });
+  const { err, act } = useAction(() => {
+    onDone();
+    onClose();
+  });
+  const field = (k: keyof typeof f, label: string, type: "text" | "email" | "password" = "text") => (
+    <>
+      <label for={`nu-${k}`}>{label}</label>
+      <input id={`nu-${k}`} type={type as "text"} required={k !== "realname"} value={f[k]} onInput={(e) => setF({ ...f, [k]: (e.target as HTMLInputElement).value })} />
+    </>
+  );
+  return (
+    <Dialog title="New user" open={open} onClose={onClose}>
+      <form
+        class="form"
+        onSubmit={(e) => {
+          e.preventDefault();
+          act(() => send("POST", "/users", f));
+        }}
+      >
+        {field("username", "Username")}
+        {field("email", "Email", "email")}
+        {field("realname", "Full name")}
+        {field("password", "Password (8+ characters, upper and lower case and a digit)", "password")}
+        <FormError msg={err} />
+        <FormButtons onCancel={onClose} submit="Create" />
+      </form>
+    </Dialog>
+  );
+}
+
+function ResetPassword({ user, onClose }: { user: UserRow | null; onClose: () => void }) {
+  const [pw, setPw] = useState("");
+  const { err, act } = useAction(onClose);
+  return (
+    <Dialog title={`Reset the password of ${user?.username ?? ""}`} open={user != null} onClose={onClose}>
+      <form
+        class="form"
+        onSubmit={(e) => {
+          e.preventDefault();
+          act(() => send("PUT", `/users/${user!.user_id}/password`, { new_password: pw }));
+        }}
+      >
+        <label for="rp-pw">New password</label>
+        <input id="rp-pw" type="password" required value={pw} onInput={(e) => setPw((e.target as HTMLInputElement).value)} />
+        <FormError msg={err} />
+        <FormButtons onCancel={onClose} submit="Set password" />
+      </form>
+    </Dialog>
+  );
+}
+
+/* ---- registries ---- */
+interface Registry {
+  id: number;
+  name: string;
+  type: string;
+  url: string;
+  insecure: boolean;
+  credential: { access_key: string | null };
+}
+
+function Registries() {
+  const [tick, setTick] = useState(0);
+  const [edit, setEdit] = useState<Partial<Registry> | null>(null);
+  const [msg, setMsg] = useState("");
+  const { err, act } = useAction(() => setTick((t) => t + 1));
+  return (
+    <>
+      <FormError msg={err} />
+      {msg && <p role="status">{msg}</p>}
+      <PagedTable<Registry>
+        label="Registries"
+        reloadKey={tick}
+        rowKey={(r) => r.id}
+        toolbar={
+          <button type="button" class="btn primary" onClick={() => setEdit({ type: "berth", insecure: false })}>
+            New registry
+          </button>
+        }
+        fetch={(s) => list<Registry>(listUrl("/registries", { page: s.page, pageSize: s.pageSize }))}
+        empty="No registries: add the other sites you replicate with."
+        columns={[
+          { label: "Name", render: (r) => r.name },
+          { label: "Type", render: (r) => r.type },
+          { label: "URL", render: (r) => <span class="wrap">{r.url}</span> },
+          { label: "User", render: (r) => r.credential.access_key || "anonymous" },
+          {
+            label: "Actions",
+            render: (r) => (
+              <span class="row-actions">
+                <button
+                  type="button"
+                  class="btn"
+                  onClick={() => {
+                    setMsg("");
+                    act(async () => {
+                      await send("POST", "/registries/ping", { id: r.id, type: r.type, url: r.url, insecure: r.insecure });
+                      setMsg(`${r.name}: reachable.`);
+                    });
+                  }}
+                >
+                  Test
+                </button>
+                <button type="button" class="btn" onClick={() => setEdit(r)}>
+                  Edit
+                </button>
+                <button type="button" class="btn danger" onClick={() => confirm(`Delete registry ${r.name}?`) && act(() => send("DELETE", `/registries/${r.id}`))}>
+                  Delete
+                </button>
+              </span>
+            ),
+          },
+        ]}
+      />
+      {edit && <RegistryForm reg={edit} onClose={() => setEdit(null)} onDone={() => setTick((t) => t + 1)} />}
+    </>
+  );
+}
+
+function RegistryForm({ reg, onClose, onDone }: { reg: Partial<Registry>; onClose: () => void; onDone: () => void }) {
+  const [f, setF] = useState({ name: reg.name ?? "", type: reg.type ?? "berth", url: reg.url ?? "", key: reg.credential?.access_key ?? "", secret: "", insecure: !!reg.insecure });
+  const { err, act } = useAction(() => {
+    onDone();
+    onClose();
+  });
+  const [ping, setPing] = useState("");
+  const test = useAction(); // a test keeps the dialog open
+  const body = () => ({
+    name: f.name,
+    type: f.type,
+    url: f.url,
+    insecure: f.insecure,
+    credential: f.key ? { type: "basic", access_key: f.key, ...(f.secret ? { access_secret: f.secret } : {}) } : undefined,
+  });
+  const set = (k: string) => (e: Event) => setF({ ...f, [k]: (e.target as HTMLInputElement).value });
+  return (
+    <Dialog title={reg.id ? `Edit ${reg.name}` : "New registry"} open onClose={onClose}>
+      <form
+        class="form"
+        onSubmit={(e) => {
+          e.preventDefault();
+          act(() => (reg.id ? send("PUT", `/registries/${reg.id}`, body()) : send("POST", "/registries", body())));
+        }}
+      >
+        <label for="rg-name">Name</label>
+        <input id="rg-name" required value={f.name} onInput={set("name")} />
+        <label for="rg-type">Type</label>
+        <select id="rg-type" value={f.type} onChange={set("type")}>
+          <option value="berth">Berth (zstd on the wire)</option>
+          <option value="docker-registry">Any OCI / Docker registry</option>
+        </select>
+        <label for="rg-url">URL</label>
+        <input id="rg-url" type="url" required placeholder="https://registry.example.org" value={f.url} onInput={set("url")} />
+        <label for="rg-key">Username (empty: anonymous)</label>
+        <input id="rg-key" autocomplete="off" value={f.key} onInput={set("key")} />
+        <label for="rg-secret">Password or token{reg.id ? " (empty: unchanged)" : ""}</label>
+        <input id="rg-secret" type="password" autocomplete="new-password" value={f.secret} onInput={set("secret")} />
+        <label class="check">
+          <input type="checkbox" checked={f.insecure} onChange={(e) => setF({ ...f, insecure: (e.target as HTMLInputElement).checked })} /> Skip TLS verification
+        </label>
+        {ping && <p role="status">{ping}</p>}
+        <FormError msg={err || test.err} />
+        <div class="actions">
+          <button
+            type="button"
+            class="btn"
+            onClick={() => {
+              setPing("");
+              test.act(async () => {
+                await send("POST", "/registries/ping", body());
+                setPing("Reachable with these settings.");
+              });
+            }}
+          >
+            Test connection
+          </button>
+        </div>
+        <FormButtons onCancel={onClose} submit={reg.id ? "Save" : "Create"} />
+      </form>
+    </Dialog>
+  );
+}
+
+/* ---- replication ---- */
+interface Policy {
+  id: number;
+  name: string;
+  description: string;
+  src_registry: { id: number; name: string } | null;
+  dest_registry: { id: number; name: string } | null;
+  dest_namespace: string | null;
+  dest_namespace_replace_count: number | null;
+  filters: { type: string; value: string }[] | null;
+  trigger: { type: string; trigger_settings?: { cron?: string } } | null;
+  override: boolean;
+  enabled: boolean;
+  speed: number | null;
+}
+interface Execution {
+  id: number;
+  policy_id: number;
+  status: string;
+  trigger: string;
+  status_text: string;
+  start_time: string;
+  end_time: string | null;
+  total: number;
+  succeed: number;
+  failed: number;
+  in_progress: number;
+  stopped: number;
+}
+
+function statusClass(s: string) {
+  return s === "Succeed" || s === "Succeeded" ? "ok" : s === "Failed" ? "bad" : s === "InProgress" || s === "Pending" ? "warn" : "";
+}
+
+function Policies() {
+  const [tick, setTick] = useState(0);
+  const [edit, setEdit] = useState<Partial<Policy> | null>(null);
+  const { err, act } = useAction(() => setTick((t) => t + 1));
+  return (
+    <>
+      <FormError msg={err} />
+      <h2>Policies</h2>
+      <PagedTable<Policy>
+        label="Replication policies"
+        reloadKey={tick}
+        rowKey={(p) => p.id}
+        toolbar={
+          <button type="button" class="btn primary" onClick={() => setEdit({ enabled: true, override: true })}>
+            New policy
+          </button>
+        }
+        fetch={(s) => list<Policy>(listUrl("/replication/policies", { page: s.page, pageSize: s.pageSize }))}
+        empty="No replication policies."
+        columns={[
+          { label: "Name", render: (p) => p.name },
+          { label: "Direction", render: (p) => (p.dest_registry ? `push to ${p.dest_registry.name}` : `pull from ${p.src_registry?.name ?? "?"}`) },
+          { label: "Filters", render: (p) => <span class="wrap">{(p.filters ?? []).map((f) => `${f.type}: ${f.value}`).join(", ") || "everything"}</span> },
+          { label: "Destination namespace", render: (p) => p.dest_namespace || "same" },
+          { label: "Trigger", render: (p) => p.trigger?.type ?? "manual" },
+          { label: "Bandwidth", render: (p) => (p.speed && p.speed > 0 ? `${p.speed} KiB/s` : "unlimited") },
+          { label: "Enabled", render: (p) => (p.enabled ? "yes" : "no") },
+          {
+            label: "Actions",
+            render: (p) => (
+              <span class="row-actions">
+                <button type="button" class="btn primary" onClick={() => act(() => send("POST", "/replication/executions", { policy_id: p.id }))}>
+                  Run now
+                </button>
+                <button type="button" class="btn" onClick={() => setEdit(p)}>
+                  Edit
+                </button>
+                <button type="button" class="btn danger" onClick={() => confirm(`Delete policy ${p.name}?`) && act(() => send("DELETE", `/replication/policies/${p.id}`))}>
+                  Delete
+                </button>
+              </span>
+            ),
+          },
+        ]}
+      />
+      <h2>Executions</h2>
+      <Executions tick={tick} />
+      {edit && <PolicyForm pol={edit} onClose={() => setEdit(null)} onDone={() => setTick((t) => t + 1)} />}
+    </>
+  );
+}
+
+/** Re-render every `ms` while `on`: executions in progress are polled. */
+function usePoll(on: boolean, ms: number) {
+  const [n, setN] = useState(0);
+  useEffect(() => {
+    if (!on) return;
+    const t = setInterval(() => setN((x) => x + 1), ms);
+    return () => clearInterval(t);
+  }, [on, ms]);
+  return n;
+}
+
+function Executions({ tick }: { tick: number }) {
+  const [live, setLive] = useState(false);
+  const poll = usePoll(live, 2000);
+  return (
+    <PagedTable<Execution>
+      label="Executions"
+      reloadKey={tick * 100000 + poll}
+      rowKey={(e) => e.id}
+      fetch={async (s) => {
+        const r = await list<Execution>(listUrl("/replication/executions", { page: s.page, pageSize: s.pageSize }));
+        setLive(r.items.some((e) => e.status === "InProgress" || e.status === "Pending"));
+        return r;
+      }}
+      empty="Nothing has run yet."
+      columns={[
+        { label: "ID", render: (e) => <a href={`/admin/replication/executions/${e.id}`}>#{e.id}</a> },
+        { label: "Policy", render: (e) => e.policy_id },
+        { label: "Status", render: (e) => <span class={`badge ${statusClass(e.status)}`}>{e.status}</span> },
+        { label: "Tasks", render: (e) => `${e.succeed}/${e.total} done, ${e.failed} failed, ${e.in_progress} running` },
+        { label: "Trigger", render: (e) => e.trigger },
+        { label: "Started", render: (e) => formatTime(e.start_time) },
+      ]}
+    />
+  );
+}
+
+function PolicyForm({ pol, onClose, onDone }: { pol: Partial<Policy>; onClose: () => void; onDone: () => void }) {
+  const regs = useLoad("regs", () => list<Registry>("/registries?page_size=100"));
+  const [f, setF] = useState({
+    name: pol.name ?? "",
+    direction: pol.src_registry ? "pull" : "push",
+    registry: String(pol.dest_registry?.id ?? pol.src_registry?.id ?? ""),
+    name_filter: pol.filters?.find((x) => x.type === "name")?.value ?? "",
+    tag_filter: pol.filters?.find((x) => x.type === "tag")?.value ?? "",
+    dest_namespace: pol.dest_namespace ?? "",
+    replace: String(pol.dest_namespace_replace_count ?? 1),
+    trigger: pol.trigger?.type ?? "manual",
+    cron: pol.trigger?.trigger_settings?.cron ?? "",
+    speed: String(pol.speed ?? -1),
+    override: pol.override ?? true,
+    enabled: pol.enabled ?? true,
+  });
+  const { err, act } = useAction(() => {
+    onDone();
+    onClose();
+  });
+  const set = (k: string) => (e: Event) => setF({ ...f, [k]: (e.target as HTMLInputElement).value });
+  const body = () => {
+    const filters = [
+      ...(f.name_filter ? [{ type: "name", value: f.name_filter }] : []),
+      ...(f.tag_filter ? [{ type: "tag", value: f.tag_filter }] : []),
+    ];
+    const reg = { id: Number(f.registry) };
+    return {
+      name: f.name,
+      ...(f.direction === "push" ? { dest_registry: reg } : { src_registry: reg }),
+      filters,
+      dest_namespace: f.dest_namespace || null,
+      dest_namespace_replace_count: Number(f.replace),
+      trigger: f.trigger === "scheduled" ? { type: "scheduled", trigger_settings: { cron: f.cron } } : { type: f.trigger },
+      speed: Number(f.speed),
+      override: f.override,
+      enabled: f.enabled,
+    };
+  };
+  return (
+    <Dialog title={pol.id ? `Edit ${pol.name}` : "New replication policy"} open onClose={onClose}>
+      <form
+        class="form"
+        onSubmit={(e) => {
+          e.preventDefault();
+          act(() => (pol.id ? send("PUT", `/replication/policies/${pol.id}`, body()) : send("POST", "/replication/policies", body())));
+        }}
+      >
+        <label for="rp-name">Name</label>
+        <input id="rp-name" required value={f.name} onInput={set("name")} />
+        <label for="rp-dir">Direction</label>
+        <select id="rp-dir" value={f.direction} onChange={set("direction")}>
+          <option value="push">Push to another registry</option>
+          <option value="pull">Pull from another registry</option>
+        </select>
+        <label for="rp-reg">Registry</label>
+        <select id="rp-reg" required value={f.registry} onChange={set("registry")}>
+          <option value="">— choose —</option>
+          {(regs.data?.items ?? []).map((r) => (
+            <option value={String(r.id)}>
+              {r.name} ({r.url})
+            </option>
+          ))}
+        </select>
+        <label for="rp-nf">Repository filter (doublestar, e.g. library/**)</label>
+        <input id="rp-nf" value={f.name_filter} onInput={set("name_filter")} />
+        <label for="rp-tf">Tag filter (e.g. v*)</label>
+        <input id="rp-tf" value={f.tag_filter} onInput={set("tag_filter")} />
+        <label for="rp-ns">Destination namespace (empty: same as the source)</label>
+        <input id="rp-ns" value={f.dest_namespace} onInput={set("dest_namespace")} />
+        <label for="rp-flat">Flattening (path components replaced by the namespace)</label>
+        <select id="rp-flat" value={f.replace} onChange={set("replace")}>
+          <option value="0">none (prefix the whole path)</option>
+          <option value="1">replace 1 level</option>
+          <option value="2">replace 2 levels</option>
+          <option value="3">replace 3 levels</option>
+          <option value="-1">flatten all levels</option>
+        </select>
+        <label for="rp-trig">Trigger</label>
+        <select id="rp-trig" value={f.trigger} onChange={set("trigger")}>
+          <option value="manual">manual</option>
+          <option value="event_based">on push and delete</option>
+          <option value="scheduled">scheduled (cron)</option>
+        </select>
+        {f.trigger === "scheduled" && (
+          <>
+            <label for="rp-cron">Cron (6 fields, seconds first)</label>
+            <input id="rp-cron" required value={f.cron} onInput={set("cron")} />
+          </>
+        )}
+        <label for="rp-speed">Bandwidth limit in KiB/s (-1: unlimited)</label>
+        <input id="rp-speed" type="number" min="-1" value={f.speed} onInput={set("speed")} />
+        <label class="check">
+          <input type="checkbox" checked={f.override} onChange={(e) => setF({ ...f, override: (e.target as HTMLInputElement).checked })} /> Overwrite existing tags
+        </label>
+        <label class="check">
+          <input type="checkbox" checked={f.enabled} onChange={(e) => setF({ ...f, enabled: (e.target as HTMLInputElement).checked })} /> Enabled
+        </label>
+        <FormError msg={err} />
+        <FormButtons onCancel={onClose} submit={pol.id ? "Save" : "Create"} />
+      </form>
+    </Dialog>
+  );
+}
+
+interface Task {
+  id: number;
+  src_resource: string;
+  dst_resource: string;
+  status: string;
+  attempts: number;
+  bytes_sent: number;
+  bytes_total: number;
+  start_time: string | null;
+  end_time: string | null;
+}
+
+function Execution({ id }: { id: string }) {
+  const [running, setRunning] = useState(true);
+  const poll = usePoll(running, 1500);
+  const ex = useLoad(`exec|${id}|${poll}`, () => get<Execution>(`/replication/executions/${id}`));
+  const tasks = useLoad(`tasks|${id}|${poll}`, () => list<Task>(`/replication/executions/${id}/tasks?page_size=100`));
+  const [log, setLog] = useState<{ id: number; text: string } | null>(null);
+  const { act } = useAction();
+  useEffect(() => {
+    if (ex.data) setRunning(ex.data.status === "InProgress" || ex.data.status === "Pending");
+  }, [ex.data?.status]);
+  if (ex.error) return <ErrorBox error={ex.error} retry={ex.reload} />;
+  if (!ex.data) return <Loading />;
+  const e = ex.data;
+  const items = tasks.data?.items ?? [];
+  const sent = items.reduce((n, t) => n + t.bytes_sent, 0);
+  const secs = ((e.end_time ? Date.parse(e.end_time) : Date.now()) - Date.parse(e.start_time)) / 1000;
+  return (
+    <>
+      <nav class="crumbs" aria-label="Breadcrumb">
+        <a href="/admin/replication">Replication</a> / <span>execution #{e.id}</span>
+      </nav>
+      <h2>
+        Execution #{e.id} <span class={`badge ${statusClass(e.status)}`}>{e.status}</span>
+      </h2>
+      <dl class="kv card">
+        <dt>Tasks</dt>
+        <dd>
+          {e.succeed} succeeded, {e.failed} failed, {e.in_progress} running or waiting, {e.stopped} stopped, of {e.total}
+        </dd>
+        <dt>Transferred</dt>
+        <dd>
+          {formatBytes(sent)} at {formatRate(sent, secs)}
+        </dd>
+        <dt>Started</dt>
+        <dd>{formatTime(e.start_time)}</dd>
+        <dt>Ended</dt>
+        <dd>{e.end_time ? formatTime(e.end_time) : running ? "running (refreshing)" : "—"}</dd>
+        {e.status_text && (
+          <>
+            <dt>Status</dt>
+            <dd>{e.status_text}</dd>
+          </>
+        )}
+      </dl>
+      {running && (
+        <p>
+          <button type="button" class="btn danger" onClick={() => act(() => send("PUT", `/replication/executions/${id}`, {}))}>
+            Stop
+          </button>
+        </p>
+      )}
+      <div class="table-wrap">
+        <table aria-label="Tasks">
+          <thead>
+            <tr>
+              <th scope="col">Source</th>
+              <th scope="col">Destination</th>
+              <th scope="col">Status</th>
+              <th scope="col">Progress</th>
+              <th scope="col">Log</th>
+            </tr>
+          </thead>
+          <tbody>
+            {items.map((t) => (
+              <tr>
+                <td data-label="Source" class="wrap">
+                  {t.src_resource}
+                </td>
+                <td data-label="Destination" class="wrap">
+                  {t.dst_resource}
+                </td>
+                <td data-label="Status">
+                  <span class={`badge ${statusClass(t.status)}`}>{t.status}</span>
+                  {t.attempts > 1 && <span class="muted"> ({t.attempts} attempts)</span>}
+                </td>
+                <td data-label="Progress">
+                  <progress max={Math.max(t.bytes_total, 1)} value={t.bytes_sent} aria-label={`Progress of ${t.src_resource}`} /> {formatBytes(t.bytes_sent)}
+                </td>
+                <td data-label="Log">
+                  <button
+                    type="button"
+                    class="btn"
+                    onClick={async () => {
+                      const r = await call("GET", `/replication/executions/${id}/tasks/${t.id}/log`, { raw: true });
+                      setLog({ id: t.id, text: await r.text() });
+                    }}
+                  >
+                    Log
+                  </button>
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
+      <Dialog title={`Task ${log?.id ?? ""} log`} open={log != null} onClose={() => setLog(null)}>
+        <pre>{log?.text || "(empty)"}</pre>
+        <button type="button" class="btn" onClick={() => setLog(null)}>
+          Close
+        </button>
+      </Dialog>
+    </>
+  );
+}
+
+/* ---- audit log ---- */
+/** Filters live in the URL (?op=&rt=&user=) next to the list's own state, so a filtered log is a link. */
+function Audit() {
+  const sp = new URLSearchParams(loc.value.search);
+  const f = { op: sp.get("op") ?? "", rt: sp.get("rt") ?? "", user: sp.get("user") ?? "" };
+  const setF = (k: string, v: string) => {
+    const n = new URLSearchParams(loc.value.search);
+    if (v) n.set(k, v);
+    else n.delete(k);
+    n.delete("page");
+    setSearch(n.toString() ? "?" + n.toString() : "");
+  };
+  const [user, setUser] = useState(f.user);
+  return (
+    <>
+      <div class="toolbar">
+        <label>
+          Operation{" "}
+          <select value={f.op} onChange={(e) => setF("op", (e.target as HTMLSelectElement).value)}>
+            {["", "push", "pull", "delete", "create", "update", "login"].map((o) => (
+              <option value={o}>{o || "any"}</option>
+            ))}
+          </select>
+        </label>
+        <label>
+          Resource type{" "}
+          <select value={f.rt} onChange={(e) => setF("rt", (e.target as HTMLSelectElement).value)}>
+            {["", "artifact", "repository", "project", "member", "robot", "user", "session", "registry", "replication"].map((o) => (
+              <option value={o}>{o || "any"}</option>
+            ))}
+          </select>
+        </label>
+        <label>
+          User <input value={user} onInput={(e) => setUser((e.target as HTMLInputElement).value)} onChange={() => setF("user", user)} />
+        </label>
+      </div>
+      <PagedTable
+        label="Audit log"
+        searchLabel="Filter by resource"
+        rowKey={(r: { id: number }) => r.id}
+        fetch={(s) => list(listUrl("/audit-logs", { page: s.page, pageSize: s.pageSize, q: { operation: f.op, resource_type: f.rt, username: f.user, resource: s.q } }))}
+        empty="No events match."
+        columns={auditColumns()}
+      />
+    </>
+  );
+}
+
+/* ---- LDAP and system ---- */
+function System() {
+  const info = useLoad("sysinfo", () => get<Record<string, unknown>>("/systeminfo"));
+  const health = useLoad("health", async () => {
+    const r = await call("GET", "/health", { raw: true });
+    return (await r.json()) as { status: string; components: { name: string; status: string }[] };
+  });
+  const [ldap, setLdap] = useState("");
+  const [q, setQ] = useState("");
+  const [found, setFound] = useState<{ username: string; realname?: string; email?: string }[] | null>(null);
+  const { err, act } = useAction();
+  return (
+    <div class="grid2">
+      <section class="card" aria-labelledby="sys-h">
+        <h2 id="sys-h">System</h2>
+        {info.data ? (
+          <dl class="kv">
+            {Object.entries(info.data).map(([k, v]) => (
+              <>
+                <dt>{k}</dt>
+                <dd>{String(v)}</dd>
+              </>
+            ))}
+          </dl>
+        ) : (
+          <Loading />
+        )}
+        <h3>Health</h3>
+        {health.data && (
+          <ul class="plain">
+            {health.data.components.map((c) => (
+              <li>
+                {c.name}: <span class={`badge ${c.status === "healthy" ? "ok" : "bad"}`}>{c.status}</span>
+              </li>
+            ))}
+          </ul>
+        )}
+      </section>
+      <section class="card" aria-labelledby="ldap-h">
+        <h2 id="ldap-h">LDAP</h2>
+        <FormError msg={err} />
+        <button
+          type="button"
+          class="btn"
+          onClick={() => {
+            setLdap("");
+            act(async () => {
+              await send("POST", "/ldap/ping", {});
+              setLdap("LDAP answers.");
+            });
+          }}
+        >
+          Test the LDAP connection
+        </button>
+        {ldap && <p role="status">{ldap}</p>}
+        <form
+          class="inline-form"
+          onSubmit={(e) => {
+            e.preventDefault();
+            act(async () => setFound(await get(`/ldap/users/search?username=${encodeURIComponent(q)}`)));
+          }}
+        >
+          <label for="ldap-q">Find LDAP users</label>
+          <input id="ldap-q" required value={q} onInput={(e) => setQ((e.target as HTMLInputElement).value)} />
+          <button type="submit" class="btn">
+            Search
+          </button>
+        </form>
+        {found && (
+          <ul class="plain">
+            {found.length === 0 && <li class="muted">No one found.</li>}
+            {found.map((u) => (
+              <li>
+                {u.username} {u.realname && <span class="muted">({u.realname})</span>}{" "}
+                <button type="button" class="btn small" onClick={() => act(() => send("POST", "/ldap/users/import", { ldap_uid_list: [u.username] }))}>
+                  Import
+                </button>
+              </li>
+            ))}
+          </ul>
+        )}
+      </section>
+    </div>
+  );
 }

@@ -1,0 +1,104 @@
+// Administration as a system admin: users, registries (a second Berth site started by the test), a replication
+// policy run to Succeed while the execution page polls, the audit log with filters, LDAP/system, statistics.
+import { after, before, test } from "node:test";
+import assert from "node:assert/strict";
+import { BASE, checkPage, close, openBrowser, settled, signIn } from "./lib.mjs";
+
+const F = JSON.parse(process.env.BERTH_UI_FIXTURE || "{}");
+let ctx, page;
+
+before(async () => ({ ctx, page } = await openBrowser("admin", F.admin_password)));
+after(async () => close(ctx));
+
+test("users: create, make admin, reset password", async () => {
+  await page.goto(BASE + "/admin/users");
+  await settled(page);
+  await page.getByRole("button", { name: "New user" }).click();
+  const d = page.getByRole("dialog");
+  await d.getByLabel("Username").fill("made-by-ui");
+  await d.getByLabel("Email").fill("ui@example.org");
+  await d.getByLabel(/^Password/).fill(F.user_password);
+  await d.getByRole("button", { name: "Create", exact: true }).click();
+  await page.getByRole("cell", { name: "made-by-ui", exact: true }).waitFor();
+  await page.getByLabel("made-by-ui is a system administrator").click(); // checked once the server has it
+  await page.waitForFunction(() => document.querySelector('[aria-label="made-by-ui is a system administrator"]')?.checked);
+  await checkPage(page, "admin-users");
+});
+
+test("registries: add the second site and test it", async () => {
+  await page.goto(BASE + "/admin/registries");
+  await settled(page);
+  await page.getByRole("button", { name: "New registry" }).click();
+  const d = page.getByRole("dialog");
+  await d.getByLabel("Name", { exact: true }).fill("site-b");
+  await d.getByLabel("URL").fill("http://" + F.site_b);
+  await d.getByLabel("Username (empty: anonymous)").fill("admin");
+  await d.getByLabel(/^Password or token/).fill(F.admin_password);
+  await d.getByRole("button", { name: "Test connection" }).click();
+  await d.getByText("Reachable with these settings.").waitFor();
+  await checkPage(page, "admin-registry-form");
+  await d.getByRole("button", { name: "Create", exact: true }).click();
+  await page.getByRole("cell", { name: "site-b" }).waitFor();
+  await page.getByRole("button", { name: "Test" }).click();
+  await page.getByText("site-b: reachable.").waitFor();
+  await checkPage(page, "admin-registries");
+});
+
+test("replication: a policy with filters and a destination namespace, run now, watched to Succeed", async () => {
+  await page.goto(BASE + "/admin/replication");
+  await settled(page);
+  await page.getByRole("button", { name: "New policy" }).click();
+  const d = page.getByRole("dialog");
+  await d.getByLabel("Name", { exact: true }).fill("to-b");
+  await d.getByLabel("Registry", { exact: true }).selectOption({ label: `site-b (http://${F.site_b})` });
+  await d.getByLabel(/^Repository filter/).fill("open/tools/**");
+  await d.getByLabel(/^Destination namespace/).fill("mirror");
+  await d.getByLabel(/^Bandwidth limit/).fill("100000");
+  await checkPage(page, "admin-policy-form");
+  await d.getByRole("button", { name: "Create", exact: true }).click();
+  await page.getByRole("cell", { name: "to-b" }).waitFor();
+  await page.getByRole("button", { name: "Run now" }).click();
+  await page.getByRole("link", { name: /^#\d+$/ }).first().click();
+  await page.getByRole("heading", { name: /^Execution #\d+/ }).waitFor();
+  await page.locator("h2 .badge", { hasText: "Succeed" }).waitFor({ timeout: 60000 });
+  await page.getByRole("table", { name: "Tasks" }).getByText(/mirror\/tools\/hello/).first().waitFor();
+  await checkPage(page, "admin-execution");
+  await page.getByRole("button", { name: "Log" }).first().click();
+  await page.getByRole("dialog").locator("pre").waitFor();
+  await page.getByRole("dialog").getByRole("button", { name: "Close" }).click();
+});
+
+test("audit log: filters are part of the URL", async () => {
+  await page.goto(BASE + "/admin/audit?op=create&rt=project");
+  await settled(page);
+  await page.getByRole("cell", { name: "secret" }).first().waitFor();
+  assert.equal(await page.getByRole("cell", { name: "pull", exact: true }).count(), 0);
+  await checkPage(page, "admin-audit");
+});
+
+test("LDAP and system", async () => {
+  await page.goto(BASE + "/admin/system");
+  await settled(page);
+  await page.getByText("database").first().waitFor();
+  await checkPage(page, "admin-system");
+});
+
+test("statistics: counts and charts", async () => {
+  await page.goto(BASE + "/statistics");
+  await settled(page);
+  await page.locator(".chart canvas").first().waitFor();
+  await page.locator(".chart canvas").nth(2).waitFor(); // storage, activity and replication throughput
+  await page.getByRole("img", { name: /Storage per project: .*open/ }).waitFor();
+  await checkPage(page, "statistics");
+});
+
+test("a non-admin cannot open administration", async () => {
+  await page.getByRole("button", { name: "Sign out" }).click();
+  await page.waitForURL(/\/login/);
+  await signIn(page, "guest1", F.user_password);
+  await page.goto(BASE + "/admin/users");
+  await settled(page);
+  await page.getByText("You do not have permission to see this.").waitFor();
+  assert.equal(await page.getByRole("link", { name: "Administration" }).count(), 0);
+  await checkPage(page, "admin-forbidden");
+});
