@@ -510,6 +510,8 @@ static const berth_db__stmt_t queries[BERTH_Q__COUNT] = {
       "(SELECT coalesce(sum(t.bytes_sent), 0) FROM replication_tasks t WHERE t.execution_id = e.id)) ORDER BY e.id), '[]')::text "
       "FROM (SELECT * FROM replication_executions ORDER BY id DESC LIMIT $1::int) e",
       1),
+    /* $1 project id: Harbor's _deletable pre-check (only an empty project can be deleted) */
+    Q(BERTH_Q_PROJECT_REPO_COUNT, "SELECT to_json(count(*))::text FROM repositories WHERE project_id = $1::bigint", 1),
 };
 
 int berth_db_api(berth_dbconn_t *c, berth_q_t q, const char *const *params, berth_db_json_t *out, berth_err_t *err)

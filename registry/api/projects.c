@@ -463,6 +463,22 @@ int berth_api_projects_route(berth_api_t *a)
         const char *p[] = {pid};
         return berth_api_object(a, BERTH_Q_PROJECT_SUMMARY, p, "project");
     }
+    if (strcmp(sub, "_deletable") == 0 && berth_api_match(a, "GET", "projects/{}/_deletable")) {
+        if (berth_api_need(a, &z, BERTH_RES_PROJECT, BERTH_ACT_DELETE) != 0)
+            return -1;
+        char pid[24];
+        snprintf(pid, sizeof(pid), "%lld", (long long)z.project_id);
+        const char *p[] = {pid};
+        berth_db_json_t r;
+        if (berth_api_query(a, BERTH_Q_PROJECT_REPO_COUNT, p, &r) != 0)
+            return -1;
+        long long n = r.json != NULL ? strtoll(r.json, NULL, 10) : 0;
+        free(r.json);
+        json_t *v = json_pack("{s:b}", "deletable", n == 0);
+        if (n > 0)
+            json_object_set_new(v, "message", json_sprintf("the project still has %lld repositories; delete them first", n));
+        return berth_api_jsonv(a, 200, v);
+    }
     if (strcmp(sub, "members") == 0)
         return members(a, &z, name);
     if (strcmp(sub, "logs") == 0 && berth_api_match(a, "GET", "projects/{}/logs"))

@@ -87,7 +87,7 @@ class WebUI(BerthTestCase):
     def test_browser(self):
         self.assertEqual(self.api("POST", "/projects", {"project_name": "open", "metadata": {"public": "true"}})[0], 201)
         self.assertEqual(self.api("POST", "/projects", {"project_name": "secret"})[0], 201)
-        for u in ("guest1", "limited1"):
+        for u in ("guest1", "limited1", "lockme"):
             self.assertEqual(self.api("POST", "/users", {"username": u, "password": USER_PW, "email": u + "@example.org"})[0], 201)
         self.assertEqual(self.api("POST", "/projects/secret/members", {"role_id": 5, "member_user": {"username": "limited1"}})[0], 201)
         self.b.push_image("open/tools/hello", "1.0")
@@ -177,6 +177,13 @@ class UiApi(BerthTestCase):
         self.assertEqual(self.api("GET", "/projects/beta/repositories/a/artifacts/nope/manifest")[0], 404)
         # a private project's manifest is no more visible than the project
         self.assertEqual(self.api("GET", "/projects/beta/repositories/a/artifacts/1/manifest", auth=None)[0], 401)
+
+    def test_deletable(self):
+        st, _, d = self.api("GET", "/projects/beta/_deletable")
+        self.assertEqual((st, d), (200, {"deletable": False, "message": "the project still has 3 repositories; delete them first"}))
+        self.assertEqual(self.api("GET", "/projects/alpha/_deletable")[2], {"deletable": True})
+        self.assertEqual(self.api("GET", "/projects/alpha/_deletable", auth=None)[0], 401)
+        self.assertEqual(self.api("GET", "/projects/nope/_deletable")[0], 404)
 
     def test_statistics(self):
         st, _, s = self.api("GET", "/statistics")

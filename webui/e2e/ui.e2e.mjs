@@ -46,6 +46,35 @@ test("sign in: a wrong password says so; the right one returns to the page the u
   await page.getByRole("heading", { name: F.private_project }).waitFor();
 });
 
+test("repeated wrong passwords lock the account for a while, and the page says for how long", async () => {
+  await page.goto(BASE + "/login");
+  await settled(page);
+  let text = "";
+  for (let i = 0; i < 8 && !/locked/.test(text); i++) {
+    await signIn(page, "lockme", "not-the-password", false);
+    await page.locator(".form-error").waitFor();
+    await page.waitForFunction(() => !document.querySelector("button[type=submit]")?.disabled);
+    text = await page.locator(".form-error").textContent();
+  }
+  assert.match(text, /Too many failed attempts: this account is locked for now\. Try again in \d+ s\./);
+  await checkPage(page, "login-locked");
+});
+
+test("keyboard only: sign-in form reachable with Tab and submitted with Enter", async () => {
+  await page.goto(BASE + "/login?next=/projects/" + F.public_project);
+  await settled(page);
+  for (let i = 0; i < 12; i++) {
+    await page.keyboard.press("Tab");
+    if (await page.evaluate(() => document.activeElement?.id === "login-user")) break;
+  }
+  assert.equal(await page.evaluate(() => document.activeElement?.id), "login-user");
+  await page.keyboard.type("admin");
+  await page.keyboard.press("Tab");
+  await page.keyboard.type(F.admin_password);
+  await page.keyboard.press("Enter");
+  await page.waitForURL(BASE + "/projects/" + F.public_project);
+});
+
 test("create a project", async () => {
   await page.goto(BASE + "/projects");
   await settled(page);
@@ -62,6 +91,19 @@ test("create a project", async () => {
   await settled(page);
   await page.getByRole("link", { name: "made-in-ui" }).waitFor();
   await checkPage(page, "projects-admin");
+});
+
+test("delete: Harbor's pre-check refuses a project with repositories; an empty one goes", async () => {
+  await page.goto(BASE + `/projects/${F.private_project}/settings`);
+  await settled(page);
+  await page.getByRole("button", { name: "Delete project" }).click();
+  await page.getByRole("alert").filter({ hasText: /still has \d+ repositories/ }).waitFor();
+  await page.goto(BASE + "/projects/made-in-ui/settings");
+  await settled(page);
+  page.once("dialog", (d) => d.accept());
+  await page.getByRole("button", { name: "Delete project" }).click();
+  await page.waitForURL(BASE + "/projects");
+  assert.equal(psql("SELECT count(*) FROM projects WHERE name = 'made-in-ui'"), "0");
 });
 
 test("a change without the CSRF header is refused", async () => {

@@ -484,8 +484,14 @@ function Settings({ project, perms, onSaved }: { project: Project; perms: Perms;
   };
   const del = async () => {
     setErr("");
-    if (project.repo_count > 0) {
-      setErr(`The project still has ${project.repo_count} repositories; delete them first.`);
+    try {
+      const d = await get<{ deletable: boolean; message?: string }>(`/projects/${encodeURIComponent(project.name)}/_deletable`);
+      if (!d.deletable) {
+        setErr(d.message ?? "This project cannot be deleted now.");
+        return;
+      }
+    } catch (x) {
+      setErr(x instanceof Error ? x.message : String(x));
       return;
     }
     if (!confirm(`Delete project ${project.name}?`)) return;

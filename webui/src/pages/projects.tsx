@@ -2,7 +2,7 @@
 // server allows it).
 import { useState } from "preact/hooks";
 import { ApiError, get, list, send } from "../api";
-import { formatTime, roleName } from "../format";
+import { formatBytes, formatTime, roleName } from "../format";
 import { listUrl } from "../query";
 import { navigate } from "../router";
 import { me } from "../session";
@@ -56,6 +56,7 @@ export function ProjectsPage() {
           },
           { label: "Your role", render: (p) => (p.current_user_role_id ? roleName(p.current_user_role_id) : u?.sysadmin_flag ? "System admin" : "—") },
           { label: "Repositories", sort: "repo_count", class: "num", render: (p) => p.repo_count },
+          { label: "Storage", class: "num", render: (p) => <ProjectStorage name={p.name} /> },
           { label: "ISA policy", render: (p) => p.metadata.isa_policy ?? "off" },
           { label: "Created", sort: "creation_time", render: (p) => <time dateTime={p.creation_time}>{formatTime(p.creation_time)}</time> },
         ]}
@@ -63,6 +64,12 @@ export function ProjectsPage() {
       <CreateProject open={open} onClose={() => setOpen(false)} />
     </>
   );
+}
+
+/** Storage used, from the project's summary: one small request per row shown, never for the whole list. */
+function ProjectStorage({ name }: { name: string }) {
+  const s = useLoad(`storage|${name}`, () => get<{ quota: { used: { storage: number } } }>(`/projects/${encodeURIComponent(name)}/summary`));
+  return <>{s.data ? formatBytes(s.data.quota.used.storage) : s.error ? "—" : "…"}</>;
 }
 
 function CreateProject({ open, onClose }: { open: boolean; onClose: () => void }) {
