@@ -209,7 +209,9 @@ berth_gate_t berth_gate_check_all(berth_authsvc_t *a, const char *authz, size_t 
         int rc = 0;
         if (berth_token_verify(a->keys, h.token, a->issuer, a->service, now, &c, &err) != 0) {
             out = refuse(a, resp, 401, need, n, "invalid_token", NULL, err.msg); /* the reason goes to the log only */
-        } else if (c.subject[0] != '\0' && (rc = berth_authsvc_principal(a, c.subject, &acct)) != 0) {
+        } else if (c.subject[0] != '\0' && ((rc = berth_authsvc_principal(a, c.subject, &acct)) != 0 ||
+                                             (c.account_id != 0 && c.account_id != acct.id))) {
+            /* gone, disabled, or deleted and created again under the same name: another account */
             out = rc == BERTH_EUNAVAIL ? unavailable(resp)
                                        : refuse(a, resp, 401, need, n, "invalid_token", NULL, "the token's account is gone or disabled");
             berth_token_claims_dispose(&c);

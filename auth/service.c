@@ -280,7 +280,7 @@ void berth_authsvc_token(berth_authsvc_t *a, const berth_token_req_t *rq, berth_
     }
     berth_db_release(a->db, c);
     time_t now = time(NULL);
-    char *tok = berth_token_issue(a->keys, a->issuer, a->service, who != NULL ? who->username : "", granted, n, now, a->ttl_seconds);
+    char *tok = berth_token_issue(a->keys, a->issuer, a->service, who != NULL ? who->username : "", who != NULL ? who->id : 0, granted, n, now, a->ttl_seconds);
     if (tok == NULL) {
         berth_err_set(&err, BERTH_OCI_INTERNAL, "token signing failed");
         return berth_resp_error(resp, &err);

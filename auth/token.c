@@ -209,7 +209,7 @@ const char *berth_token_kid(const berth_token_keys_t *k)
     return k->kid;
 }
 
-char *berth_token_issue(const berth_token_keys_t *k, const char *issuer, const char *audience, const char *subject,
+char *berth_token_issue(const berth_token_keys_t *k, const char *issuer, const char *audience, const char *subject, int64_t account_id,
                         const berth_scope_t *access, size_t naccess, int64_t now, int ttl)
 {
     jwt_t *jwt = NULL;
@@ -232,6 +232,8 @@ char *berth_token_issue(const berth_token_keys_t *k, const char *issuer, const c
     json_t *claims = json_pack("{s:s,s:s,s:s,s:I,s:I,s:I,s:s,s:o}", "iss", issuer, "sub", subject, "aud", audience, "exp",
                                (json_int_t)(now + ttl), "nbf", (json_int_t)now, "iat", (json_int_t)now, "jti", jti_hex, "access",
                                acc);
+    if (account_id != 0)
+        json_object_set_new(claims, "berth_aid", json_integer((json_int_t)account_id));
     char *claims_s = json_dumps(claims, JSON_COMPACT);
     json_decref(claims);
     char *out = NULL;
@@ -307,6 +309,9 @@ int berth_token_verify(const berth_token_keys_t *k, const char *token, const cha
     }
     snprintf(out->subject, sizeof(out->subject), "%s", sub != NULL ? sub : "");
     out->expires_at = exp;
+    errno = 0;
+    long aid = jwt_get_grant_int(jwt, "berth_aid");
+    out->account_id = errno == 0 ? aid : 0;
     errno = 0;
     out->issued_at = jwt_get_grant_int(jwt, "iat");
     char *acc = jwt_get_grants_json(jwt, "access");

@@ -30,14 +30,18 @@ const char *berth_token_kid(const berth_token_keys_t *k);
 
 typedef struct st_berth_token_claims_t {
     char subject[256];
+    int64_t account_id; /* the subject's account row (berth_aid), 0 for anonymous or tokens without it */
     int64_t issued_at, expires_at;
     berth_scope_t *access; /* malloc'd */
     size_t naccess;
 } berth_token_claims_t;
 void berth_token_claims_dispose(berth_token_claims_t *c);
 
-/** Sign a token for `subject` granting exactly `access`. Returns a malloc'd JWT or NULL. */
-char *berth_token_issue(const berth_token_keys_t *k, const char *issuer, const char *audience, const char *subject,
+/**
+ * Sign a token for `subject` (account row `account_id`, 0 for anonymous: a re-created account of the same name is
+ * another account) granting exactly `access`. Returns a malloc'd JWT or NULL.
+ */
+char *berth_token_issue(const berth_token_keys_t *k, const char *issuer, const char *audience, const char *subject, int64_t account_id,
                         const berth_scope_t *access, size_t naccess, int64_t now, int ttl_seconds);
 /**
  * Verify signature (the keys' algorithm only: any other alg, including "none" and HS256 keyed with our public key,

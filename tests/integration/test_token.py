@@ -383,6 +383,15 @@ class RevocationWindow(BerthTestCase):
             self.assertIn(self.b.request("GET", "/v2/rev/app/manifests/v1", headers=basic(u, "Member12345"), auth=None)[0],
                           (401, 403), u)
         self.assertEqual(self.b.request("GET", "/v2/rev/app/manifests/v1")[0], 200, "the admin is unaffected")
+        # a deleted account created again under the same name is another account: the old token stays dead
+        st, h, _ = self.api("POST", "/users", {"username": "carol", "password": "Member12345", "email": "c2@example.org",
+                                               "realname": "carol"})
+        self.assertEqual(st, 201)
+        self.assertEqual(self.api("POST", "/projects/rev/members", {"role_id": 2, "member_user": {"username": "carol"}})[0], 201)
+        time.sleep(1.5)
+        self.assertEqual(self.b.request("GET", "/v2/rev/app/manifests/v1", headers=toks["carol"], auth=None)[0], 401)
+        fresh = self.token("carol", "repository:rev/app:pull")
+        self.assertEqual(self.b.request("GET", "/v2/rev/app/manifests/v1", headers=fresh, auth=None)[0], 200)
 
 
 class TokensAreNotApiCredentials(BerthTestCase):

@@ -117,10 +117,10 @@ static void test_tokens(void)
     berth_scope_t grant;
     berth_scope_parse(&grant, S("repository:lib/app:pull"), &err);
     time_t now = time(NULL);
-    char *tok = berth_token_issue(k, "berth", "berth-registry", "alice", &grant, 1, now, 300), *tok2 = NULL;
+    char *tok = berth_token_issue(k, "berth", "berth-registry", "alice", 7, &grant, 1, now, 300), *tok2 = NULL;
     berth_token_claims_t c;
     ok(tok != NULL && berth_token_verify(k, tok, "berth", "berth-registry", now, &c, &err) == 0, "round trip");
-    ok(strcmp(c.subject, "alice") == 0 && berth_token_allowed(&c, "repository", "lib/app") == BERTH_ACTION_PULL &&
+    ok(strcmp(c.subject, "alice") == 0 && c.account_id == 7 && berth_token_allowed(&c, "repository", "lib/app") == BERTH_ACTION_PULL &&
            berth_token_allowed(&c, "repository", "lib/other") == 0,
        "exactly the granted access");
     berth_token_claims_dispose(&c);
@@ -174,7 +174,7 @@ static void test_tokens(void)
        "an EC key is not silently used for RS256");
     ok(berth_token_keys_load(&rsa, dir3, "RS256", &err) == 0, "RSA key generated for RS256");
     ok(berth_token_keys_load(&wrong, dir3, "HS256", &err) != 0, "other algorithms refused in configuration");
-    char *rtok = berth_token_issue(rsa, "berth", "berth-registry", "alice", &grant, 1, now, 300);
+    char *rtok = berth_token_issue(rsa, "berth", "berth-registry", "alice", 7, &grant, 1, now, 300);
     char *rdot = rtok != NULL ? strchr(rtok, '.') : NULL;
     char rhdr[256] = "";
     if (rdot != NULL)
@@ -182,7 +182,7 @@ static void test_tokens(void)
     ok(rtok != NULL && berth_token_verify(rsa, rtok, "berth", "berth-registry", now, &c, &err) == 0, "RS256 round trip");
     berth_token_claims_dispose(&c);
     ok(berth_token_verify(k, rtok, "berth", "berth-registry", now, &c, &err) != 0, "an ES256 service refuses RS256 tokens");
-    ok(berth_token_verify(rsa, tok2 = berth_token_issue(k, "berth", "berth-registry", "alice", &grant, 1, now, 300), "berth",
+    ok(berth_token_verify(rsa, tok2 = berth_token_issue(k, "berth", "berth-registry", "alice", 7, &grant, 1, now, 300), "berth",
                           "berth-registry", now, &c, &err) != 0,
        "an RS256 service refuses ES256 tokens");
     free(tok2);
