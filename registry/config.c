@@ -51,6 +51,7 @@ static const struct {
     {"auth.session_ttl_seconds", NULL, T_INT, FIELD(session_ttl)},
     {"auth.token_algorithm", "BERTH_TOKEN_ALGORITHM", T_STR, FIELD(token_alg)},
     {"projects.creation", "BERTH_PROJECT_CREATION", T_STR, FIELD(project_creation)},
+    {"projects.auto_create", "BERTH_PROJECTS_AUTO_CREATE", T_BOOL, FIELD(projects_auto_create)},
     {"isa.view", "BERTH_ISA_VIEW", T_BOOL, FIELD(isa_view)},
     {"replication.workers", NULL, T_INT, FIELD(repl_workers)},
     {"replication.key_file", "BERTH_REPLICATION_KEY_FILE", T_STR, FIELD(repl_key_file)},

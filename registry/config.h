@@ -40,6 +40,7 @@ typedef struct st_berth_config_t {
     char *token_alg;      /* auth.token_algorithm  BERTH_TOKEN_ALGORITHM: ES256 (default) or RS256 */
     int session_ttl;      /* auth.session_ttl_seconds: browser sessions */
     char *project_creation; /* projects.creation  BERTH_PROJECT_CREATION: adminonly (default) or everyone */
+    int projects_auto_create; /* projects.auto_create BERTH_PROJECTS_AUTO_CREATE: a push may create its project (false) */
     /* ldap.* (issue #3): off unless ldap.url is set; Harbor's LDAP settings */
     char *ldap_url, *ldap_search_dn, *ldap_search_password_file, *ldap_base_dn, *ldap_filter, *ldap_uid, *ldap_scope;
     char *ldap_ca_file, *ldap_group_base_dn, *ldap_group_filter, *ldap_group_name_attr, *ldap_membership_attr;

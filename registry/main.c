@@ -31,6 +31,7 @@
 #include "registry/service/janitor.h"
 #include "sql/listen.h"
 #include "sql/migrate.h"
+#include "sql/registry.h"
 
 #define BLOB_PREFIX "/_berth/blobs/"
 
@@ -234,6 +235,7 @@ static int serve(berth_config_t *cfgp, berth_db_t *db, berth_store_t *store, ber
     berth_api_conf_t api_conf = {.project_creation_admin_only = strcmp(cfg.project_creation, "adminonly") == 0,
                                  .session_ttl = cfg.session_ttl, .external_url = cfg.external_url, .version = BERTH_VERSION};
     berth_api_configure(&api_conf);
+    berth_db_projects_auto_create(cfg.projects_auto_create);
     berth_audit_start(db);
     berth_db_listener_t *listener = berth_db_listen_start(cfg.database_url, berth_cache_invalidate, berth_cache_set_enabled);
     berth_registry_t reg = {.db = db, .auth = &auth, .store = store, .blob_redirect_prefix = BLOB_PREFIX,

@@ -188,22 +188,24 @@ int berth_client_do(berth_client_t *c, const char *method, const char *path, con
         snprintf(url, sizeof(url), "%s", path);
     else
         snprintf(url, sizeof(url), "%s%s", c->url, path);
+    /* a registry token is for /v2 only; the REST API takes the Basic credentials */
+    int api = strncmp(path, "/api/", 5) == 0;
     for (int attempt = 0; attempt < 2; attempt++) {
         struct curl_slist *hdrs = NULL;
         for (int i = 0; headers != NULL && headers[i] != NULL; i++)
             hdrs = curl_slist_append(hdrs, headers[i]);
         hdrs = curl_slist_append(hdrs, "Expect:");
-        if (c->bearer[0])
+        if (c->bearer[0] && !api)
             hdrs = curl_slist_append(hdrs, c->bearer);
         ctx_t x = {.out = out};
         long long sent = out->sent;
         berth_http_dispose(out);
         out->sent = sent;
-        int rc = perform(c, method, url, hdrs, body, len, c->bearer[0] == '\0', &x);
+        int rc = perform(c, method, url, hdrs, body, len, api || c->bearer[0] == '\0', &x);
         curl_slist_free_all(hdrs);
         if (rc != 0)
             return -1;
-        if (out->status != 401 || attempt == 1 || strncasecmp(x.challenge, "Bearer ", 7) != 0)
+        if (api || out->status != 401 || attempt == 1 || strncasecmp(x.challenge, "Bearer ", 7) != 0)
             return 0;
         c->bearer[0] = '\0';
         if (fetch_token(c, x.challenge) != 0)

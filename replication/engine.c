@@ -18,6 +18,7 @@
 #include "auth/authz.h"
 #include "registry/core/digest.h"
 #include "registry/core/log.h"
+#include "registry/core/ref.h"
 #include "replication/client.h"
 #include "sql/api.h"
 
@@ -617,6 +618,7 @@ typedef struct {
     long long total;
     char log[2048];
     int stopped;
+    int name_unknown; /* the destination refused a push for lack of its project (Berth, Harbor) */
 } job_t;
 
 static void logf_(job_t *j, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -756,6 +758,7 @@ static int copy_blob(job_t *j, const char *dst_base, const char *srepo, const ch
         if (berth_client_do(j->dst, "POST", path, NULL, NULL, 0, &r) != 0)
             return -1;
         if (r.status != 202) {
+            j->name_unknown |= r.status == 404 && r.body != NULL && strstr(r.body, "NAME_UNKNOWN") != NULL;
             logf_(j, "upload start %s: HTTP %ld", drepo, r.status);
             berth_http_dispose(&r);
             return -2;
@@ -895,6 +898,7 @@ static int copy_manifest(job_t *j, const char *dst_base, const char *srepo, cons
         if (berth_client_do(j->dst, "PUT", path, (const char *const[]){ctype, NULL}, m.body, m.len, &p) != 0)
             rc = -1;
         else if (p.status != 201) {
+            j->name_unknown |= p.status == 404 && p.body != NULL && strstr(p.body, "NAME_UNKNOWN") != NULL;
             logf_(j, "manifest %s:%s: HTTP %ld %.120s", drepo, dref, p.status, p.body != NULL ? p.body : "");
             rc = p.status >= 500 ? -1 : -2;
         }
@@ -944,6 +948,25 @@ static int delete_remote(job_t *j, const char *drepo, const char *dref)
     return st == 202 || st == 200 || st == 404 ? 0 : -2;
 }
 
+/* A Berth destination (this one for pull policies) refuses a push into a missing project, as Harbor does: create
+ * it through the destination's API, as Harbor's replication does, when the push said NAME_UNKNOWN (so a working
+ * destination costs no extra request and a refused credential no extra failed login). Any refusal here is left
+ * for the retried push to report. */
+static void ensure_project(job_t *j, const char *drepo)
+{
+    char body[400];
+    json_t *o = json_pack("{s:s%}", "project_name", drepo, berth_ref_project_len(drepo, strlen(drepo)));
+    char *s = json_dumps(o, JSON_COMPACT);
+    snprintf(body, sizeof(body), "%s", s != NULL ? s : "{}");
+    free(s);
+    json_decref(o);
+    berth_http_t r;
+    if (berth_client_do(j->dst, "POST", "/api/v2.0/projects", (const char *const[]){"Content-Type: application/json", NULL}, body,
+                        strlen(body), &r) == 0 && r.status != 201 && r.status != 409)
+        logf_(j, "creating project for %s: HTTP %ld", drepo, r.status);
+    berth_http_dispose(&r);
+}
+
 /* "repo:tag" / "repo@digest" */
 static void split_ref(const char *s, char *repo, size_t rsz, char *ref, size_t fsz)
 {
@@ -969,6 +992,11 @@ static void run_task(json_t *task)
     split_ref(json_string_value(json_object_get(task, "dst")) ?: "", drepo, sizeof(drepo), dref, sizeof(dref));
     int deletion = strcmp(json_string_value(json_object_get(task, "operation")) ?: "", "deletion") == 0;
     int rc = deletion ? delete_remote(&j, drepo, dref) : copy_manifest(&j, dst_base, srepo, sref, drepo, dref, 0);
+    if (rc != 0 && j.name_unknown && j.zstd && !j.stopped) {
+        j.log[0] = '\0';
+        ensure_project(&j, drepo);
+        rc = copy_manifest(&j, dst_base, srepo, sref, drepo, dref, 0);
+    }
     int attempts = (int)json_integer_value(json_object_get(task, "attempts"));
     const char *status = rc == 0 ? "Succeed" : j.stopped ? "Stopped" : (rc == -1 && attempts < MAX_ATTEMPTS) ? "Pending" : "Failed";
     char delay[16], total[24], line[2200];

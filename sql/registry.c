@@ -235,22 +235,51 @@ int berth_db_blob_global_size(berth_dbconn_t *c, const char *digest, int64_t *si
     return rc;
 }
 
-/* Inside a transaction: the repository id, creating project and repository on first use.
- * The plain SELECT serves the common case without writing; the upsert only runs for new names. */
+/* projects.auto_create: set once at start, before any thread runs a push (Harbor refuses a push into a
+ * project that does not exist; so does Berth unless the operator asks otherwise) */
+static int projects_auto_create;
+
+void berth_db_projects_auto_create(int on)
+{
+    projects_auto_create = on;
+}
+
+/* The id of the project `repo` belongs to; a missing project is NAME_UNKNOWN unless auto-creation is on. */
+static int project_of(berth_dbconn_t *c, const char *repo, int64_t *pid, berth_err_t *err)
+{
+    char project[BERTH_NAME_MAX + 1];
+    size_t plen = berth_ref_project_len(repo, strlen(repo));
+    memcpy(project, repo, plen);
+    project[plen] = '\0';
+    const char *pp[] = {project};
+    int rc = run_int64(c, S_PROJECT_ID, pp, pid, err);
+    if (rc != BERTH_ENOTFOUND)
+        return rc;
+    if (projects_auto_create)
+        return run_int64(c, S_PROJECT_ENSURE, pp, pid, err);
+    return berth_err_set(err, BERTH_OCI_NAME_UNKNOWN, "project %s not found: create it first (POST /api/v2.0/projects)", project);
+}
+
+int berth_db_project_check(berth_dbconn_t *c, const char *repo, berth_err_t *err)
+{
+    const char *rp[] = {repo};
+    int64_t id;
+    int rc = run_int64(c, S_REPO_ID, rp, &id, err);
+    if (rc != BERTH_ENOTFOUND || projects_auto_create)
+        return rc == BERTH_ENOTFOUND ? 0 : rc; /* an auto-created project appears with the first blob or manifest */
+    return project_of(c, repo, &id, err);
+}
+
+/* Inside a transaction: the repository id, creating the repository on first use (and the project when
+ * projects.auto_create is on). The plain SELECT serves the common case without writing. */
 static int ensure_repo(berth_dbconn_t *c, const char *repo, int64_t *id_out, char idbuf[24], berth_err_t *err)
 {
     const char *rp0[] = {repo};
     int rc = run_int64(c, S_REPO_ID, rp0, id_out, err);
     if (rc == BERTH_ENOTFOUND) {
-        char project[BERTH_NAME_MAX + 1], pidbuf[24];
-        size_t plen = berth_ref_project_len(repo, strlen(repo));
-        memcpy(project, repo, plen);
-        project[plen] = '\0';
+        char pidbuf[24];
         int64_t pid;
-        const char *pp[] = {project};
-        if ((rc = run_int64(c, S_PROJECT_ID, pp, &pid, err)) == BERTH_ENOTFOUND)
-            rc = run_int64(c, S_PROJECT_ENSURE, pp, &pid, err);
-        if (rc != 0)
+        if ((rc = project_of(c, repo, &pid, err)) != 0)
             return rc;
         snprintf(pidbuf, sizeof(pidbuf), "%lld", (long long)pid);
         const char *rp[] = {pidbuf, repo};
@@ -380,7 +409,7 @@ static int check_missing(berth_dbconn_t *c, const char *ridbuf, const berth_mani
 int berth_db_manifest_put(berth_dbconn_t *c, const char *repo, const char *tag, const berth_digest_t *digest,
                           const berth_manifest_info_t *info, const char *body, size_t len, const char *isa_rows, berth_err_t *err)
 {
-    int64_t rid, mid;
+    int64_t rid = 0, mid = 0; /* set on every path that reaches their use; gcc -O2 cannot see it */
     char ridbuf[24], midbuf[24], sizebuf[24];
     int rc;
     if ((rc = berth_db_begin(c, err)) != 0)
@@ -484,7 +513,7 @@ static int collect(PGresult *res, berth_strlist_t *out)
 
 int berth_db_tags_list(berth_dbconn_t *c, const char *repo, const char *last, long n, berth_strlist_t *out, berth_err_t *err)
 {
-    int64_t rid;
+    int64_t rid = 0;
     const char *rp[] = {repo};
     int rc = run_int64(c, S_REPO_ID, rp, &rid, err);
     if (rc == BERTH_ENOTFOUND)

@@ -78,6 +78,12 @@ int berth_db_catalog(berth_dbconn_t *c, const char *last, long n, berth_strlist_
 int berth_db_referrers(berth_dbconn_t *c, const char *repo, const char *digest, const char *artifact_type,
                        berth_db_referrer_t **out, size_t *n_out, berth_err_t *err);
 
+/** projects.auto_create: whether a push may create its project (off: NAME_UNKNOWN). Call once at start. */
+void berth_db_projects_auto_create(int on);
+/** 0 when a push into `repo` may proceed: the repository or its project exists (or projects are auto-created);
+ *  NAME_UNKNOWN otherwise. Uploads ask before reading a body byte. */
+int berth_db_project_check(berth_dbconn_t *c, const char *repo, berth_err_t *err);
+
 int berth_db_upload_create(berth_dbconn_t *c, const char *id, const char *repo, berth_err_t *err);
 /** BLOB_UPLOAD_UNKNOWN unless `id` is a live session of `repo`. */
 int berth_db_upload_check(berth_dbconn_t *c, const char *id, const char *repo, berth_err_t *err);

@@ -33,10 +33,15 @@ static const berth_db__stmt_t stmts[] = {
      "SELECT id, username, coalesce(password_hash, ''), sysadmin OR ldap_admin, disabled, coalesce(ldap_dn, '') FROM users "
      "WHERE username = $1",
      1},
-    /* one statement, so two berthd starting at once cannot both create a first admin */
+    /* one statement, so two berthd starting at once cannot both create a first admin; the first start also
+     * creates Harbor's default public project `library`, owned by that admin */
     {S_USER_BOOTSTRAP,
-     "INSERT INTO users (username, password_hash, sysadmin) SELECT $1, $2, true "
-     "WHERE NOT EXISTS (SELECT 1 FROM users) ON CONFLICT (username) DO NOTHING",
+     "WITH u AS (INSERT INTO users (username, password_hash, sysadmin) SELECT $1, $2, true "
+     "WHERE NOT EXISTS (SELECT 1 FROM users) ON CONFLICT (username) DO NOTHING RETURNING id), "
+     "p AS (INSERT INTO projects (name, public, owner_id) SELECT 'library', true, id FROM u ON CONFLICT (name) DO NOTHING "
+     "RETURNING id, owner_id), "
+     "m AS (INSERT INTO project_members (project_id, user_id, role) SELECT id, owner_id, 1 FROM p) "
+     "SELECT id FROM u",
      2},
     /* $2 user or robot id, $3 whether it is a robot: a member role for users, the permission list for robots */
     {S_PROJECT_FACTS,
@@ -197,7 +202,7 @@ int berth_db_user_bootstrap_admin(berth_dbconn_t *c, const char *username, const
     PGresult *res = run(c, S_USER_BOOTSTRAP, p, err);
     if (res == NULL)
         return fail(err);
-    *created = strcmp(PQcmdTuples(res), "1") == 0;
+    *created = PQntuples(res) == 1;
     PQclear(res);
     return 0;
 }

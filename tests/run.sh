@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install what is missing, build Berth twice (release, and ASan+UBSan), and run the whole suite with CTest on
-# both builds. The tests start their own PostgreSQL, berthd instances and clients; nothing must be running.
+# both builds; also compile (without testing) gcc and clang Release and Debug builds. The tests start their own
+# PostgreSQL, berthd instances and clients; nothing must be running.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -13,6 +14,15 @@ cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DBERTH_SANITIZE=ON -DBERTH_TE
 cmake --build build-asan -j"$jobs"
 cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug -DBERTH_BUILD_FUZZERS=ON >/dev/null
 cmake --build build-fuzz -j"$jobs" --target fuzzers
+# what a packager builds first: gcc and clang, Release and Debug, warnings as errors (-Werror is in CMakeLists.txt).
+# Compiled only (optimisation levels change what -Wmaybe-uninitialized sees); the tests run on the builds above.
+for cc in gcc clang; do
+  for type in Release Debug; do
+    echo "== compile check: $cc $type"
+    cmake -S . -B "build-check-$cc-$type" -DCMAKE_C_COMPILER="$cc" -DCMAKE_BUILD_TYPE="$type" >/dev/null
+    cmake --build "build-check-$cc-$type" -j"$jobs"
+  done
+done
 status=0
 echo "== libFuzzer runs (clang, ASan+UBSan)"
 (cd build-fuzz && ctest --output-on-failure -j2 -R '^fuzz_run_') || status=1

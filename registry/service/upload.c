@@ -291,7 +291,7 @@ berth_upload_t *berth_upload_begin(berth_registry_t *reg, const berth_upload_req
     if (is_post) {
         berth_digest_t want;
         int has_digest;
-        if ((rc = query_digest(rq, &want, &has_digest, &err)) != 0)
+        if ((rc = query_digest(rq, &want, &has_digest, &err)) != 0 || (rc = berth_db_project_check(c, rq->route->name, &err)) != 0)
             goto Fail;
         if (!has_digest && (rc = try_mount(reg, c, rq, resp, &err)) <= 0) {
             if (rc < 0)

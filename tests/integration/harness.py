@@ -196,6 +196,13 @@ class Berthd:
         finally:
             conn.close()
 
+    def project(self, name, public=False):
+        """Create project `name` through the API as the admin (a push never creates one); an existing one is kept."""
+        st, _, body = self.request("POST", "/api/v2.0/projects", json.dumps({"project_name": name, "metadata": {
+            "public": "true" if public else "false"}}).encode(), {"Content-Type": "application/json"})
+        assert st in (201, 409), (st, body)
+        return self
+
     def push_blob(self, repo, data, chunk=None):
         """Upload through a session (optionally chunked); returns the digest."""
         d = sha256(data)
@@ -300,12 +307,16 @@ def write_oci_layout(path, images, index_platforms=None, tag="latest"):
 
 
 class BerthTestCase(unittest.TestCase):
-    """Starts one berthd per test class unless the class sets START = False."""
+    """Starts one berthd per test class unless the class sets START = False, with the projects in PROJECTS
+    (pushes do not create projects)."""
     START = True
+    PROJECTS = ()
 
     @classmethod
     def setUpClass(cls):
         cls.b = Berthd().start() if cls.START else None
+        for name in cls.PROJECTS if cls.b is not None else ():
+            cls.b.project(name)
 
     @classmethod
     def tearDownClass(cls):

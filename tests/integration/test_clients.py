@@ -26,6 +26,7 @@ def run(cmd, **kw):
 
 @unittest.skipUnless(have("skopeo"), "skopeo not installed")
 class Skopeo(BerthTestCase):
+    PROJECTS = ("sk",)
     def setUp(self):
         self.tmp = tempfile.mkdtemp(prefix="skopeo-")
 
@@ -93,6 +94,7 @@ class Skopeo(BerthTestCase):
 
 
 class ContainerTools(BerthTestCase):
+    PROJECTS = ("pm", "bh")
     def setUp(self):
         self.tmp = tempfile.mkdtemp(prefix="ctools-")
 
@@ -151,7 +153,7 @@ class TLSAndLargeUploads(unittest.TestCase):
         from harness import free_port
         cls.tls_port = free_port()
         cls.b = Berthd(env={"BERTH_TLS_ADDR": "127.0.0.1:%d" % cls.tls_port, "BERTH_TLS_CERT": cls.cert,
-                            "BERTH_TLS_KEY": cls.key}).start()
+                            "BERTH_TLS_KEY": cls.key}).start().project("abort").project("large")
         cls.url = "https://127.0.0.1:%d" % cls.tls_port
 
     @classmethod

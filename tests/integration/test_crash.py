@@ -13,7 +13,7 @@ from harness import ACCEPT_ALL, OCI_CONFIG, OCI_LAYER, OCI_MANIFEST, Berthd, mai
 
 class CrashDuringPush(unittest.TestCase):
     def test_sigkill_under_load(self):
-        b = Berthd().start()
+        b = Berthd().start().project("crash")
         acked_blobs, acked_manifests = [], []
         stop = threading.Event()
         lock = threading.Lock()

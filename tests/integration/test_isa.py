@@ -363,7 +363,7 @@ class IsaArm64(BerthTestCase):
 
     @classmethod
     def setUpClass(cls):
-        cls.b = Berthd().start()
+        cls.b = Berthd().start().project("arm")
         cls.tmp = tempfile.mkdtemp(prefix="isa-arm-")
         src = os.path.join(cls.tmp, "p.c")
         with open(src, "w") as f:
@@ -449,7 +449,7 @@ class IsaContainerd(BerthTestCase):
 
     @classmethod
     def setUpClass(cls):
-        cls.b = Berthd().start()
+        cls.b = Berthd().start().project("ctr")
         cls.tmp = tempfile.mkdtemp(prefix="isa-ctr-")
         images = [{"payload": ("build %d" % i).encode()} for i in range(3)]
         layout = os.path.join(cls.tmp, "layout")
@@ -705,7 +705,7 @@ class IsaScanner(BerthTestCase):
 
     @classmethod
     def setUpClass(cls):
-        cls.b = Berthd().start()
+        cls.b = Berthd().start().project("scan")
         cls.tmp = tempfile.mkdtemp(prefix="isa-scan-")
         src = os.path.join(cls.tmp, "payload.c")
         with open(src, "w") as f:

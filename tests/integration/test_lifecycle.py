@@ -107,6 +107,7 @@ class Config(unittest.TestCase):
         try:
             a.wait_ready()
             b.wait_ready()
+            a.project("mig")
             d = a.push_blob("mig/repo", b"shared")
             self.assertEqual(b.request("HEAD", "/v2/mig/repo/blobs/" + d)[0], 404, "storage is per instance here")
         finally:
@@ -147,7 +148,7 @@ def slow_patch(port, path, chunks, delay, result):
 
 class Lifecycle(unittest.TestCase):
     def test_sigterm_drains_inflight_upload(self):
-        b = Berthd().start()
+        b = Berthd().start().project("drain")
         try:
             st, h, _ = b.request("POST", "/v2/drain/repo/blobs/uploads/")
             chunks = [os.urandom(50000) for _ in range(10)]
@@ -174,7 +175,7 @@ class Lifecycle(unittest.TestCase):
 
     def test_session_continues_on_another_berthd(self):
         """Two berthd share the database and storage: a session begun on one finishes on the other."""
-        a = Berthd().start()
+        a = Berthd().start().project("shared")
         b = Berthd(dbname=a.dbname, storage=a.storage).start()
         try:
             data = os.urandom(300000)
@@ -194,7 +195,7 @@ class Lifecycle(unittest.TestCase):
 
     def test_cache_invalidated_across_instances(self):
         """A tag moved on one berthd is seen by another that had the old answer cached."""
-        a = Berthd().start()
+        a = Berthd().start().project("xinst")
         b = Berthd(dbname=a.dbname, storage=a.storage).start()
         try:
             d1, _ = a.push_image("xinst/app", "v1")
@@ -219,7 +220,7 @@ class Lifecycle(unittest.TestCase):
             a.cleanup()
 
     def test_abandoned_uploads_are_purged(self):
-        b = Berthd(env={"BERTH_UPLOAD_MAX_AGE": "2", "BERTH_UPLOAD_PURGE_INTERVAL": "1"}).start()
+        b = Berthd(env={"BERTH_UPLOAD_MAX_AGE": "2", "BERTH_UPLOAD_PURGE_INTERVAL": "1"}).start().project("purge")
         try:
             st, h, _ = b.request("POST", "/v2/purge/repo/blobs/uploads/")
             loc, uid = h["location"], h["docker-upload-uuid"]
@@ -241,7 +242,7 @@ class Lifecycle(unittest.TestCase):
             b.cleanup()
 
     def test_client_abort_keeps_server_and_bytes(self):
-        b = Berthd().start()
+        b = Berthd().start().project("abort")
         try:
             st, h, _ = b.request("POST", "/v2/abort/repo/blobs/uploads/")
             loc = h["location"]
@@ -269,7 +270,7 @@ class Lifecycle(unittest.TestCase):
             b.cleanup()
 
     def test_truncated_monolithic_leaves_nothing(self):
-        b = Berthd().start()
+        b = Berthd().start().project("trunc")
         try:
             uploads = os.path.join(b.storage, "uploads")
             before = sorted(os.listdir(uploads))

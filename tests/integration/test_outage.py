@@ -16,7 +16,7 @@ class DatabaseOutage(unittest.TestCase):
         os.chmod(pgdir, 0o755)
         port = str(free_port())
         conninfo = subprocess.run([BERTH_PG, "start", pgdir, port], check=True, capture_output=True, text=True).stdout.strip()
-        b = Berthd(dbname="berth", env={"BERTH_DATABASE_URL": conninfo}).start()
+        b = Berthd(dbname="berth", env={"BERTH_DATABASE_URL": conninfo}).start().project("outage")
         try:
             digest, _ = b.push_image("outage/app", "v1")
             statuses = []

@@ -7,7 +7,13 @@ import threading
 from harness import (ACCEPT_ALL, ADMIN_AUTH, OCI_CONFIG, OCI_INDEX, OCI_LAYER, OCI_MANIFEST, BerthTestCase, error_code, main, sha256)
 
 
-class Base(BerthTestCase):
+class Case(BerthTestCase):
+    """The projects these tests push into (a push does not create one)."""
+    PROJECTS = ("a", "cache", "cat", "chunk", "conc", "deep", "del", "iso", "list", "man", "mono", "mount", "obs", "own",
+                "range", "ref", "scale", "sha")
+
+
+class Base(Case):
     def test_base(self):
         st, h, body = self.b.request("GET", "/v2/")
         self.assertEqual(st, 200)
@@ -22,7 +28,7 @@ class Base(BerthTestCase):
         self.assertEqual(st, 404)
 
 
-class Blobs(BerthTestCase):
+class Blobs(Case):
     def test_monolithic_post(self):
         data = os.urandom(3000)
         d = sha256(data)
@@ -184,7 +190,7 @@ class Blobs(BerthTestCase):
         self.assertEqual(body, data)
 
 
-class Names(BerthTestCase):
+class Names(Case):
     def test_invalid_names(self):
         for name in ["UPPER/case", "a//b", "a/../b", "a/%2e%2e/b", "-lead", "a/b_", "a/./b", "a..b", "a/b/"]:
             st, _, body = self.b.request("GET", "/v2/%s/tags/list" % name)
@@ -208,7 +214,7 @@ class Names(BerthTestCase):
         self.assertEqual((st, h["docker-content-digest"]), (200, d))
 
 
-class Manifests(BerthTestCase):
+class Manifests(Case):
     def test_put_get_head_by_tag_and_digest(self):
         d, raw = self.b.push_image("man/one", "v1")
         self.assertEqual(d, sha256(raw))
@@ -361,7 +367,7 @@ class Manifests(BerthTestCase):
         self.assertEqual(sha256(body), h["docker-content-digest"])
 
 
-class ReadCache(BerthTestCase):
+class ReadCache(Case):
     def metric(self, name):
         body = self.b.request("GET", "/metrics")[2].decode()
         return int([line for line in body.splitlines() if line.startswith(name + " ")][0].split()[1])
@@ -402,7 +408,7 @@ class ReadCache(BerthTestCase):
         self.assertEqual(self.b.request("HEAD", "/v2/cache/app/blobs/" + blob)[0], 404)
 
 
-class Lists(BerthTestCase):
+class Lists(Case):
     def test_tags_pagination(self):
         d, raw = self.b.push_image("list/tags", "t00")
         names = ["t%02d" % i for i in range(25)] + ["A", "Z", "b"]
@@ -438,7 +444,7 @@ class Lists(BerthTestCase):
         self.assertIn('rel="next"', h["link"])
 
 
-class ScaleTags(BerthTestCase):
+class ScaleTags(Case):
     def test_million_tags_page_by_index(self):
         """1M tags in one repository: a page is an index range scan, not a sort of the whole set."""
         from harness import psql
@@ -456,7 +462,7 @@ class ScaleTags(BerthTestCase):
         self.assertNotIn("Sort", plan)
 
 
-class Referrers(BerthTestCase):
+class Referrers(Case):
     def test_referrers(self):
         subj, raw = self.b.push_image("ref/app", "v1")
         empty = self.b.push_blob("ref/app", b"{}")
@@ -487,7 +493,7 @@ class Referrers(BerthTestCase):
         self.assertEqual((st, error_code(body)), (400, "DIGEST_INVALID"))
 
 
-class Observability(BerthTestCase):
+class Observability(Case):
     def test_metrics_and_access_log(self):
         self.b.request("GET", "/v2/")
         self.b.push_blob("obs/repo", b"observed")
@@ -503,6 +509,48 @@ class Observability(BerthTestCase):
         lines = self.b.access_log(pushed)
         self.assertTrue(pushed(lines))
         self.assertTrue(all(set(r) >= {"ts", "method", "path", "status", "ms"} for r in lines))
+
+
+class NoImplicitProjects(BerthTestCase):
+    """A push never creates a project (Harbor's rule) unless projects.auto_create is on; `library` exists."""
+
+    def test_push_into_missing_project_is_name_unknown(self):
+        data = b"orphan"
+        for method, path, body in (("POST", "/v2/ghost/app/blobs/uploads/", None),
+                                   ("POST", "/v2/ghost/app/blobs/uploads/?digest=" + sha256(data), data),
+                                   ("POST", "/v2/ghost/app/blobs/uploads/?mount=%s&from=library/x" % sha256(data), None),
+                                   ("PUT", "/v2/ghost/app/manifests/v1", json.dumps({"schemaVersion": 2, "mediaType": OCI_MANIFEST,
+                                    "config": {"mediaType": OCI_CONFIG, "digest": sha256(b"{}"), "size": 2}, "layers": []}).encode())):
+            st, _, out = self.b.request(method, path, body, {"Content-Type": OCI_MANIFEST if method == "PUT" else "application/octet-stream"})
+            self.assertEqual((st, error_code(out)), (404, "NAME_UNKNOWN"), path)
+            self.assertIn(b"ghost", out)
+        st, _, _ = self.b.request("GET", "/api/v2.0/projects/ghost")
+        self.assertEqual(st, 404)
+        self.assertEqual([r for r in json.loads(self.b.request("GET", "/v2/_catalog")[2])["repositories"] if "ghost" in r], [])
+
+    def test_library_is_public_and_takes_pushes(self):
+        st, _, body = self.b.request("GET", "/api/v2.0/projects/library")
+        self.assertEqual(st, 200)
+        p = json.loads(body)
+        self.assertEqual((p["metadata"]["public"], p["owner_name"]), ("true", "admin"))
+        d, _ = self.b.push_image("library/app", "v1")
+        st, h, _ = self.b.request("HEAD", "/v2/library/app/manifests/v1", headers={"Accept": OCI_MANIFEST}, auth=None)
+        self.assertEqual((st, h["docker-content-digest"]), (200, d))  # anonymous pull: the project is public
+
+
+class AutoCreateProjects(BerthTestCase):
+    """projects.auto_create: true (BERTH_PROJECTS_AUTO_CREATE) restores creation on first push."""
+    START = False
+
+    @classmethod
+    def setUpClass(cls):
+        from harness import Berthd
+        cls.b = Berthd(env={"BERTH_PROJECTS_AUTO_CREATE": "true"}).start()
+
+    def test_push_creates_the_project(self):
+        self.b.push_image("fresh/app", "v1")
+        st, _, body = self.b.request("GET", "/api/v2.0/projects/fresh")
+        self.assertEqual((st, json.loads(body)["metadata"]["public"]), (200, "false"))
 
 
 if __name__ == "__main__":

@@ -117,6 +117,7 @@ class TwoSites(BerthTestCase):
         layout = os.path.join(self.tmp, "l-%s-%s" % (repo.replace("/", "_"), tag))
         shutil.rmtree(layout, ignore_errors=True)
         digest = write_oci_layout(layout, files, plats, tag=tag)
+        site.project(repo.split("/")[0])  # the source's project; destinations get theirs from the engine
         r = subprocess.run(["skopeo", "copy", "--all", "--preserve-digests", "--dest-tls-verify=false", "--dest-creds", ADMIN,
                             "oci:%s:%s" % (layout, tag), "docker://%s/%s:%s" % (site.host, repo, tag)], capture_output=True, text=True,
                            timeout=300)
@@ -199,6 +200,8 @@ class TwoSites(BerthTestCase):
         text = b"".join(b"%08d the quick brown fox jumps over the lazy dog, again and again\n" % i for i in range(200000))
         plain_reg = add_registry(self.a, "site-b-plain", "http://" + self.b.host, kind="docker-registry")
         results = {}
+        self.a.project("zs")
+        self.b.project("zs-p").project("zs")  # B is a Berth registered as a plain registry: nothing creates projects there
         for label, reg, ns in (("zstd", self.reg_b, "zs-z"), ("plain", plain_reg, "zs-p")):
             # its own bytes per run: the second would otherwise be mounted from the first at B
             layer = text[: 12 << 20] + label.encode()
@@ -242,6 +245,7 @@ class TwoSites(BerthTestCase):
     def test_referrers_mount_override_stop_and_delegation(self):
         from harness import OCI_CONFIG, OCI_MANIFEST
         layer = os.urandom(20000)
+        self.a.project("ref")
         ld = self.a.push_blob("ref/app", layer)
         cfg = json.dumps({"architecture": "amd64", "os": "linux"}).encode()
         cd = self.a.push_blob("ref/app", cfg)
@@ -487,6 +491,7 @@ class WithDistribution(BerthTestCase):
     def test_push_to_and_pull_from_distribution(self):
         layout = os.path.join(self.tmp, "l")
         d = write_oci_layout(layout, [{"f": os.urandom(5000)}], tag="1")
+        self.a.project("out")
         r = subprocess.run(["skopeo", "copy", "--preserve-digests", "--dest-tls-verify=false", "--dest-creds", ADMIN, "oci:%s:1" % layout,
                             "docker://%s/out/app:1" % self.a.host], capture_output=True, text=True)
         self.assertEqual(r.returncode, 0, r.stderr)
@@ -571,6 +576,7 @@ class NetworkSites(BerthTestCase):
         layout = os.path.join(self.tmp, "big-%s" % tag)
         shutil.rmtree(layout, ignore_errors=True)
         d = write_oci_layout(layout, [{"blob": os.urandom(mib << 20)}], tag=tag)
+        site.project(repo.split("/")[0])
         r = subprocess.run(["skopeo", "copy", "--preserve-digests", "--dest-tls-verify=false", "--dest-creds", ADMIN,
                             "oci:%s:%s" % (layout, tag), "docker://%s/%s:%s" % (site.host, repo, tag)], capture_output=True, text=True,
                            timeout=300)
@@ -635,6 +641,8 @@ class NetworkSites(BerthTestCase):
         reg_z = add_registry(self.a, "tp-b-berth", "http://" + self.b.host)
         reg_p = add_registry(self.a, "tp-b-plain", "http://" + self.b.host, kind="docker-registry")
         rows = []
+        self.a.project("tp")
+        self.b.project("tp-plain")  # registered as a plain registry: nothing creates projects there
         for kind, base in layers.items():
             for label, reg in (("zstd", reg_z), ("plain", reg_p)):
                 # its own bytes per run, or the second run would simply mount the blob the first one sent
@@ -671,6 +679,7 @@ class NetworkSites(BerthTestCase):
         pbc = add_policy(self.b, {"name": "chain-bc", "dest_registry": {"id": reg_c}, "filters": [{"type": "name", "value": "chain/**"}]})
         layout = os.path.join(self.tmp, "chain")
         d = write_oci_layout(layout, [{"f": os.urandom(100000)}], tag="1")
+        self.a.project("chain")
         r = subprocess.run(["skopeo", "copy", "--preserve-digests", "--dest-tls-verify=false", "--dest-creds", ADMIN, "oci:%s:1" % layout,
                             "docker://%s/chain/app:1" % self.a.host], capture_output=True, text=True, timeout=120)
         self.assertEqual(r.returncode, 0, r.stderr)

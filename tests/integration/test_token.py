@@ -28,7 +28,7 @@ def jwt_parts(tok):
 class TokenService(BerthTestCase):
     @classmethod
     def setUpClass(cls):
-        cls.b = Berthd(env={"BERTH_ADMIN_PASSWORD": ADMIN_PW}).start()
+        cls.b = Berthd(env={"BERTH_ADMIN_PASSWORD": ADMIN_PW}).start().project("privproj").project("pubproj").project("team")
 
     def token(self, query, headers=None):
         st, h, body = self.b.request("GET", "/service/token?" + query, headers=headers or {}, auth=None)
@@ -127,6 +127,7 @@ class TokenService(BerthTestCase):
 
 class Gatekeeper(BerthTestCase):
     """Every /v2 request passes one gate; each test asserts the denial and that nothing changed."""
+    PROJECTS = ("secret", "open", "other")
 
     @classmethod
     def setUpClass(cls):
@@ -437,7 +438,7 @@ class RS256(BerthTestCase):
 
     @classmethod
     def setUpClass(cls):
-        cls.b = Berthd(env={"BERTH_ADMIN_PASSWORD": ADMIN_PW, "BERTH_TOKEN_ALGORITHM": "RS256"}).start()
+        cls.b = Berthd(env={"BERTH_ADMIN_PASSWORD": ADMIN_PW, "BERTH_TOKEN_ALGORITHM": "RS256"}).start().project("rsa")
 
     def test_rs256_round_trip(self):
         self.b.push_image("rsa/app", "v1")
