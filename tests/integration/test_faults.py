@@ -92,7 +92,7 @@ class FrozenDatabase(unittest.TestCase):
         # longer than the freeze here, so cached pulls must be served throughout it
         cls.b = Berthd(dbname="berth", env={"BERTH_DATABASE_URL": cls.pg.conninfo,
                                             "BERTH_DATABASE_DEADLINE_MS": str(cls.DEADLINE_MS),
-                                            "BERTH_AUTH_DECISION_TTL": str(int(cls.FREEZE_S) + 30)}).start()
+                                            "BERTH_AUTH_DECISION_TTL": str(int(cls.FREEZE_S) + 30)}).start().project("frozen")
 
     @classmethod
     def tearDownClass(cls):
@@ -280,7 +280,7 @@ class FullDisk(unittest.TestCase):
 
     def start(self, min_free):
         env = {} if min_free is None else {"BERTH_STORAGE_MIN_FREE": min_free}
-        self.b = Berthd(storage=self.fs.path, env=env).start()
+        self.b = Berthd(storage=self.fs.path, env=env).start().project("full").project("res")
         return self.b
 
     def assert_full(self, st, h, body):
@@ -450,6 +450,7 @@ class IdleBurst(unittest.TestCase):
             b.cleanup()
 
     def _run(self, b, selectors, clients):
+        b.project("burst")
         digest, raw = b.push_image("burst/app", "v1")
         self.assertEqual(b.request("GET", "/v2/burst/app/manifests/v1", headers={"Accept": ACCEPT_ALL})[0], 200)
         rss0 = tree_rss_kib(b.proc.pid)

@@ -274,6 +274,7 @@ class DistributionTrustsBerth(unittest.TestCase):
 class ChallengeFollowedOnce(BerthTestCase):
     """A minimal client that takes the first 401 challenge literally: one token for exactly the scopes named,
     one retry. Every step of a push, a mount and reading back what was pushed must succeed that way."""
+    PROJECTS = ("once",)
 
     def parse_challenge(self, value):
         import re
@@ -398,6 +399,7 @@ class RevocationWindow(BerthTestCase):
 class TokensAreNotApiCredentials(BerthTestCase):
     """A registry token is a /v2 credential only. Even after the admin's token was accepted on /v2 (so a
     decision for it is remembered), every route in the OpenAPI document refuses it as a REST credential."""
+    PROJECTS = ("tok",)
 
     PARAMS = {"user_id": "1", "project_name_or_id": "tok", "project_name": "tok", "mid": "1", "repository_name": "app",
               "reference": "v1", "tag_name": "v1", "robot_id": "1", "group_id": "1", "registry_id": "1",
