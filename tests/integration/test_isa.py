@@ -659,6 +659,7 @@ int main(int argc, char **argv)
 class IsaOpenApi(BerthTestCase):
     """The OpenAPI document states what the ISA endpoints answer: every status they return is documented, and the
     node description (level, flags, labels, features) is part of the schema."""
+    PROJECTS = ("isadoc",)
 
     def test_documented_statuses_and_node_schema(self):
         import yaml

@@ -128,6 +128,8 @@ class UiApi(BerthTestCase):
     @classmethod
     def setUpClass(cls):
         super().setUpClass()
+        # counts and orders below are of these three projects: the default `library` goes
+        assert cls.b.request("DELETE", "/api/v2.0/projects/library")[0] == 200
         for name, public in (("alpha", "true"), ("beta", "false"), ("gamma", "false")):
             st, _, _ = cls.b.request("POST", "/api/v2.0/projects", json.dumps({"project_name": name, "metadata": {"public": public}}).encode(),
                                      {"Content-Type": "application/json"})
