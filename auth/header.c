@@ -52,10 +52,12 @@ int berth_auth_header_parse(berth_auth_header_t *out, const char *v, size_t len)
         int rc = -1;
         if (colon != NULL) {
             size_t ulen = (size_t)(colon - buf), plen = n - ulen - 1;
-            if (!berth_auth_credential_ok((const char *)buf, ulen) || !berth_auth_credential_ok((const char *)colon + 1, plen))
-                rc = -2; /* never cut at a NUL or pass a control byte on to a directory */
-            /* names and secrets are text (PostgreSQL, LDAP, JSON): bytes that are not UTF-8 are a malformed header */
-            else if (ulen > 0 && ulen <= BERTH_AUTH_USER_MAX && plen <= BERTH_AUTH_SECRET_MAX && berth_utf8_valid(buf, n))
+            /* never cut at a NUL or pass a control byte on to a directory; names and secrets are text
+             * (PostgreSQL, LDAP, JSON), so bytes that are not UTF-8 are bad input too, not a wrong password */
+            if (!berth_auth_credential_ok((const char *)buf, ulen) || !berth_auth_credential_ok((const char *)colon + 1, plen) ||
+                !berth_utf8_valid(buf, n))
+                rc = -2;
+            else if (ulen > 0 && ulen <= BERTH_AUTH_USER_MAX && plen <= BERTH_AUTH_SECRET_MAX)
                 rc = 0;
             if (rc == 0) {
                 memcpy(out->user, buf, ulen);

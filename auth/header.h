@@ -19,8 +19,8 @@ typedef struct st_berth_auth_header_t {
 
 /**
  * Parse a header value (NULL/empty: BERTH_AUTH_NONE). Scheme names are case-insensitive. A user name may not
- * contain ':'. Returns 0, -1 for a malformed header, or -2 when the Basic user name or password holds a NUL or
- * another control byte (answer 400: such a credential is never cut short or passed on).
+ * contain ':'. Returns 0, -1 for a malformed header, or -2 when the Basic user name or password holds a NUL,
+ * another control byte or bytes that are not UTF-8 (answer 400: such a credential is never cut short or passed on).
  */
 int berth_auth_header_parse(berth_auth_header_t *out, const char *value, size_t len);
 /** 1 when `len` bytes of a user name or password hold no control byte (NUL, 0x01-0x1f, 0x7f). */

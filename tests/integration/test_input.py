@@ -228,6 +228,14 @@ class BadInput(BerthTestCase):
             self.check("GET", b"/api/v2.0/projects", headers={"Cookie": b"sid=" + encode(v, True)}, auth=None)
         self.assert_no_failures("credentials")
 
+    def test_basic_credentials_not_utf8_are_bad_input(self):
+        """A Basic user name or password that is not UTF-8 is a malformed request (400), on every surface."""
+        for user, secret in ((b"\xff", b"x"), (b"fuzzer", b"\xc3"), (b"a\xe2\x82", b"x")):
+            basic = b"Basic " + base64.b64encode(user + b":" + secret)
+            for target in (b"/v2/", b"/service/token?scope=repository:fuzz/app:pull", b"/api/v2.0/users/current"):
+                self.assertEqual(self.check("GET", target, auth=basic), 400, (user, secret, target))
+        self.assert_no_failures("credentials that are not UTF-8")
+
     def test_access_log_keeps_bad_paths(self):
         """A probe with bytes that are not UTF-8 is logged (scrubbed to U+FFFD), not silently left out."""
         self.assertEqual(self.check("GET", b"/v2/probe\xff\xc3/manifests/x"), 400)
