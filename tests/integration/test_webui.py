@@ -97,7 +97,11 @@ class WebUI(BerthTestCase):
         tmp = tempfile.mkdtemp(prefix="webui-")
         self.addCleanup(shutil.rmtree, tmp, True)
         index = self.push_isa_index(tmp, "open/hpc/app")
+        # a site whose LDAP server is down: a directory user's sign-in must say so, not "wrong password"
+        ldap_down = Berthd(env={"BERTH_UI_DIR": UI_DIR, "BERTH_LDAP_URL": "ldap://127.0.0.1:1", "BERTH_LDAP_BASE_DN": "dc=example,dc=org"}).start()
+        self.addCleanup(ldap_down.cleanup)
         fixture = {
+            "ldap_down": ldap_down.host,
             "host": self.b.host,
             "user_password": USER_PW,
             "isa_index": index,

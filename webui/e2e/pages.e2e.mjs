@@ -103,6 +103,16 @@ test("robot account: permission picker, secret shown once, used with skopeo", as
   assert.match(out, /"Digest"/);
   await page.getByRole("cell", { name: "robot$secret+ci" }).waitFor();
   await checkPage(page, "project-robots");
+  // disable: skopeo is refused; refresh the secret: the new one is shown once again
+  await page.getByRole("button", { name: "Disable" }).click();
+  await page.getByText("Disabled").waitFor();
+  assert.throws(() => execFileSync("skopeo", ["inspect", "--tls-verify=false", "--creds", `robot$secret+ci:${secret}`, `docker://${F.host}/secret/app:latest`], { stdio: "pipe" }));
+  await page.getByRole("button", { name: "Enable" }).click();
+  await page.getByText("Enabled").waitFor();
+  await page.getByRole("button", { name: "Refresh secret" }).click();
+  const fresh = await page.getByLabel("Secret", { exact: true }).inputValue();
+  assert.notEqual(fresh, secret);
+  await page.getByRole("button", { name: "Done" }).click();
 });
 
 test("logs and settings", async () => {

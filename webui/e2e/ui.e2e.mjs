@@ -60,6 +60,14 @@ test("repeated wrong passwords lock the account for a while, and the page says f
   await checkPage(page, "login-locked");
 });
 
+test("LDAP unavailable: a directory user is told so, not that the password is wrong", async () => {
+  await page.goto(`http://${F.ldap_down}/login`);
+  await settled(page);
+  await signIn(page, "ldap-person", "whatever-1A", false);
+  await page.getByRole("alert").filter({ hasText: "The sign-in service (LDAP) is unavailable" }).waitFor();
+  await checkPage(page, "login-ldap-down");
+});
+
 test("keyboard only: sign-in form reachable with Tab and submitted with Enter", async () => {
   await page.goto(BASE + "/login?next=/projects/" + F.public_project);
   await settled(page);
