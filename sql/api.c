@@ -38,11 +38,18 @@
 
 #define INDEX_TYPES "('application/vnd.oci.image.index.v1+json', 'application/vnd.docker.distribution.manifest.list.v2+json')"
 
+/* Harbor's artifact type: IMAGE for an image manifest (its config is an image config, or it has none) and for
+ * an index or manifest list; CHART for a Helm chart; UNKNOWN for any other artifact */
+#define ARTIFACT_KIND                                                                                                  \
+    "CASE WHEN m.media_type IN " INDEX_TYPES " OR m.artifact_type IS NULL OR m.artifact_type IN "                     \
+    "('application/vnd.oci.image.config.v1+json', 'application/vnd.docker.container.image.v1+json') THEN 'IMAGE' "    \
+    "WHEN m.artifact_type = 'application/vnd.cncf.helm.config.v1+json' THEN 'CHART' ELSE 'UNKNOWN' END"
+
 #define ARTIFACT_JSON                                                                                                  \
     "json_build_object('id', m.id, 'repository_id', m.repository_id, 'repository_name', (SELECT r2.name FROM "         \
     "repositories r2 WHERE r2.id = m.repository_id), 'digest', m.digest, 'manifest_media_type', m.media_type, "       \
     "'media_type', m.media_type, 'artifact_type', m.artifact_type, "                                                  \
-    "'type', CASE WHEN m.artifact_type IS NULL THEN 'IMAGE' ELSE 'ARTIFACT' END, "                                    \
+    "'type', " ARTIFACT_KIND ", "                                                                                      \
     "'size', m.size + coalesce((SELECT sum(mr.size) FROM manifest_refs mr WHERE mr.manifest_id = m.id AND mr.kind = 0), 0), " \
     "'push_time', m.created_at, 'pull_time', m.pull_time, 'annotations', m.annotations, "                             \
     "'tags', coalesce((SELECT json_agg(json_build_object('name', t.name, 'push_time', t.updated_at, 'repository_id', " \
@@ -92,8 +99,8 @@
     "g.ldap_group_dn)"
 
 #define REG_JSON                                                                                                       \
-    "json_build_object('id', g.id, 'name', g.name, 'type', g.type, 'url', g.url, 'insecure', g.insecure, 'ca_file', " \
-    "g.ca_file, 'credential', json_build_object('type', 'basic', 'access_key', g.access_key, 'access_secret', "       \
+    "json_build_object('id', g.id, 'name', g.name, 'description', g.description, 'type', g.type, 'url', g.url, "      \
+    "'insecure', g.insecure, 'ca_file', g.ca_file, 'credential', json_build_object('type', 'basic', 'access_key', g.access_key, 'access_secret', "       \
     "CASE WHEN g.access_secret IS NULL THEN '' ELSE '*****' END), 'creation_time', g.created_at, 'update_time', "     \
     "g.updated_at)"
 
@@ -178,11 +185,13 @@ static const berth_db__stmt_t queries[BERTH_Q__COUNT] = {
       "(SELECT coalesce(sum(s.size), 0) FROM (SELECT DISTINCT m.digest, m.size FROM manifests m JOIN repositories r ON "
       "r.id = m.repository_id WHERE r.project_id = $1::bigint) s))))::text",
       1),
-    /* $1 project id, $2 name substring, $3 limit, $4 offset */
+    /* $1 project id, $2 name substring, $3 limit, $4 offset, $5 sort */
     Q(BERTH_Q_MEMBERS_LIST,
       "WITH f AS (SELECT * FROM (" MEMBER_ROWS "WHERE m.project_id = $1::bigint) r WHERE $2::text IS NULL OR "
-      "strpos(r.username, $2::text) > 0) " PAGE(MEMBER_JSON, "x", "username", "$3", "$4"),
-      4),
+      "strpos(r.username, $2::text) > 0) "
+      PAGE(MEMBER_JSON, "x", SORT_BY("$5", "entity_name", "username") SORT_BY("$5", "role_id", "role") SORT_BY("$5", "id", "id")
+           "username", "$3", "$4"),
+      5),
     /* $1 project id, $2 member id */
     Q(BERTH_Q_MEMBER_GET,
       "SELECT " MEMBER_JSON "::text FROM (" MEMBER_ROWS "WHERE m.project_id = $1::bigint AND m.id = $2::bigint) x",
@@ -223,24 +232,26 @@ static const berth_db__stmt_t queries[BERTH_Q__COUNT] = {
       "n AS (SELECT pg_notify('berth_invalidate', $1::text) FROM d) SELECT (SELECT count(*) FROM d)::text, "
       "(SELECT count(*) FROM n)",
       1),
-    /* $1 repository, $2 tag (exact, NULL for all), $3 limit, $4 offset; newest first */
+    /* $1 repository, $2 tag (exact, NULL for all), $3 limit, $4 offset, $5 type (q=type=IMAGE), $6 sort; newest first */
     Q(BERTH_Q_ARTIFACTS_LIST,
       "WITH f AS (SELECT m.* FROM repositories r JOIN manifests m ON m.repository_id = r.id WHERE r.name = $1::text AND "
-      TOP_LEVEL " AND ($2::text IS NULL OR EXISTS (SELECT 1 FROM tags t WHERE t.manifest_id = m.id AND t.name = $2::text))) "
-      PAGE(ARTIFACT_JSON, "m", "created_at DESC, id DESC", "$3", "$4"),
-      4),
+      TOP_LEVEL " AND ($2::text IS NULL OR EXISTS (SELECT 1 FROM tags t WHERE t.manifest_id = m.id AND t.name = $2::text)) "
+      "AND ($5::text IS NULL OR " ARTIFACT_KIND " = $5::text)) "
+      PAGE(ARTIFACT_JSON, "m", SORT_BY("$6", "push_time", "created_at") SORT_BY("$6", "pull_time", "pull_time")
+           SORT_BY("$6", "size", "size") SORT_BY("$6", "digest", "digest") SORT_BY("$6", "id", "id") "created_at DESC, id DESC", "$3", "$4"),
+      6),
     /* $1 repository, $2 digest or tag */
     Q(BERTH_Q_ARTIFACT_GET,
       "SELECT " ARTIFACT_JSON "::text FROM repositories r JOIN manifests m ON m.repository_id = r.id WHERE r.name = $1::text "
       "AND (m.digest = $2::text OR m.id = (SELECT t.manifest_id FROM tags t WHERE t.repository_id = r.id AND t.name = $2::text))",
       2),
-    /* $1 repository, $2 digest, $3 limit, $4 offset */
+    /* $1 repository, $2 digest, $3 limit, $4 offset, $5 sort */
     Q(BERTH_Q_TAGS_LIST,
       "WITH f AS (SELECT t.*, m.id AS artifact_id FROM repositories r JOIN manifests m ON m.repository_id = r.id JOIN tags t "
       "ON t.manifest_id = m.id WHERE r.name = $1::text AND m.digest = $2::text) "
       PAGE("json_build_object('name', x.name, 'repository_id', x.repository_id, 'artifact_id', x.artifact_id, 'push_time', x.updated_at)",
-           "x", "name", "$3", "$4"),
-      4),
+           "x", SORT_BY("$5", "name", "name") SORT_BY("$5", "push_time", "updated_at") "name", "$3", "$4"),
+      5),
     /* $1 repository, $2 digest, $3 tag: "1" when created, "0" when the artifact is unknown */
     Q(BERTH_Q_TAG_CREATE,
       "WITH i AS (INSERT INTO tags (repository_id, name, manifest_id) SELECT r.id, $3::text, m.id FROM repositories r "
@@ -248,15 +259,17 @@ static const berth_db__stmt_t queries[BERTH_Q__COUNT] = {
       "n AS (SELECT pg_notify('berth_invalidate', $1::text) FROM i) SELECT (SELECT count(*) FROM i)::text, "
       "(SELECT count(*) FROM n)",
       3),
-    /* $1 username substring, $2 limit, $3 offset */
+    /* $1 username substring, $2 limit, $3 offset, $4 sort */
     Q(BERTH_Q_USERS_LIST,
       "WITH f AS (SELECT u.* FROM users u WHERE $1::text IS NULL OR strpos(u.username, $1::text) > 0) "
-      PAGE(USER_JSON, "u", "username", "$2", "$3"),
-      3),
+      PAGE(USER_JSON, "u", SORT_BY("$4", "username", "username") SORT_BY("$4", "user_id", "id") SORT_BY("$4", "email", "email")
+           SORT_BY("$4", "creation_time", "created_at") SORT_BY("$4", "update_time", "updated_at") "username", "$2", "$3"),
+      4),
     Q(BERTH_Q_USERS_SEARCH,
       "WITH f AS (SELECT u.id, u.username FROM users u WHERE u.disabled = false AND ($1::text IS NULL OR "
-      "strpos(u.username, $1::text) > 0)) " PAGE("json_build_object('user_id', u.id, 'username', u.username)", "u", "username", "$2", "$3"),
-      3),
+      "strpos(u.username, $1::text) > 0)) " PAGE("json_build_object('user_id', u.id, 'username', u.username)", "u",
+      SORT_BY("$4", "username", "username") SORT_BY("$4", "user_id", "id") "username", "$2", "$3"),
+      4),
     Q(BERTH_Q_USER_GET, "SELECT " USER_JSON "::text FROM users u WHERE u.id = $1::bigint", 1),
     /* $1 username, $2 hash, $3 email, $4 realname, $5 comment */
     Q(BERTH_Q_USER_CREATE,
@@ -277,11 +290,13 @@ static const berth_db__stmt_t queries[BERTH_Q__COUNT] = {
     Q(BERTH_Q_USER_IS_LDAP, "SELECT to_json(ldap_dn IS NOT NULL)::text FROM users WHERE id = $1::bigint", 1),
     Q(BERTH_Q_USER_SYSADMIN, "UPDATE users SET sysadmin = $2::bool, updated_at = now() WHERE id = $1::bigint", 2),
     Q(BERTH_Q_USER_DELETE, "DELETE FROM users WHERE id = $1::bigint RETURNING to_json(username)::text", 1),
-    /* $1 project id (NULL: every robot), $2 level, $3 limit, $4 offset */
+    /* $1 project id (NULL: every robot), $2 level, $3 limit, $4 offset, $5 sort */
     Q(BERTH_Q_ROBOTS_LIST,
       "WITH f AS (SELECT r.* FROM robots r WHERE ($1::bigint IS NULL OR r.project_id = $1::bigint) AND ($2::text IS NULL "
-      "OR r.level = $2::text)) " PAGE(ROBOT_JSON, "r", "id", "$3", "$4"),
-      4),
+      "OR r.level = $2::text)) " PAGE(ROBOT_JSON, "r", SORT_BY("$5", "id", "id") SORT_BY("$5", "name", "name")
+      SORT_BY("$5", "creation_time", "created_at") SORT_BY("$5", "update_time", "updated_at") SORT_BY("$5", "expires_at", "expires_at")
+      "id", "$3", "$4"),
+      5),
     Q(BERTH_Q_ROBOT_GET, "SELECT " ROBOT_JSON "::text FROM robots r WHERE r.id = $1::bigint", 1),
     /* $1 full name, $2 description, $3 level, $4 project id, $5 secret sha256 hex, $6 duration days (-1 never), $7 creator */
     Q(BERTH_Q_ROBOT_CREATE,
@@ -305,7 +320,7 @@ static const berth_db__stmt_t queries[BERTH_Q__COUNT] = {
     Q(BERTH_Q_ROBOT_SECRET, "UPDATE robots SET secret_sha256 = decode($2::text, 'hex'), updated_at = now() WHERE id = $1::bigint", 2),
     Q(BERTH_Q_ROBOT_DELETE, "DELETE FROM robots WHERE id = $1::bigint RETURNING to_json(name)::text", 1),
     /* $1 uid, $2 admin, $3 project id, $4 operation, $5 resource type, $6 username, $7 resource substring, $8 limit,
-     * $9 offset. Without a project, non-admins see the projects they administer. */
+     * $9 offset, $10 sort. Without a project, non-admins see the projects they administer. */
     Q(BERTH_Q_AUDIT_LIST,
       "WITH f AS (SELECT a.* FROM audit_log a WHERE ($3::bigint IS NULL OR a.project_id = $3::bigint) AND ($2::bool OR "
       "$3::bigint IS NOT NULL OR berth_member_role(a.project_id, $1::bigint) = 1) AND ($4::text IS NULL OR a.operation = $4::text) AND ($5::text IS NULL OR a.resource_type = "
@@ -313,8 +328,10 @@ static const berth_db__stmt_t queries[BERTH_Q__COUNT] = {
       PAGE("json_build_object('id', x.id, 'username', x.username, 'resource', x.resource, 'resource_type', "
            "x.resource_type, 'operation', x.operation, 'op_time', x.op_time, 'remote', x.remote, 'result', x.result, "
            "'detail', x.detail, 'count', x.count)",
-           "x", "id DESC", "$8", "$9"),
-      9),
+           "x", SORT_BY("$10", "op_time", "op_time") SORT_BY("$10", "id", "id") SORT_BY("$10", "username", "username")
+           SORT_BY("$10", "operation", "operation") SORT_BY("$10", "resource", "resource") SORT_BY("$10", "resource_type", "resource_type")
+           "id DESC", "$8", "$9"),
+      10),
     /* $1 uid, $2 admin, $3 robot, $4 substring */
     Q(BERTH_Q_SEARCH,
       "SELECT json_build_object('project', coalesce((SELECT json_agg(" PROJECT_JSON("$1", "$3") " ORDER BY p.name) FROM "
@@ -325,11 +342,11 @@ static const berth_db__stmt_t queries[BERTH_Q__COUNT] = {
       " AND strpos(r.name, $4::text) > 0 ORDER BY r.name LIMIT 100) x), '[]'))::text",
       4),
     Q(BERTH_Q_PING, "SELECT '\"ok\"'::text", 0),
-    /* $1 name substring, $2 limit, $3 offset */
+    /* $1 name substring, $2 limit, $3 offset, $4 sort */
     Q(BERTH_Q_USERGROUPS_LIST,
       "WITH f AS (SELECT g.* FROM user_groups g WHERE $1::text IS NULL OR strpos(g.group_name, $1::text) > 0) "
-      PAGE(USERGROUP_JSON, "g", "group_name", "$2", "$3"),
-      3),
+      PAGE(USERGROUP_JSON, "g", SORT_BY("$4", "group_name", "group_name") SORT_BY("$4", "id", "id") "group_name", "$2", "$3"),
+      4),
     Q(BERTH_Q_USERGROUP_GET, "SELECT " USERGROUP_JSON "::text FROM user_groups g WHERE g.id = $1::bigint", 1),
     /* $1 name, $2 normalized DN: the group for that DN, created if new */
     Q(BERTH_Q_USERGROUP_ENSURE,
@@ -340,26 +357,33 @@ static const berth_db__stmt_t queries[BERTH_Q__COUNT] = {
     Q(BERTH_Q_USERGROUP_UPDATE, "UPDATE user_groups SET group_name = $2::text WHERE id = $1::bigint", 2),
     Q(BERTH_Q_USERGROUP_DELETE, "DELETE FROM user_groups WHERE id = $1::bigint RETURNING to_json(group_name)::text", 1),
     /* ---- replication: endpoints ---- */
-    Q(BERTH_Q_REG_LIST, "WITH f AS (SELECT * FROM registries) " PAGE(REG_JSON, "g", "id", "$1", "$2"), 2),
+    /* $1 limit, $2 offset, $3 sort */
+    Q(BERTH_Q_REG_LIST,
+      "WITH f AS (SELECT * FROM registries) "
+      PAGE(REG_JSON, "g", SORT_BY("$3", "id", "id") SORT_BY("$3", "name", "name") SORT_BY("$3", "type", "type") SORT_BY("$3", "url", "url")
+           SORT_BY("$3", "creation_time", "created_at") SORT_BY("$3", "update_time", "updated_at") "id", "$1", "$2"),
+      3),
     Q(BERTH_Q_REG_GET, "SELECT " REG_JSON "::text FROM registries g WHERE g.id = $1::bigint", 1),
     Q(BERTH_Q_REG_ENGINE, "SELECT " REG_ENGINE("$1::bigint") "::text", 1),
-    /* $1 name, $2 type, $3 url, $4 access key, $5 sealed secret hex (NULL none), $6 insecure, $7 ca file */
+    /* $1 name, $2 type, $3 url, $4 access key, $5 sealed secret hex (NULL none), $6 insecure, $7 ca file, $8 description */
     Q(BERTH_Q_REG_CREATE,
-      "INSERT INTO registries (name, type, url, access_key, access_secret, insecure, ca_file) VALUES ($1::text, $2::text, "
-      "$3::text, coalesce($4::text, ''), decode($5::text, 'hex'), coalesce($6::bool, false), coalesce($7::text, '')) "
-      "RETURNING json_build_object('id', id)::text",
-      7),
+      "INSERT INTO registries (name, type, url, access_key, access_secret, insecure, ca_file, description) VALUES ($1::text, "
+      "$2::text, $3::text, coalesce($4::text, ''), decode($5::text, 'hex'), coalesce($6::bool, false), coalesce($7::text, ''), "
+      "coalesce($8::text, '')) RETURNING json_build_object('id', id)::text",
+      8),
+    /* $1 id, then as for create (NULL keeps a value) */
     Q(BERTH_Q_REG_UPDATE,
       "UPDATE registries SET name = coalesce($2::text, name), url = coalesce($3::text, url), access_key = coalesce($4::text, "
       "access_key), access_secret = coalesce(decode($5::text, 'hex'), access_secret), insecure = coalesce($6::bool, insecure), "
-      "ca_file = coalesce($7::text, ca_file), updated_at = now() WHERE id = $1::bigint",
-      7),
+      "ca_file = coalesce($7::text, ca_file), description = coalesce($8::text, description), updated_at = now() WHERE id = $1::bigint",
+      8),
     Q(BERTH_Q_REG_DELETE, "DELETE FROM registries WHERE id = $1::bigint RETURNING to_json(name)::text", 1),
     /* ---- replication: policies ($1 project scope or NULL for all) ---- */
     Q(BERTH_Q_POL_LIST,
       "WITH f AS (SELECT * FROM replication_policies p WHERE $1::text IS NULL OR p.project_scope = $1::text) "
-      PAGE(POL_JSON, "p", "id", "$2", "$3"),
-      3),
+      PAGE(POL_JSON, "p", SORT_BY("$4", "id", "id") SORT_BY("$4", "name", "name") SORT_BY("$4", "creation_time", "created_at")
+           SORT_BY("$4", "update_time", "updated_at") "id", "$2", "$3"),
+      4),
     Q(BERTH_Q_POL_GET, "SELECT " POL_JSON "::text FROM replication_policies p WHERE p.id = $1::bigint", 1),
     /* $1 the policy as JSON (validated in C) */
     Q(BERTH_Q_POL_CREATE,
@@ -396,8 +420,9 @@ static const berth_db__stmt_t queries[BERTH_Q__COUNT] = {
     Q(BERTH_Q_EXEC_LIST,
       "WITH f AS (SELECT e.* FROM replication_executions e JOIN replication_policies p ON p.id = e.policy_id WHERE ($1::bigint "
       "IS NULL OR e.policy_id = $1::bigint) AND ($2::text IS NULL OR p.project_scope = $2::text)) "
-      PAGE(EXEC_JSON, "e", "id DESC", "$3", "$4"),
-      4),
+      PAGE(EXEC_JSON, "e", SORT_BY("$5", "id", "id") SORT_BY("$5", "start_time", "start_time") SORT_BY("$5", "end_time", "end_time")
+           SORT_BY("$5", "status", "status") "id DESC", "$3", "$4"),
+      5),
     Q(BERTH_Q_EXEC_GET, "SELECT " EXEC_JSON "::text FROM replication_executions e WHERE e.id = $1::bigint", 1),
     /* $1 policy, $2 trigger: skipped (NULL) while the policy's previous execution still runs */
     Q(BERTH_Q_EXEC_CREATE,
@@ -428,8 +453,10 @@ static const berth_db__stmt_t queries[BERTH_Q__COUNT] = {
       "$4::text)",
       4),
     Q(BERTH_Q_TASK_LIST,
-      "WITH f AS (SELECT t.* FROM replication_tasks t WHERE t.execution_id = $1::bigint) " PAGE(TASK_JSON, "t", "id", "$2", "$3"),
-      3),
+      "WITH f AS (SELECT t.* FROM replication_tasks t WHERE t.execution_id = $1::bigint) "
+      PAGE(TASK_JSON, "t", SORT_BY("$4", "id", "id") SORT_BY("$4", "start_time", "start_time") SORT_BY("$4", "end_time", "end_time")
+           SORT_BY("$4", "status", "status") SORT_BY("$4", "resource", "src_resource") "id", "$2", "$3"),
+      4),
     Q(BERTH_Q_TASK_LOG, "SELECT to_json(log)::text FROM replication_tasks WHERE id = $2::bigint AND execution_id = $1::bigint", 2),
     /* the next runnable task, with what it needs: policy, endpoints (secrets sealed) */
     Q(BERTH_Q_TASK_CLAIM,

@@ -166,7 +166,10 @@ static int users(berth_api_t *a)
             snprintf(name, sizeof(name), "%s", v);
         else
             berth_api_qterm(a, "username", name, sizeof(name));
-        const char *p[] = {name[0] ? name : NULL, limit, offset};
+        char sort[40];
+        if (berth_api_sort(a, BERTH_API_SORTS("username", "user_id", "email", "creation_time", "update_time"), sort) != 0)
+            return -1;
+        const char *p[] = {name[0] ? name : NULL, limit, offset, sort};
         return berth_api_list(a, BERTH_Q_USERS_LIST, p, limit, offset);
     }
     if (a->nseg == 1 && berth_api_match(a, "POST", "users"))
@@ -183,7 +186,10 @@ static int users(berth_api_t *a)
         if (v == NULL)
             return berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "username is required");
         snprintf(name, sizeof(name), "%s", v);
-        const char *p[] = {name, limit, offset};
+        char sort[40];
+        if (berth_api_sort(a, BERTH_API_SORTS("username", "user_id"), sort) != 0)
+            return -1;
+        const char *p[] = {name, limit, offset, sort};
         return berth_api_list(a, BERTH_Q_USERS_SEARCH, p, limit, offset);
     }
     if (a->nseg < 2 || !berth_api_id_ok(a->seg[1]))
@@ -536,7 +542,10 @@ static int robots(berth_api_t *a)
         } else if (berth_api_need_admin(a) != 0) {
             return -1;
         }
-        const char *p[] = {pid[0] ? pid : NULL, level[0] ? level : NULL, limit, offset};
+        char sort[40];
+        if (berth_api_sort(a, BERTH_API_SORTS("id", "name", "creation_time", "update_time", "expires_at"), sort) != 0)
+            return -1;
+        const char *p[] = {pid[0] ? pid : NULL, level[0] ? level : NULL, limit, offset, sort};
         return berth_api_list(a, BERTH_Q_ROBOTS_LIST, p, limit, offset);
     }
     if (a->nseg == 1 && berth_api_match(a, "POST", "robots"))

@@ -111,8 +111,9 @@ int berth_api_page(berth_api_t *a, char limit[24], char offset[24])
 int berth_api_sort(berth_api_t *a, const char *const *keys, char out[40])
 {
     const char *v = berth_api_param(a, "sort");
+    out[0] = '\0';
     if (v == NULL || v[0] == '\0')
-        v = keys[0];
+        return 0;
     size_t n = strlen(v);
     memcpy(out, v, n < 39 ? n : 39);
     out[n < 39 ? n : 39] = '\0';
@@ -219,7 +220,8 @@ int berth_api_project(berth_api_t *a, const char *name, berth_authz_t *z, char c
     snprintf(canonical, 256, "%s", name);
     if (berth_authz_project(a->c, a->authed ? &a->who : NULL, name, z, &err) != 0)
         return berth_api_err(a, &err);
-    if (!z->exists && berth_api_id_ok(name)) { /* Harbor addresses projects by name or id */
+    /* Harbor addresses projects by name or id; X-Is-Resource-Name: true says a numeric segment is a name */
+    if (!z->exists && berth_api_id_ok(name) && !a->rq->resource_name) {
         const char *p[] = {name};
         berth_db_json_t r;
         json_t *v = NULL;

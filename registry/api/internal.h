@@ -43,10 +43,12 @@ int berth_api_qterm(berth_api_t *a, const char *key, char *out, size_t outsz);
 /** page/page_size into limit/offset strings; 0, or answered 400. */
 int berth_api_page(berth_api_t *a, char limit[24], char offset[24]);
 /**
- * Harbor's `sort=key` / `sort=-key` (descending): `keys` is a NULL-terminated list of what the query can order
- * by; the first is the default. Writes the validated value into out (a query parameter); anything else is 400.
+ * Harbor's sort=key or sort=-key (descending): `keys` (NULL-terminated, see BERTH_API_SORTS) are what the list may
+ * be sorted by. Writes the validated value into out ("" when absent: the list's own order), the list query's
+ * sort parameter (SORT_BY in sql/api.c); anything else is answered 400 (-1).
  */
 int berth_api_sort(berth_api_t *a, const char *const *keys, char out[40]);
+#define BERTH_API_SORTS(...) ((const char *const[]){__VA_ARGS__, NULL})
 /** Run a list query and answer 200 with X-Total-Count and Link (page navigation). */
 int berth_api_list(berth_api_t *a, berth_q_t q, const char *const *params, const char *limit, const char *offset);
 /** Run a query returning one object and answer 200 with it, or 404 `what` when there is none. */

@@ -141,14 +141,21 @@ int berth_api_group_id(berth_api_t *a, json_t *g, char id[24])
 static int usergroups(berth_api_t *a)
 {
     char limit[24], offset[24];
-    if (a->nseg == 1 && berth_api_match(a, "GET", "usergroups")) {
+    /* GET /usergroups and Harbor's GET /usergroups/search?groupname= (required there): one list, by name */
+    int search = berth_api_match(a, "GET", "usergroups/search");
+    if (search || (a->nseg == 1 && berth_api_match(a, "GET", "usergroups"))) {
         if (berth_api_need_login(a) != 0 || berth_api_page(a, limit, offset) != 0)
             return -1;
         char name[256] = "";
-        const char *v = berth_api_param(a, "group_name");
+        const char *v = berth_api_param(a, search ? "groupname" : "group_name");
+        if (search && (v == NULL || v[0] == '\0'))
+            return berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "groupname is required");
         if (v != NULL)
             snprintf(name, sizeof(name), "%s", v);
-        const char *p[] = {name[0] ? name : NULL, limit, offset};
+        char sort[40];
+        if (berth_api_sort(a, BERTH_API_SORTS("group_name", "id"), sort) != 0)
+            return -1;
+        const char *p[] = {name[0] ? name : NULL, limit, offset, sort};
         return berth_api_list(a, BERTH_Q_USERGROUPS_LIST, p, limit, offset);
     }
     if (a->nseg == 1 && berth_api_match(a, "POST", "usergroups")) {

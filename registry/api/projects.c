@@ -44,8 +44,7 @@ static int list_projects(berth_api_t *a)
     if ((v = berth_api_param(a, "owner")) != NULL)
         snprintf(owner, sizeof(owner), "%s", v);
     char sort[40];
-    static const char *const sorts[] = {"name", "creation_time", "update_time", "repo_count", NULL};
-    if (berth_api_sort(a, sorts, sort) != 0)
+    if (berth_api_sort(a, BERTH_API_SORTS("name", "creation_time", "update_time", "repo_count"), sort) != 0)
         return -1;
     const char *p[] = {c.id, c.admin, c.robot, exact[0] ? exact : NULL, fuzzy[0] ? fuzzy : NULL, pub[0] ? pub : NULL,
                        owner[0] ? owner : NULL, limit, offset, sort};
@@ -187,7 +186,10 @@ static int members(berth_api_t *a, const berth_authz_t *z, const char *project)
         char name[256] = "";
         if (v != NULL)
             snprintf(name, sizeof(name), "%s", v);
-        const char *p[] = {pid, name[0] ? name : NULL, limit, offset};
+        char sort[40];
+        if (berth_api_sort(a, BERTH_API_SORTS("entity_name", "role_id", "id"), sort) != 0)
+            return -1;
+        const char *p[] = {pid, name[0] ? name : NULL, limit, offset, sort};
         return berth_api_list(a, BERTH_Q_MEMBERS_LIST, p, limit, offset);
     }
     if (berth_api_match(a, "POST", "projects/{}/members")) {
@@ -271,7 +273,10 @@ static int logs(berth_api_t *a, const berth_authz_t *z)
     berth_api_qterm(a, "resource_type", rtype, sizeof(rtype));
     berth_api_qterm(a, "username", user, sizeof(user));
     berth_api_qterm(a, "resource", res, sizeof(res));
-    const char *p[] = {"0", "false", pid, op[0] ? op : NULL, rtype[0] ? rtype : NULL, user[0] ? user : NULL, res[0] ? res : NULL, limit, offset};
+    char sort[40];
+    if (berth_api_sort(a, BERTH_API_SORTS("op_time", "id", "username", "operation", "resource", "resource_type"), sort) != 0)
+        return -1;
+    const char *p[] = {"0", "false", pid, op[0] ? op : NULL, rtype[0] ? rtype : NULL, user[0] ? user : NULL, res[0] ? res : NULL, limit, offset, sort};
     return berth_api_list(a, BERTH_Q_AUDIT_LIST, p, limit, offset);
 }
 
@@ -297,9 +302,12 @@ static int artifacts(berth_api_t *a, const berth_authz_t *z, const char *project
     if (a->nseg == 5 && berth_api_match(a, "GET", "projects/{}/repositories/{}/artifacts")) {
         if (berth_api_need(a, z, BERTH_RES_ARTIFACT, BERTH_ACT_LIST) != 0 || berth_api_page(a, limit, offset) != 0)
             return -1;
-        char tag[BERTH_TAG_MAX + 1] = "";
+        char tag[BERTH_TAG_MAX + 1] = "", type[16] = "", sort[40];
         berth_api_qterm(a, "tags", tag, sizeof(tag));
-        const char *p[] = {repo, tag[0] ? tag : NULL, limit, offset};
+        berth_api_qterm(a, "type", type, sizeof(type));
+        if (berth_api_sort(a, BERTH_API_SORTS("push_time", "pull_time", "size", "digest", "id"), sort) != 0)
+            return -1;
+        const char *p[] = {repo, tag[0] ? tag : NULL, limit, offset, type[0] ? type : NULL, sort};
         return berth_api_list(a, BERTH_Q_ARTIFACTS_LIST, p, limit, offset);
     }
     if (a->nseg < 6)
@@ -335,7 +343,10 @@ static int artifacts(berth_api_t *a, const berth_authz_t *z, const char *project
         if (berth_api_need(a, z, BERTH_RES_TAG, BERTH_ACT_LIST) != 0 || berth_api_page(a, limit, offset) != 0 ||
             artifact_digest(a, repo, ref, digest) != 0)
             return -1;
-        const char *p[] = {repo, digest, limit, offset};
+        char sort[40];
+        if (berth_api_sort(a, BERTH_API_SORTS("name", "push_time"), sort) != 0)
+            return -1;
+        const char *p[] = {repo, digest, limit, offset, sort};
         return berth_api_list(a, BERTH_Q_TAGS_LIST, p, limit, offset);
     }
     if (a->nseg == 7 && berth_api_match(a, "POST", "projects/{}/repositories/{}/artifacts/{}/tags")) {
@@ -391,8 +402,7 @@ static int repositories(berth_api_t *a, const berth_authz_t *z, const char *proj
         if (berth_api_need(a, z, BERTH_RES_REPOSITORY, BERTH_ACT_LIST) != 0 || berth_api_page(a, limit, offset) != 0)
             return -1;
         char name[256] = "", sort[40];
-        static const char *const sorts[] = {"name", "update_time", "creation_time", "pull_count", "artifact_count", NULL};
-        if (berth_api_sort(a, sorts, sort) != 0)
+        if (berth_api_sort(a, BERTH_API_SORTS("name", "update_time", "creation_time", "pull_count", "artifact_count"), sort) != 0)
             return -1;
         berth_api_qterm(a, "name", name, sizeof(name));
         const char *p[] = {pid, name[0] ? name : NULL, limit, offset, sort};
@@ -490,7 +500,10 @@ int berth_api_projects_route(berth_api_t *a)
         if (berth_api_need(a, &z, BERTH_RES_ROBOT, BERTH_ACT_LIST) != 0 || berth_api_page(a, limit, offset) != 0)
             return -1;
         snprintf(pid, sizeof(pid), "%lld", (long long)z.project_id);
-        const char *p[] = {pid, NULL, limit, offset};
+        char sort[40];
+        if (berth_api_sort(a, BERTH_API_SORTS("id", "name", "creation_time", "update_time", "expires_at"), sort) != 0)
+            return -1;
+        const char *p[] = {pid, NULL, limit, offset, sort};
         return berth_api_list(a, BERTH_Q_ROBOTS_LIST, p, limit, offset);
     }
     return 1;

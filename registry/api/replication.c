@@ -27,7 +27,10 @@ static int registries(berth_api_t *a)
     if (a->nseg == 1 && berth_api_match(a, "GET", "registries")) {
         if (berth_api_page(a, limit, offset) != 0)
             return -1;
-        const char *p[] = {limit, offset};
+        char sort[40];
+        if (berth_api_sort(a, BERTH_API_SORTS("id", "name", "type", "url", "creation_time", "update_time"), sort) != 0)
+            return -1;
+        const char *p[] = {limit, offset, sort};
         return berth_api_list(a, BERTH_Q_REG_LIST, p, limit, offset);
     }
     int is_ping = a->nseg == 2 && strcmp(a->seg[1], "ping") == 0 && berth_api_match(a, "POST", "registries/ping");
@@ -42,6 +45,7 @@ static int registries(berth_api_t *a)
         const char *key = json_string_value(json_object_get(cred, "access_key")), *secret = json_string_value(json_object_get(cred, "access_secret"));
         json_t *ins = json_object_get(body, "insecure");
         const char *ca = json_string_value(json_object_get(body, "ca_file"));
+        const char *desc = json_string_value(json_object_get(body, "description"));
         int rc;
         if (url != NULL && !http_url(url)) {
             json_decref(body);
@@ -63,12 +67,12 @@ static int registries(berth_api_t *a)
         char *sealed = secret != NULL && secret[0] ? berth_repl_seal(secret) : NULL;
         berth_db_json_t r;
         if (create) {
-            const char *p[] = {name, type, url, key, sealed, json_is_boolean(ins) ? (json_is_true(ins) ? "true" : "false") : NULL, ca};
+            const char *p[] = {name, type, url, key, sealed, json_is_boolean(ins) ? (json_is_true(ins) ? "true" : "false") : NULL, ca, desc};
             rc = berth_api_query(a, BERTH_Q_REG_CREATE, p, &r);
             if (rc == 0)
                 berth_api_created(a, r.json, "id", "/api/v2.0/registries");
         } else {
-            const char *p[] = {a->seg[1], name, url, key, sealed, json_is_boolean(ins) ? (json_is_true(ins) ? "true" : "false") : NULL, ca};
+            const char *p[] = {a->seg[1], name, url, key, sealed, json_is_boolean(ins) ? (json_is_true(ins) ? "true" : "false") : NULL, ca, desc};
             rc = berth_api_id_ok(a->seg[1]) ? berth_api_query(a, BERTH_Q_REG_UPDATE, p, &r) : berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "bad id");
             if (rc == 0)
                 rc = r.affected == 1 ? berth_api_empty(a, 200) : berth_api_fail(a, BERTH_OCI_NOT_FOUND, "registry not found");
@@ -223,7 +227,10 @@ static int policies(berth_api_t *a)
             snprintf(scope, sizeof(scope), "%s", ps);
         if (!may_manage(a, scope))
             return deny(a);
-        const char *p[] = {scope[0] ? scope : NULL, limit, offset};
+        char sort[40];
+        if (berth_api_sort(a, BERTH_API_SORTS("id", "name", "creation_time", "update_time"), sort) != 0)
+            return -1;
+        const char *p[] = {scope[0] ? scope : NULL, limit, offset, sort};
         return berth_api_list(a, BERTH_Q_POL_LIST, p, limit, offset);
     }
     if (a->nseg == 2 && berth_api_match(a, "POST", "replication/policies")) {
@@ -332,7 +339,10 @@ static int executions(berth_api_t *a)
             return -1;
         if (!may_manage(a, scope))
             return deny(a);
-        const char *p[] = {pid[0] ? pid : NULL, scope[0] && !a->who.sysadmin ? scope : NULL, limit, offset};
+        char sort[40];
+        if (berth_api_sort(a, BERTH_API_SORTS("id", "start_time", "end_time", "status"), sort) != 0)
+            return -1;
+        const char *p[] = {pid[0] ? pid : NULL, scope[0] && !a->who.sysadmin ? scope : NULL, limit, offset, sort};
         return berth_api_list(a, BERTH_Q_EXEC_LIST, p, limit, offset);
     }
     if (a->nseg < 3 || !berth_api_id_ok(a->seg[2]))
@@ -363,7 +373,10 @@ static int executions(berth_api_t *a)
     if (a->nseg == 4 && berth_api_match(a, "GET", "replication/executions/{}/tasks")) {
         if (berth_api_page(a, limit, offset) != 0)
             return -1;
-        const char *tp[] = {a->seg[2], limit, offset};
+        char sort[40];
+        if (berth_api_sort(a, BERTH_API_SORTS("id", "start_time", "end_time", "status", "resource"), sort) != 0)
+            return -1;
+        const char *tp[] = {a->seg[2], limit, offset, sort};
         return berth_api_list(a, BERTH_Q_TASK_LIST, tp, limit, offset);
     }
     if (a->nseg == 6 && berth_api_match(a, "GET", "replication/executions/{}/tasks/{}/log") && berth_api_id_ok(a->seg[4])) {

@@ -9,6 +9,7 @@
 #include "auth/header.h"
 #include "auth/service.h"
 #include "registry/api/internal.h"
+#include "registry/core/log.h"
 #include "registry/core/query.h"
 
 extern const char berth_openapi_yaml[]; /* generated from registry/api/openapi.yaml */
@@ -36,12 +37,24 @@ int berth_api_health(berth_api_t *a)
     return berth_api_jsonv(a, db_ok ? 200 : 503, v);
 }
 
+/* Harbor's GeneralInfo: what the login page needs for everyone; the version and addresses (which help an attacker
+ * more than a visitor) only for logged-in callers, as Harbor does */
 static int systeminfo(berth_api_t *a)
 {
-    json_t *v = json_pack("{s:s,s:s,s:s,s:b,s:s,s:s}", "harbor_version", berth_api_conf->version, "auth_mode", "db_auth",
-                          "project_creation_restriction", berth_api_conf->project_creation_admin_only ? "adminonly" : "everyone",
-                          "self_registration", 0, "external_url", berth_api_conf->external_url, "registry_url",
-                          berth_api_conf->external_url);
+    char now[32];
+    berth_log_now(now);
+    json_t *v = json_pack("{s:s,s:b,s:b,s:s,s:s}", "auth_mode", a->reg->auth != NULL && a->reg->auth->ldap != NULL ? "ldap_auth" : "db_auth",
+                          "primary_auth_mode", 0, "self_registration", 0, "banner_message", "", "current_time", now);
+    if (a->authed) {
+        const char *ext = berth_api_conf->external_url != NULL ? berth_api_conf->external_url : "";
+        const char *host = strstr(ext, "://");
+        json_object_update_new(v, json_pack("{s:s,s:s,s:s,s:s,s:b,s:b,s:s,s:b,s:b}", "harbor_version", berth_api_conf->version,
+                                            "external_url", ext, "registry_url", host != NULL ? host + 3 : ext,
+                                            "project_creation_restriction",
+                                            berth_api_conf->project_creation_admin_only ? "adminonly" : "everyone", "has_ca_root", 0,
+                                            "read_only", 0, "registry_storage_provider_name", "filesystem", "with_notary", 0,
+                                            "notification_enable", 0));
+    }
     return berth_api_jsonv(a, 200, v);
 }
 
@@ -69,8 +82,11 @@ static int audit_logs(berth_api_t *a)
     berth_api_qterm(a, "resource_type", rtype, sizeof(rtype));
     berth_api_qterm(a, "username", user, sizeof(user));
     berth_api_qterm(a, "resource", res, sizeof(res));
+    char sort[40];
+    if (berth_api_sort(a, BERTH_API_SORTS("op_time", "id", "username", "operation", "resource", "resource_type"), sort) != 0)
+        return -1;
     const char *p[] = {id, a->who.sysadmin ? "true" : "false", NULL, op[0] ? op : NULL, rtype[0] ? rtype : NULL, user[0] ? user : NULL,
-                       res[0] ? res : NULL, limit, offset};
+                       res[0] ? res : NULL, limit, offset, sort};
     return berth_api_list(a, BERTH_Q_AUDIT_LIST, p, limit, offset);
 }
 

@@ -8,6 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "registry/core/log.h"
 #include "registry/core/utf8.h"
 
 static int log_fd = -1;
@@ -77,13 +78,8 @@ void berth_access_log(const char *remote, const char *method, const char *path, 
 {
     if (log_fd < 0)
         return;
-    char ts[40];
-    struct timespec now;
-    struct tm tm;
-    clock_gettime(CLOCK_REALTIME, &now);
-    gmtime_r(&now.tv_sec, &tm);
-    size_t n = strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(ts + n, sizeof(ts) - n, ".%03ldZ", now.tv_nsec / 1000000);
+    char ts[32];
+    berth_log_now(ts);
     /* the path is what the client sent, bytes that are not UTF-8 included (probes above all): JSON needs text */
     size_t plen = strlen(path);
     char *clean = malloc(3 * plen + 1);

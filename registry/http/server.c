@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -341,11 +342,13 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
             j->host = req->authority.base != NULL ? strndup(req->authority.base, req->authority.len) : NULL;
             ssize_t pi = h2o_find_header_by_str(&req->headers, H2O_STRLIT("x-forwarded-proto"), -1);
             int secure = pi >= 0 && req->headers.entries[pi].value.len == 5 && memcmp(req->headers.entries[pi].value.base, "https", 5) == 0;
+            ssize_t ri = h2o_find_header_by_str(&req->headers, H2O_STRLIT("x-is-resource-name"), -1);
+            int resource_name = ri >= 0 && req->headers.entries[ri].value.len == 4 && strncasecmp(req->headers.entries[ri].value.base, "true", 4) == 0;
             j->api = (berth_api_req_t){.method = j->method, .path = j->path, .path_len = plen, .query = j->query, .query_len = qlen,
                                        .body = j->body, .body_len = j->body != NULL ? req->entity.len : 0,
                                        .authorization = j->authorization, .cookie = j->cookie, .csrf = j->csrf,
                                        .remote = j->remote, .origin = j->origin, .fetch_site = j->fetch_site, .host = j->host,
-                                       .secure = secure};
+                                       .secure = secure, .resource_name = resource_name};
         }
         j->guard = h2o_mem_alloc_shared(&req->pool, sizeof(guard_t), on_guard_dispose);
         j->guard->job = j;
