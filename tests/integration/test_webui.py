@@ -119,6 +119,19 @@ class WebUI(BerthTestCase):
         st, _, _ = site_b.request("GET", "/v2/mirror/tools/hello/manifests/1.0", headers={"Accept": "application/vnd.oci.image.manifest.v1+json"})
         self.assertEqual(st, 200)
 
+    def test_ldap_in_the_browser(self):
+        from test_ldap import BASE as LDAP_BASE, Slapd, ldap_env
+        slapd = Slapd()
+        self.addCleanup(slapd.cleanup)
+        slapd.add_user("alice", "alice-Pw1")
+        slapd.add_group("devs", ["alice"])
+        site = Berthd(args=["--config", ldap_env(slapd)], env={"BERTH_UI_DIR": UI_DIR}).start()
+        self.addCleanup(site.cleanup)
+        self.assertEqual(site.request("POST", "/api/v2.0/projects", json.dumps({"project_name": "ldapproj"}).encode(),
+                                      {"Content-Type": "application/json"})[0], 201)
+        self.run_browser("ldap.e2e.mjs", {"admin_password": ADMIN_PASSWORD, "ldap_site": site.host, "ldap_user": "alice",
+                                          "ldap_password": "alice-Pw1", "group_dn": "cn=devs,ou=groups," + LDAP_BASE})
+
 
 class UiApi(BerthTestCase):
     """The REST pieces the pages need (issue #11): sort= on repository and project lists, an artifact's manifest,

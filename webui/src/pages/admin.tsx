@@ -763,6 +763,7 @@ function System() {
             Search
           </button>
         </form>
+        <LdapGroups act={act} />
         {found && (
           <ul class="plain">
             {found.length === 0 && <li class="muted">No one found.</li>}
@@ -778,5 +779,52 @@ function System() {
         )}
       </section>
     </div>
+  );
+}
+
+/** LDAP groups: search by name and add one as a Berth user group (then it can be a project member). */
+function LdapGroups({ act }: { act: (f: () => Promise<unknown>) => Promise<boolean> }) {
+  const [q, setQ] = useState("");
+  const [found, setFound] = useState<{ group_name: string; ldap_group_dn: string }[] | null>(null);
+  const [added, setAdded] = useState("");
+  return (
+    <>
+      <form
+        class="inline-form"
+        onSubmit={(e) => {
+          e.preventDefault();
+          act(async () => setFound(await get(`/ldap/groups/search?groupname=${encodeURIComponent(q)}`)));
+        }}
+      >
+        <label for="ldap-g">Find LDAP groups</label>
+        <input id="ldap-g" value={q} onInput={(e) => setQ((e.target as HTMLInputElement).value)} />
+        <button type="submit" class="btn">
+          Search
+        </button>
+      </form>
+      {added && <p role="status">{added}</p>}
+      {found && (
+        <ul class="plain">
+          {found.length === 0 && <li class="muted">No group found.</li>}
+          {found.map((g) => (
+            <li>
+              {g.group_name} <span class="muted wrap">{g.ldap_group_dn}</span>{" "}
+              <button
+                type="button"
+                class="btn small"
+                onClick={() =>
+                  act(async () => {
+                    await send("POST", "/usergroups", { group_name: g.group_name, group_type: 1, ldap_group_dn: g.ldap_group_dn });
+                    setAdded(`${g.group_name} added: it can now be made a project member.`);
+                  })
+                }
+              >
+                Add
+              </button>
+            </li>
+          ))}
+        </ul>
+      )}
+    </>
   );
 }
