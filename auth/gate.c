@@ -9,6 +9,7 @@
 
 #include "auth/audit.h"
 #include "auth/header.h"
+#include "auth/offload.h"
 #include "auth/token.h"
 #include "registry/core/log.h"
 #include "registry/core/ref.h"
@@ -78,6 +79,24 @@ static int remembered(const unsigned char key[32], char *who)
     return hit;
 }
 
+/*
+ * The same decision taken before and since run out, whatever its age: only for a database that does not answer,
+ * when the account behind a valid token cannot be re-checked. Revocation cannot happen during the outage either
+ * (it is a database write), so what held for this very token and scope keeps holding while the token is valid.
+ */
+static int remembered_stale(const unsigned char key[32], char *who)
+{
+    slot_t *s = &slots[(key[0] | key[1] << 8) % SLOTS];
+    pthread_mutex_lock(&mu);
+    int hit = memcmp(s->key, key, 32) == 0 && s->until != 0;
+    if (hit && who != NULL)
+        memcpy(who, s->who, BERTH_GATE_WHO_MAX);
+    pthread_mutex_unlock(&mu);
+    return hit;
+}
+
+static void flight_done(const unsigned char key[32]);
+
 static void remember(const unsigned char key[32], time_t until, const char *who)
 {
     slot_t *s = &slots[(key[0] | key[1] << 8) % SLOTS];
@@ -85,6 +104,71 @@ static void remember(const unsigned char key[32], time_t until, const char *who)
     memcpy(s->key, key, 32);
     s->until = until;
     snprintf(s->who, sizeof(s->who), "%s", who);
+    pthread_mutex_unlock(&mu);
+    flight_done(key); /* requests waiting for this very verification find it now */
+}
+
+/*
+ * Identical Basic credentials arriving together — a burst of nodes sharing one account — are verified once. A
+ * general worker (which may not hash passwords) that finds the same decision key already being verified waits
+ * for that verification, up to FLIGHT_WAIT_MS, and then finds the decision remembered; without this every one
+ * of them moves to the auth workers to pay argon2, and their bounded queue sheds the burst with 503s. The key
+ * stays "in flight" from the first sight on a general worker until the verification ends on the auth pool.
+ */
+#define FLIGHTS 64
+#define FLIGHT_WAIT_MS 2000
+#define FLIGHT_STALE_S 10 /* a verification that never reported back (shed, crashed) stops holding others */
+static struct {
+    unsigned char key[32];
+    time_t since; /* 0: free */
+} flights[FLIGHTS];
+static pthread_cond_t flight_cv = PTHREAD_COND_INITIALIZER;
+
+static int flight_find(const unsigned char key[32], time_t now)
+{
+    for (int i = 0; i < FLIGHTS; i++)
+        if (flights[i].since != 0 && now - flights[i].since < FLIGHT_STALE_S && memcmp(flights[i].key, key, 32) == 0)
+            return i;
+    return -1;
+}
+
+/* 1 when this caller waited for another verification of the same key (the caller then looks for the decision) */
+static int flight_join(const unsigned char key[32])
+{
+    if (!berth_offload_forbidden())
+        return 0; /* a thread that verifies never waits: it is the one the others wait for */
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_nsec += (FLIGHT_WAIT_MS % 1000) * 1000000L;
+    until.tv_sec += FLIGHT_WAIT_MS / 1000 + until.tv_nsec / 1000000000L;
+    until.tv_nsec %= 1000000000L;
+    pthread_mutex_lock(&mu);
+    time_t now = time(NULL);
+    if (flight_find(key, now) < 0) { /* the first: claim the key and go verify */
+        for (int i = 0; i < FLIGHTS; i++)
+            if (flights[i].since == 0 || now - flights[i].since >= FLIGHT_STALE_S) {
+                memcpy(flights[i].key, key, 32);
+                flights[i].since = now;
+                break;
+            }
+        pthread_mutex_unlock(&mu);
+        return 0;
+    }
+    while (flight_find(key, time(NULL)) >= 0 && pthread_cond_timedwait(&flight_cv, &mu, &until) == 0)
+        ;
+    pthread_mutex_unlock(&mu);
+    return 1;
+}
+
+/* The verification of `key` ended (either way): release the waiters */
+static void flight_done(const unsigned char key[32])
+{
+    pthread_mutex_lock(&mu);
+    int i = flight_find(key, time(NULL));
+    if (i >= 0) {
+        flights[i].since = 0;
+        pthread_cond_broadcast(&flight_cv);
+    }
     pthread_mutex_unlock(&mu);
 }
 
@@ -212,8 +296,11 @@ berth_gate_t berth_gate_check_all(berth_authsvc_t *a, const char *authz, size_t 
         } else if (c.subject[0] != '\0' && ((rc = berth_authsvc_principal(a, c.subject, &acct)) != 0 ||
                                              (c.account_id != 0 && c.account_id != acct.id))) {
             /* gone, disabled, or deleted and created again under the same name: another account */
-            out = rc == BERTH_EUNAVAIL ? unavailable(resp)
-                                       : refuse(a, resp, 401, need, n, "invalid_token", NULL, "the token's account is gone or disabled");
+            if (rc == BERTH_EUNAVAIL && remembered_stale(key, who))
+                out = BERTH_GATE_ALLOW; /* cached token verification outlives a database outage */
+            else
+                out = rc == BERTH_EUNAVAIL ? unavailable(resp)
+                                           : refuse(a, resp, 401, need, n, "invalid_token", NULL, "the token's account is gone or disabled");
             berth_token_claims_dispose(&c);
         } else {
             berth_scope_t lacking[BERTH_GATE_SCOPES_MAX];
@@ -243,7 +330,15 @@ berth_gate_t berth_gate_check_all(berth_authsvc_t *a, const char *authz, size_t 
     berth_db_user_t user;
     int authenticated = 0;
     if (h.kind == BERTH_AUTH_BASIC) {
+        if (flight_join(key) && remembered(key, who)) {
+            berth_auth_header_dispose(&h);
+            return BERTH_GATE_ALLOW;
+        }
         int rc = berth_authsvc_login(a, h.user, h.secret, remote, &user);
+        /* verified here (a move verifies on the auth pool): a failure releases the waiters now, a success once
+         * the decision is remembered (remember) or refused (below), so no waiter wakes before it can see it */
+        if (rc != 0 && !berth_offload_moving())
+            flight_done(key);
         if (rc == BERTH_ERETRY) {
             berth_authsvc_too_many(resp, h.user, remote);
             berth_auth_header_dispose(&h);
@@ -274,6 +369,8 @@ berth_gate_t berth_gate_check_all(berth_authsvc_t *a, const char *authz, size_t 
             berth_scope_actions_str(act & BERTH_ACTION_PUSH ? BERTH_ACTION_PUSH : act, what, sizeof(what)); /* a write is a push */
             berth_audit(user.username, remote, what, "repository", need[i].name, NULL, 0, "permission denied");
         }
+        if (authenticated)
+            flight_done(key);
         return refuse(a, resp, authenticated ? 403 : 401, need, n, NULL, NULL, "not permitted");
     }
     remember(key, decided_until(a, now), authenticated ? user.username : "");

@@ -17,6 +17,11 @@ int berth_offload_here(void)
     return 0;
 }
 
+int berth_offload_forbidden(void)
+{
+    return state == FORBIDDEN;
+}
+
 int berth_offload_moving(void)
 {
     return state == MOVING;

@@ -16,6 +16,8 @@
 void berth_offload_enter(int may_do_credential_work);
 /** 1: go ahead. 0: not on this thread; the request is marked to move (fail quietly and unwind). */
 int berth_offload_here(void);
+/** 1 on a thread that may not do credential work (a general worker), without marking anything. */
+int berth_offload_forbidden(void);
 /** Whether the running request has been marked to move (so a failure need not be logged). */
 int berth_offload_moving(void);
 /** After the request: 1 when it must be run again on the auth pool. Resets the thread's state. */

@@ -103,9 +103,14 @@ int berth_authsvc_principal(berth_authsvc_t *a, const char *name, berth_db_user_
     berth_dbconn_t *c = berth_db_acquire(a->db, NULL);
     if (c == NULL)
         return BERTH_EUNAVAIL;
-    int rc = strncmp(name, BERTH_ROBOT_PREFIX, strlen(BERTH_ROBOT_PREFIX)) == 0 ? berth_db_robot_get(c, name, out, NULL)
-                                                                                : berth_db_user_get(c, name, out, NULL);
+    berth_err_t err;
+    berth_err_clear(&err);
+    int rc = strncmp(name, BERTH_ROBOT_PREFIX, strlen(BERTH_ROBOT_PREFIX)) == 0 ? berth_db_robot_get(c, name, out, &err)
+                                                                                : berth_db_user_get(c, name, out, &err);
     berth_db_release(a->db, c);
+    /* a database lost mid-query is an outage (503), not an account that is gone (401) */
+    if (rc != 0 && err.oci == BERTH_OCI_UNAVAILABLE)
+        return BERTH_EUNAVAIL;
     return rc != 0 ? rc : out->disabled ? BERTH_EUNAUTH : 0;
 }
 

@@ -182,8 +182,8 @@ static int move_to_auth_pool(job_t *j)
         return 0;
     berth_err_t err;
     berth_err_set(&err, BERTH_OCI_UNAVAILABLE, "too many logins in progress; retry shortly");
+    berth_resp_header(&j->resp, "retry-after", "1"); /* before the error, which adds its own otherwise */
     berth_resp_error(&j->resp, &err);
-    berth_resp_header(&j->resp, "retry-after", "1");
     berth_metrics_auth_shed();
     berth_log_warn("auth workers busy (%d queued): login shed", s->auth_queue);
     return -1;
@@ -201,7 +201,7 @@ static void run_job(berth_work_t *w)
                                                 j->has_need ? &j->need : NULL, j->remote, &j->resp, j->who) == BERTH_GATE_ALLOW) {
         if (j->isa_view[0] != '\0' && j->v2.route.kind == BERTH_ROUTE_MANIFEST)
             berth_isa_view(j->reg, j->isa_view, &j->v2, &j->resp);
-        else
+        else if (j->isa_view[0] != '\0' || !berth_v2_cached(j->reg, &j->v2, &j->resp)) /* decided here, maybe cached */
             berth_v2_handle(j->reg, &j->v2, &j->resp);
     }
     if (berth_offload_leave() && move_to_auth_pool(j) == 0)
