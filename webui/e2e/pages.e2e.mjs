@@ -84,6 +84,18 @@ test("members: add a guest, change a role", async () => {
   await page.getByRole("dialog").getByRole("button", { name: "Add", exact: true }).click();
   await page.getByRole("cell", { name: "guest1", exact: true }).waitFor();
   await checkPage(page, "project-members");
+  // a role change and a removal, on a member added for it
+  await page.getByRole("button", { name: "Add member" }).click();
+  await page.getByLabel("Username").fill("lockme");
+  await page.getByRole("dialog").getByRole("button", { name: "Add", exact: true }).click();
+  await page.getByRole("cell", { name: "lockme", exact: true }).waitFor();
+  await page.getByLabel("Role of lockme").selectOption("2");
+  await settled(page);
+  const ms = await (await page.request.get(BASE + "/api/v2.0/projects/secret/members?entityname=lockme")).json();
+  assert.equal(ms[0].role_id, 2);
+  page.once("dialog", (d) => d.accept());
+  await page.getByRole("button", { name: "Remove lockme" }).click();
+  await page.getByRole("cell", { name: "lockme", exact: true }).waitFor({ state: "detached" });
 });
 
 test("robot account: permission picker, secret shown once, used with skopeo", async () => {
