@@ -99,6 +99,12 @@ test("create a project", async () => {
   await settled(page);
   await page.getByRole("link", { name: "made-in-ui" }).waitFor();
   await checkPage(page, "projects-admin");
+  await page.goto(BASE + "/projects");
+  await settled(page);
+  await page.getByLabel("Access").selectOption("true"); // public only
+  await page.waitForURL(/public=true/);
+  await page.getByRole("link", { name: F.private_project }).waitFor({ state: "detached" });
+  await page.getByRole("link", { name: F.public_project }).waitFor();
 });
 
 test("delete: Harbor's pre-check refuses a project with repositories; an empty one goes", async () => {

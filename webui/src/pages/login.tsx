@@ -2,7 +2,7 @@
 import { useState } from "preact/hooks";
 import { loginErrorText } from "../api";
 import { navigate } from "../router";
-import { signIn } from "../session";
+import { me, signIn } from "../session";
 
 export function LoginForm({ onDone, idPrefix = "login" }: { onDone: () => void; idPrefix?: string }) {
   const [user, setUser] = useState("");
@@ -61,6 +61,11 @@ export function LoginPage({ search }: { search: string }) {
       <div class="card login-card">
         <h1>Sign in to Berth</h1>
         <p class="muted">Local or LDAP account. Robot accounts use the registry API, not this page.</p>
+        {me.value && (
+          <p role="status">
+            You are signed in as <strong>{me.value.username}</strong>. <a href={next}>Carry on</a>, or sign in as someone else.
+          </p>
+        )}
         <LoginForm onDone={() => navigate(next, true)} />
         <p class="muted">
           <a href="/projects">Browse public projects without signing in</a>

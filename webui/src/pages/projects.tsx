@@ -4,7 +4,7 @@ import { useState } from "preact/hooks";
 import { ApiError, get, list, send } from "../api";
 import { formatBytes, formatTime, roleName } from "../format";
 import { listUrl } from "../query";
-import { navigate } from "../router";
+import { loc, navigate, setSearch } from "../router";
 import { me } from "../session";
 import { Dialog } from "../ui/dialog";
 import { FormButtons, FormError, useLoad } from "../ui/states";
@@ -30,6 +30,15 @@ export function ProjectsPage() {
   const sys = useLoad("systeminfo", () => get<SystemInfo>("/systeminfo"));
   const canCreate = !!u && (u.sysadmin_flag || sys.data?.project_creation_restriction === "everyone");
   const [open, setOpen] = useState(false);
+  // the access filter is part of the URL like the rest of the list state
+  const access = new URLSearchParams(loc.value.search).get("public") ?? "";
+  const setAccess = (v: string) => {
+    const n = new URLSearchParams(loc.value.search);
+    if (v) n.set("public", v);
+    else n.delete("public");
+    n.delete("page");
+    setSearch(n.toString() ? "?" + n.toString() : "");
+  };
   return (
     <>
       <div class="page-head">
@@ -46,7 +55,17 @@ export function ProjectsPage() {
         searchLabel="Search projects"
         defaultSort="name"
         rowKey={(p) => p.project_id}
-        fetch={(s) => list<Project>(listUrl("/projects", { page: s.page, pageSize: s.pageSize, sort: s.sort, q: s.q ? { name: "~" + s.q } : undefined }))}
+        fetch={(s) => list<Project>(listUrl("/projects", { page: s.page, pageSize: s.pageSize, sort: s.sort, q: { name: s.q ? "~" + s.q : "", public: access } }))}
+        toolbar={
+          <label>
+            Access{" "}
+            <select value={access} onChange={(e) => setAccess((e.target as HTMLSelectElement).value)}>
+              <option value="">all</option>
+              <option value="true">public</option>
+              <option value="false">private</option>
+            </select>
+          </label>
+        }
         empty={canCreate ? "No projects yet. Create the first one." : "No projects you can see."}
         columns={[
           { label: "Name", sort: "name", render: (p) => <a href={`/projects/${encodeURIComponent(p.name)}`}>{p.name}</a> },

@@ -34,7 +34,8 @@ export function PagedTable<T>(props: {
 }) {
   const dflt = { sort: props.defaultSort ?? "", pageSize: 10 };
   const s = readListState(loc.value.search, dflt);
-  const key = `${loc.value.path}|${writeListState(s, dflt)}|${props.reloadKey ?? 0}`;
+  // the whole query string: pages may keep their own filters next to the list state (?public=, ?op=)
+  const key = `${loc.value.path}|${loc.value.search}|${props.reloadKey ?? 0}`;
   const l = useLoad(key, () => props.fetch(s));
   const [q, setQ] = useState(s.q);
   useEffect(() => setQ(s.q), [s.q]);
