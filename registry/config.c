@@ -32,6 +32,7 @@ static const struct {
     {"log.access", "BERTH_ACCESS_LOG", T_STR, FIELD(access_log)},
     {"edge.nginx", "BERTH_NGINX", T_STR, FIELD(nginx)},
     {"edge.workers", NULL, T_INT, FIELD(edge_workers)},
+    {"edge.allow_root", "BERTH_EDGE_ALLOW_ROOT", T_BOOL, FIELD(edge_allow_root)},
     {"ui.dir", "BERTH_UI_DIR", T_STR, FIELD(ui_dir)},
     {"server.loops", NULL, T_INT, FIELD(loops)},
     {"server.workers", NULL, T_INT, FIELD(workers)},
@@ -305,7 +306,9 @@ int berth_config_load(berth_config_t *cfg, const char *path, char *errbuf, size_
         cfg->repl_key_file = malloc(n);
         snprintf(cfg->repl_key_file, n, "%s/replication.key", cfg->keys_dir);
     }
-    if (cfg->external_url == NULL) {
+    cfg->external_url_set = cfg->external_url != NULL && cfg->external_url[0] != '\0';
+    if (!cfg->external_url_set) {
+        free(cfg->external_url);
         size_t n = strlen(cfg->http_addr) + 8;
         cfg->external_url = malloc(n);
         snprintf(cfg->external_url, n, "http://%s", cfg->http_addr);

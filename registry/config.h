@@ -9,7 +9,8 @@ typedef struct st_berth_config_t {
     char *tls_addr;       /* http.tls_addr        BERTH_TLS_ADDR */
     char *tls_cert;       /* http.tls_cert */
     char *tls_key;        /* http.tls_key */
-    char *external_url;   /* external_url         BERTH_EXTERNAL_URL */
+    char *external_url;   /* external_url         BERTH_EXTERNAL_URL (default http://<http.addr>) */
+    int external_url_set; /* it was configured: token realms use it (else the scheme and Host the client used) */
     char *database_url;   /* database.url         BERTH_DATABASE_URL */
     int database_pool;    /* database.pool */
     int database_deadline_ms; /* database.deadline_ms BERTH_DATABASE_DEADLINE_MS: per round trip (5000) */
@@ -25,6 +26,7 @@ typedef struct st_berth_config_t {
     int auth_workers;     /* server.auth_workers: password hashing and LDAP, apart from everything else (6) */
     int auth_queue;       /* server.auth_queue: requests waiting for them; more are shed with 503 (64) */
     int edge_workers;     /* edge.workers */
+    int edge_allow_root;  /* edge.allow_root     BERTH_EDGE_ALLOW_ROOT: berthd (and so nginx) may run as root (false) */
     char *ui_dir;         /* ui.dir               BERTH_UI_DIR: built web UI (webui/build.sh) served at "/"; unset: none */
     int upload_connections; /* uploads.max_connections: threads of the upload listener */
     int upload_per_principal; /* uploads.max_per_principal: bodies one user or robot may stream at once */

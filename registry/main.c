@@ -12,6 +12,7 @@
 #include "auth/ldap.h"
 #include "replication/replication.h"
 #include "auth/password.h"
+#include "auth/realm.h"
 #include "auth/service.h"
 #include <openssl/crypto.h>
 #include "registry/api/api.h"
@@ -19,6 +20,7 @@
 #include "registry/core/log.h"
 #include "registry/http/access_log.h"
 #include "registry/http/edge.h"
+#include "registry/http/listen_check.h"
 #include "registry/http/edge_ui.h"
 #include "registry/http/limits.h"
 #include "registry/http/server.h"
@@ -155,6 +157,14 @@ int main(int argc, char **argv)
         rc = 2;
         goto Out;
     }
+    /* the edge faces the internet: its nginx workers must not run as root (deploy/run.sh runs berthd as `berth`) */
+    if (!check_only && geteuid() == 0 && !cfg.edge_allow_root) {
+        fprintf(stderr, "berthd: refusing to run as root: the edge's nginx workers would serve the internet as root. Run "
+                        "berthd as an unprivileged user (deploy/run.sh creates and uses `berth`), or set edge.allow_root: "
+                        "true (BERTH_EDGE_ALLOW_ROOT=true)\n");
+        rc = 2;
+        goto Out;
+    }
     if (berth_log_set_level(cfg.log_level) != 0) {
         fprintf(stderr, "berthd: bad configuration: log.level must be error, warn, info or debug\n");
         rc = 2;
@@ -209,6 +219,11 @@ int main(int argc, char **argv)
         rc = 0;
         goto Out;
     }
+    if (berth_listen_check(cfg.http_addr, "http.addr", "BERTH_HTTP_ADDR", errbuf, sizeof(errbuf)) != 0 ||
+        (cfg.tls_addr != NULL && berth_listen_check(cfg.tls_addr, "http.tls_addr", "BERTH_TLS_ADDR", errbuf, sizeof(errbuf)) != 0)) {
+        fprintf(stderr, "berthd: %s\n", errbuf);
+        goto Out;
+    }
     rc = serve(&cfg, db, store, keys, ldap, &auth, &sigs);
 Out:
     /* everything that was opened, in reverse order (the sanitizer build checks for leaks at exit) */
@@ -236,6 +251,7 @@ static int serve(berth_config_t *cfgp, berth_db_t *db, berth_store_t *store, ber
                                  .session_ttl = cfg.session_ttl, .external_url = cfg.external_url, .version = BERTH_VERSION};
     berth_api_configure(&api_conf);
     berth_db_projects_auto_create(cfg.projects_auto_create);
+    berth_realm_configure(cfg.external_url_set);
     berth_audit_start(db);
     berth_db_listener_t *listener = berth_db_listen_start(cfg.database_url, berth_cache_invalidate, berth_cache_set_enabled);
     berth_registry_t reg = {.db = db, .auth = &auth, .store = store, .blob_redirect_prefix = BLOB_PREFIX,

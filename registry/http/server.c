@@ -16,6 +16,7 @@
 #include <openssl/crypto.h>
 
 #include "auth/gate.h"
+#include "auth/realm.h"
 #include "auth/offload.h"
 #include "auth/service.h"
 #include "registry/api/api.h"
@@ -110,6 +111,11 @@ static const char *reason(int status)
 
 static void send_resp(h2o_req_t *req, berth_resp_t *resp, berth_route_kind_t route, const struct timespec *t0)
 {
+    if (resp->status == 401) { /* the edge says how the client came: X-Forwarded-Proto, and its Host */
+        ssize_t pi = h2o_find_header_by_str(&req->headers, H2O_STRLIT("x-forwarded-proto"), -1);
+        berth_realm_for_client(resp, pi >= 0 ? req->headers.entries[pi].value.base : NULL, pi >= 0 ? req->headers.entries[pi].value.len : 0,
+                               req->authority.base, req->authority.len);
+    }
     req->res.status = resp->status;
     req->res.reason = reason(resp->status);
     for (size_t i = 0; i < resp->nhdrs; i++) {

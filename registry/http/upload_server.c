@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "auth/realm.h"
 #include "registry/core/log.h"
 #include "registry/http/access_log.h"
 #include "registry/http/limits.h"
@@ -32,6 +33,11 @@ typedef struct {
 static enum MHD_Result send_resp(struct MHD_Connection *conn, conn_state_t *st, const char *method, const char *url,
                                  berth_resp_t *resp)
 {
+    if (resp->status == 401) {
+        const char *proto = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Forwarded-Proto");
+        const char *host = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
+        berth_realm_for_client(resp, proto, proto != NULL ? strlen(proto) : 0, host, host != NULL ? strlen(host) : 0);
+    }
     struct MHD_Response *r = MHD_create_response_from_buffer(resp->len, resp->body != NULL ? resp->body : "", MHD_RESPMEM_MUST_COPY);
     for (size_t i = 0; i < resp->nhdrs; i++)
         MHD_add_response_header(r, resp->hdrs[i].name, resp->hdrs[i].value);

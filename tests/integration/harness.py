@@ -25,6 +25,10 @@ BERTH_PG = os.path.join(ROOT, "deploy", "berth-pg")
 PG_DIR = os.environ.get("BERTH_TEST_PG_DIR", "/tmp/berth-test-pg")
 PG_PORT = os.environ.get("BERTH_TEST_PG_PORT", "55433")
 
+# CI runs the tests as root, and berthd refuses to run its internet-facing edge as root unless told (every
+# berthd a test starts inherits this; test_firstrun.py checks the refusal without it)
+os.environ.setdefault("BERTH_EDGE_ALLOW_ROOT", "true")
+
 ADMIN_PASSWORD = "Harbor12345"
 ADMIN_AUTH = "Basic " + __import__("base64").b64encode(("admin:" + ADMIN_PASSWORD).encode()).decode()
 ADMIN_CREDS = "admin:" + ADMIN_PASSWORD
