@@ -91,6 +91,7 @@ class WebUI(BerthTestCase):
             self.assertEqual(self.api("POST", "/users", {"username": u, "password": USER_PW, "email": u + "@example.org"})[0], 201)
         self.assertEqual(self.api("POST", "/projects/secret/members", {"role_id": 5, "member_user": {"username": "limited1"}})[0], 201)
         self.b.push_image("open/tools/hello", "1.0")
+        self.b.push_image("open/tools/big", "1.0", size=512 * 1024)  # replicated at 64 KiB/s: the execution page polls it
         self.b.push_image("secret/app", "latest")
         for i in range(3):
             self.b.push_image("secret/many/r%02d" % i, "v1", size=64)

@@ -53,13 +53,17 @@ test("replication: a policy with filters and a destination namespace, run now, w
   await d.getByLabel("Registry", { exact: true }).selectOption({ label: `site-b (http://${F.site_b})` });
   await d.getByLabel(/^Repository filter/).fill("open/tools/**");
   await d.getByLabel(/^Destination namespace/).fill("mirror");
-  await d.getByLabel(/^Bandwidth limit/).fill("100000");
+  await d.getByLabel(/^Bandwidth limit/).fill("64");
   await checkPage(page, "admin-policy-form");
   await d.getByRole("button", { name: "Create", exact: true }).click();
   await page.getByRole("cell", { name: "to-b" }).waitFor();
   await page.getByRole("button", { name: "Run now" }).click();
   await page.getByRole("link", { name: /^#\d+$/ }).first().click();
   await page.getByRole("heading", { name: /^Execution #\d+/ }).waitFor();
+  // 512 KiB at 64 KiB/s: the page shows the execution running, then polls it to the end
+  await page.locator("h2 .badge", { hasText: "InProgress" }).waitFor();
+  await page.getByText("running (refreshing)").waitFor();
+  await checkPage(page, "admin-execution-running", { settle: false });
   await page.locator("h2 .badge", { hasText: "Succeed" }).waitFor({ timeout: 60000 });
   await page.getByRole("table", { name: "Tasks" }).getByText(/mirror\/tools\/hello/).first().waitFor();
   await checkPage(page, "admin-execution");
