@@ -55,7 +55,8 @@ export BERTH_STORAGE_ROOT="${BERTH_STORAGE_ROOT:-$VAR/storage}"
 export BERTH_HTTP_ADDR="${BERTH_HTTP_ADDR:-127.0.0.1:5000}"
 export BERTH_TLS_ADDR="${BERTH_TLS_ADDR:-127.0.0.1:5443}" BERTH_TLS_CERT="$VAR/tls/cert.pem" BERTH_TLS_KEY="$VAR/tls/key.pem"
 export BERTH_ADMIN_PASSWORD="$(cat "$VAR/admin-password")"
-export BERTH_UI_DIR="${BERTH_UI_DIR-$ROOT/webui/dist}"
+# the web UI when it has been built (webui/build.sh); BERTH_UI_DIR="" serves none
+[ -n "${BERTH_UI_DIR+set}" ] || [ ! -f "$ROOT/webui/dist/index.html" ] || export BERTH_UI_DIR="$ROOT/webui/dist"
 mkdir -p "$BERTH_STORAGE_ROOT"
 
 run_as=()
@@ -68,7 +69,7 @@ if [ "$(id -u)" = 0 ]; then
   [ "$(stat -c %U "$BERTH_STORAGE_ROOT")" = berth ] || chown -R berth:berth "$BERTH_STORAGE_ROOT"
   chown berth:berth "$BERTH_TLS_KEY"
   run_as=(setpriv --reuid=berth --regid=berth --init-groups --)
-  for need in "$BERTHD:-x" "$BERTH_STORAGE_ROOT:-w" "$BERTH_TLS_KEY:-r"; do
+  for need in "$BERTHD:-x" "$BERTH_STORAGE_ROOT:-w" "$BERTH_TLS_KEY:-r" ${BERTH_UI_DIR:+"$BERTH_UI_DIR/index.html:-r"}; do
     if ! "${run_as[@]}" test "${need##*:}" "${need%:*}"; then
       echo "berth: user berth cannot use ${need%:*} (a parent directory is closed to it): set BERTH_VAR to a" \
         "directory it can reach (e.g. /var/lib/berth), or install Berth outside $ROOT" >&2
