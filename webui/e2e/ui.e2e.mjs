@@ -33,6 +33,16 @@ test("anonymous visitors see public projects read-only", async () => {
   assert.equal(await page.getByRole("link", { name: F.private_project }).count(), 0);
   assert.equal(await page.getByRole("button", { name: "New project" }).count(), 0);
   await checkPage(page, "projects-anonymous");
+  // a public repository and artifact: readable, with no controls that change anything
+  await page.goto(BASE + `/projects/${F.public_project}/repositories/hpc%2Fapp`);
+  await settled(page);
+  await page.getByText("linux/amd64/v4").waitFor();
+  assert.equal(await page.getByRole("button", { name: /Delete/ }).count(), 0);
+  await page.goto(BASE + `/projects/${F.public_project}/repositories/hpc%2Fapp/artifacts/${F.isa_index}`);
+  await page.getByRole("heading", { name: "CPU-ISA variants" }).waitFor();
+  await settled(page);
+  assert.equal(await page.getByRole("button", { name: /Add tag|Remove tag/ }).count(), 0);
+  await checkPage(page, "artifact-anonymous");
 });
 
 test("sign in: a wrong password says so; the right one returns to the page the user came from", async () => {
