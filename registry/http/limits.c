@@ -41,12 +41,15 @@ void berth_limits_init(berth_limits_t *out, int edge_workers)
     out->nofile_hard = rl.rlim_max == RLIM_INFINITY ? -1 : (long)rl.rlim_max;
     backlog = read_somaxconn();
     out->backlog = backlog;
-    /* Twice as many connection slots as descriptors, so descriptors always run out first: that is EMFILE on
-     * accept (nginx pauses accepting and clients wait in the backlog) or on an upstream connect (a 503 with
+    /* More connection slots than descriptors, so descriptors always run out first: that is EMFILE on accept
+     * (nginx pauses accepting and clients wait in the backlog) or on an upstream connect (a 503 with
      * Retry-After). Slots running low is worse: below 1/16 free, nginx closes idle keep-alive clients to reuse
      * their slots ("worker_connections are not enough, reusing connections"), and a client whose request is
-     * on its way sees a reset. nginx warns at start that the slots exceed the descriptor limit; that is meant. */
-    long wc = out->nofile * 2;
+     * on its way sees a reset. An eighth more slots than descriptors keeps 1/9 of them free when descriptors
+     * are gone; more would only cost memory, as nginx touches every slot of every worker at start (~450 bytes:
+     * twice the descriptors, 40,000 slots, held 17 MiB per worker). nginx warns at start that the slots exceed
+     * the descriptor limit; that is meant. */
+    long wc = out->nofile + out->nofile / 8;
     if (wc > WORKER_CONNECTIONS_MAX)
         wc = WORKER_CONNECTIONS_MAX;
     out->worker_connections = (int)(wc < 1024 ? 1024 : wc);
