@@ -92,7 +92,13 @@ class FrozenDatabase(unittest.TestCase):
         # shorter than the freeze here: a token decided before the freeze must keep being served during it
         cls.b = Berthd(dbname="berth", env={"BERTH_DATABASE_URL": cls.pg.conninfo,
                                             "BERTH_DATABASE_DEADLINE_MS": str(cls.DEADLINE_MS),
-                                            "BERTH_AUTH_DECISION_TTL": "2"}).start().project("frozen")
+                                            "BERTH_AUTH_DECISION_TTL": "2"})
+        try:  # tearDownClass does not run when this fails: leave no berthd or cluster behind
+            cls.b.start().project("frozen")
+        except BaseException:
+            cls.b.cleanup()
+            cls.pg.cleanup()
+            raise
 
     @classmethod
     def tearDownClass(cls):
@@ -280,8 +286,8 @@ class FullDisk(unittest.TestCase):
 
     def start(self, min_free):
         env = {} if min_free is None else {"BERTH_STORAGE_MIN_FREE": min_free}
-        self.b = Berthd(storage=self.fs.path, env=env).start().project("full").project("res")
-        return self.b
+        self.b = Berthd(storage=self.fs.path, env=env)  # assigned first, so tearDown stops it whatever fails next
+        return self.b.start().project("full").project("res")
 
     def assert_full(self, st, h, body):
         self.assertEqual(st, 507, body)
