@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "registry/core/log.h"
-#include "registry/core/ref.h"
+#include "core/log.h"
+#include "core/ref.h"
 #include "sql/users.h"
 
 #define QUEUE_MAX 4096 /* ~6 MiB; the writer drains 256 per round trip */

@@ -11,8 +11,8 @@
 #include "auth/header.h"
 #include "auth/offload.h"
 #include "auth/token.h"
-#include "registry/core/log.h"
-#include "registry/core/ref.h"
+#include "core/log.h"
+#include "core/ref.h"
 
 /*
  * Positive decisions only, keyed by sha256(surface, Authorization value, scope): a refusal is never remembered,

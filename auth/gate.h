@@ -12,7 +12,7 @@
 
 #include "auth/scope.h"
 #include "auth/service.h"
-#include "registry/core/resp.h"
+#include "core/resp.h"
 
 #define BERTH_GATE_WHO_MAX 256
 

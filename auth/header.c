@@ -5,7 +5,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "registry/core/utf8.h"
+#include "core/utf8.h"
 
 static int b64_decode(const char *in, size_t len, unsigned char *out, size_t outsz, size_t *out_len)
 {

@@ -15,7 +15,7 @@
 
 #include "auth/header.h"
 #include "auth/offload.h"
-#include "registry/core/log.h"
+#include "core/log.h"
 
 #define POOL_MAX 8
 #define GROUPS_MAX 4096

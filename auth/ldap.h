@@ -9,7 +9,7 @@
 
 #include <stddef.h>
 
-#include "registry/core/err.h"
+#include "core/err.h"
 
 typedef struct st_berth_ldap_conf_t {
     const char *url;             /* one or more space-separated ldap:// or ldaps:// URLs */

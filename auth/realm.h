@@ -9,7 +9,7 @@
 
 #include <stddef.h>
 
-#include "registry/core/resp.h"
+#include "core/resp.h"
 
 /** Whether external_url was configured (1) or is berthd's default http://<http.addr> (0). Call once at start. */
 void berth_realm_configure(int external_url_set);

@@ -4,8 +4,8 @@
 
 #include <stddef.h>
 
-#include "registry/core/err.h"
-#include "registry/core/ref.h"
+#include "core/err.h"
+#include "core/ref.h"
 
 enum {
     BERTH_ACTION_PULL = 1,

@@ -18,8 +18,8 @@
 #include "auth/authz.h"
 #include "auth/backoff.h"
 #include "auth/offload.h"
-#include "registry/core/log.h"
-#include "registry/core/query.h"
+#include "core/log.h"
+#include "core/query.h"
 #include "sql/users.h"
 
 #define MAX_SCOPES 16

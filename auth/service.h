@@ -5,7 +5,7 @@
 #include <stddef.h>
 
 #include "auth/token.h"
-#include "registry/core/resp.h"
+#include "core/resp.h"
 #include "sql/db.h"
 #include "sql/users.h"
 

@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #include "auth/scope.h"
-#include "registry/core/err.h"
+#include "core/err.h"
 
 #define BERTH_TOKEN_LEEWAY 60 /* seconds of clock skew tolerated on exp and nbf */
 

@@ -17,7 +17,7 @@
 #include <openssl/crypto.h>
 #include "registry/api/api.h"
 #include "registry/config.h"
-#include "registry/core/log.h"
+#include "core/log.h"
 #include "registry/http/access_log.h"
 #include "registry/http/edge.h"
 #include "registry/http/listen_check.h"

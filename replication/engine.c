@@ -16,9 +16,9 @@
 #include <zstd.h>
 
 #include "auth/authz.h"
-#include "registry/core/digest.h"
-#include "registry/core/log.h"
-#include "registry/core/ref.h"
+#include "core/digest.h"
+#include "core/log.h"
+#include "core/ref.h"
 #include "replication/client.h"
 #include "sql/api.h"
 

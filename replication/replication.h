@@ -10,7 +10,7 @@
 
 #include <stddef.h>
 
-#include "registry/core/err.h"
+#include "core/err.h"
 #include "sql/db.h"
 
 typedef struct st_berth_repl_conf_t {

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "registry/core/log.h"
+#include "core/log.h"
 
 #define CANCEL_MAX 64   /* timed-out queries whose cancel waits for the server to answer again */
 #define PROBE_EVERY_MS 250

@@ -4,7 +4,7 @@
 
 #include <stddef.h>
 
-#include "registry/core/err.h"
+#include "core/err.h"
 
 typedef struct st_berth_db_t berth_db_t;
 typedef struct st_berth_dbconn_t berth_dbconn_t;

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "registry/core/log.h"
+#include "core/log.h"
 
 struct st_berth_db_listener_t {
     char *conninfo;

@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "registry/core/digest.h"
-#include "registry/core/log.h"
+#include "core/digest.h"
+#include "core/log.h"
 #include "sql/db_internal.h"
 #include "sql/migrations.h"
 

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "registry/core/ref.h"
+#include "core/ref.h"
 #include "sql/db_internal.h"
 
 enum {

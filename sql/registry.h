@@ -5,8 +5,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "registry/core/digest.h"
-#include "registry/core/manifest.h"
+#include "core/digest.h"
+#include "core/manifest.h"
 #include "sql/db.h"
 
 typedef struct st_berth_db_manifest_t {

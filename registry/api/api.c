@@ -10,8 +10,8 @@
 #include "auth/gate.h"
 #include "auth/header.h"
 #include "auth/offload.h"
-#include "registry/core/log.h"
-#include "registry/core/query.h"
+#include "core/log.h"
+#include "core/query.h"
 
 static const berth_api_conf_t default_conf = {.project_creation_admin_only = 1, .session_ttl = 1800, .external_url = "", .version = ""};
 const berth_api_conf_t *berth_api_conf = &default_conf;

@@ -7,7 +7,7 @@
 
 #include <stddef.h>
 
-#include "registry/core/resp.h"
+#include "core/resp.h"
 #include "registry/service/registry.h"
 
 typedef struct st_berth_api_req_t {

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "registry/api/internal.h"
-#include "registry/core/manifest.h"
+#include "core/manifest.h"
 #include "registry/service/cache.h"
 #include "registry/service/isa.h"
 #include "sql/registry.h"

@@ -6,7 +6,7 @@
 
 #include "auth/ldap.h"
 #include "auth/service.h"
-#include "registry/core/query.h"
+#include "core/query.h"
 #include "registry/api/internal.h"
 #include "sql/users.h"
 

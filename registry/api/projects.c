@@ -4,8 +4,8 @@
 #include <string.h>
 
 #include "registry/api/internal.h"
-#include "registry/core/digest.h"
-#include "registry/core/log.h"
+#include "core/digest.h"
+#include "core/log.h"
 #include "registry/service/cache.h"
 #include "sql/registry.h"
 

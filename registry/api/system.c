@@ -9,8 +9,8 @@
 #include "auth/header.h"
 #include "auth/service.h"
 #include "registry/api/internal.h"
-#include "registry/core/log.h"
-#include "registry/core/query.h"
+#include "core/log.h"
+#include "core/query.h"
 
 extern const char berth_openapi_yaml[]; /* generated from registry/api/openapi.yaml */
 

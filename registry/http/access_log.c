@@ -8,8 +8,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "registry/core/log.h"
-#include "registry/core/utf8.h"
+#include "core/log.h"
+#include "core/utf8.h"
 
 static int log_fd = -1;
 

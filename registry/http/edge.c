@@ -11,7 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "registry/core/log.h"
+#include "core/log.h"
 #include "registry/http/edge_ui.h"
 
 #define OCI_413 "{\"errors\":[{\"code\":\"SIZE_INVALID\",\"message\":\"request body too large\",\"detail\":{}}]}"

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <sys/resource.h>
 
-#include "registry/core/log.h"
+#include "core/log.h"
 
 /* nginx touches every connection slot of every worker at start (~450 bytes each): past this the preallocation
  * costs more memory than the connections it could hold are likely to be used */

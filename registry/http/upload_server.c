@@ -10,7 +10,7 @@
 #include <time.h>
 
 #include "auth/realm.h"
-#include "registry/core/log.h"
+#include "core/log.h"
 #include "registry/http/access_log.h"
 #include "registry/http/limits.h"
 #include "registry/http/metrics.h"

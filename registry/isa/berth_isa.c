@@ -11,7 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "registry/core/ref.h"
+#include "core/ref.h"
 #include "registry/isa/detect.h"
 #include "replication/client.h"
 #include "registry/isa/index.h"

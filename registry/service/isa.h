@@ -8,7 +8,7 @@
 
 #include <jansson.h>
 
-#include "registry/core/resp.h"
+#include "core/resp.h"
 #include "registry/isa/index.h"
 #include "registry/service/registry.h"
 

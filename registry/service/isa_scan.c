@@ -10,9 +10,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "registry/core/digest.h"
-#include "registry/core/log.h"
-#include "registry/core/manifest.h"
+#include "core/digest.h"
+#include "core/log.h"
+#include "core/manifest.h"
 #include "registry/isa/scan.h"
 #include "registry/service/cache.h"
 #include "sql/registry.h"

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "registry/core/log.h"
+#include "core/log.h"
 #include "registry/service/upload.h"
 #include "sql/registry.h"
 

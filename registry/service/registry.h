@@ -4,8 +4,8 @@
 
 #include <stddef.h>
 
-#include "registry/core/ref.h"
-#include "registry/core/resp.h"
+#include "core/ref.h"
+#include "core/resp.h"
 #include "registry/storage/store.h"
 #include "sql/db.h"
 

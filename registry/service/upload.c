@@ -10,10 +10,10 @@
 #include <unistd.h>
 
 #include "auth/gate.h"
-#include "registry/core/digest.h"
-#include "registry/core/log.h"
-#include "registry/core/query.h"
-#include "registry/core/range.h"
+#include "core/digest.h"
+#include "core/log.h"
+#include "core/query.h"
+#include "core/range.h"
 #include "registry/service/upload_limits.h"
 #include "sql/registry.h"
 

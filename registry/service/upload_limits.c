@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "registry/core/err.h"
+#include "core/err.h"
 
 /*
  * One counter per key ("p:<principal>", "a:<address>") with streams in flight. A key lives only while its count

@@ -6,10 +6,10 @@
 #include <string.h>
 
 #include "auth/audit.h"
-#include "registry/core/digest.h"
-#include "registry/core/log.h"
-#include "registry/core/manifest.h"
-#include "registry/core/query.h"
+#include "core/digest.h"
+#include "core/log.h"
+#include "core/manifest.h"
+#include "core/query.h"
 #include "registry/service/cache.h"
 #include "registry/service/isa.h"
 #include "registry/service/isa_scan.h"

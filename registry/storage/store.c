@@ -13,7 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "registry/core/log.h"
+#include "core/log.h"
 
 /* roots are capped well below PATH_MAX so every path built from one fits */
 #define ROOT_MAX 3000

@@ -14,8 +14,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "registry/core/digest.h"
-#include "registry/core/err.h"
+#include "core/digest.h"
+#include "core/err.h"
 
 typedef struct st_berth_store_t berth_store_t;
 

@@ -3,7 +3,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "registry/core/query.h"
+#include "core/query.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -2,7 +2,7 @@
 #include <assert.h>
 #include <stdint.h>
 
-#include "registry/core/range.h"
+#include "core/range.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -3,8 +3,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "registry/core/digest.h"
-#include "registry/core/ref.h"
+#include "core/digest.h"
+#include "core/ref.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

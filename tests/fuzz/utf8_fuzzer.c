@@ -4,8 +4,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "registry/core/query.h"
-#include "registry/core/utf8.h"
+#include "core/query.h"
+#include "core/utf8.h"
 
 /* Decode each sequence arithmetically and reject overlongs, surrogates and values past U+10FFFF afterwards:
  * a different route to the same answer than utf8.c's byte-range table. */

@@ -1,16 +1,16 @@
-/* Unit tests for registry/core: the grammar, digests, ranges, queries, manifests and error bodies. */
+/* Unit tests for core: the grammar, digests, ranges, queries, manifests and error bodies. */
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "registry/core/digest.h"
-#include "registry/core/err.h"
-#include "registry/core/resp.h"
-#include "registry/core/manifest.h"
-#include "registry/core/query.h"
-#include "registry/core/range.h"
-#include "registry/core/ref.h"
-#include "registry/core/utf8.h"
+#include "core/digest.h"
+#include "core/err.h"
+#include "core/resp.h"
+#include "core/manifest.h"
+#include "core/query.h"
+#include "core/range.h"
+#include "core/ref.h"
+#include "core/utf8.h"
 #include "tests/unit/tap.h"
 
 #define S(x) x, strlen(x)

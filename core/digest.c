@@ -1,4 +1,4 @@
-#include "registry/core/digest.h"
+#include "core/digest.h"
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>

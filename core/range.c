@@ -1,4 +1,4 @@
-#include "registry/core/range.h"
+#include "core/range.h"
 
 #include <string.h>
 

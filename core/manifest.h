@@ -5,8 +5,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "registry/core/digest.h"
-#include "registry/core/err.h"
+#include "core/digest.h"
+#include "core/err.h"
 
 #define BERTH_MANIFEST_MAX (4u << 20) /* distribution-spec: registries SHOULD accept at least 4 MiB */
 

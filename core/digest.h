@@ -5,7 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "registry/core/err.h"
+#include "core/err.h"
 
 typedef enum { BERTH_DIGEST_SHA256 = 0, BERTH_DIGEST_SHA512 = 1 } berth_digest_alg_t;
 

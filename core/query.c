@@ -1,9 +1,9 @@
-#include "registry/core/query.h"
+#include "core/query.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "registry/core/utf8.h"
+#include "core/utf8.h"
 
 static int hexval(char c)
 {

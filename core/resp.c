@@ -1,11 +1,11 @@
-#include "registry/core/resp.h"
+#include "core/resp.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "registry/core/log.h"
+#include "core/log.h"
 
 void berth_resp_init(berth_resp_t *r)
 {

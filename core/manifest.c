@@ -1,4 +1,4 @@
-#include "registry/core/manifest.h"
+#include "core/manifest.h"
 
 #include <jansson.h>
 #include <stdio.h>

@@ -1,6 +1,6 @@
-#include "registry/core/err.h"
+#include "core/err.h"
 
-#include "registry/core/utf8.h"
+#include "core/utf8.h"
 
 #include <jansson.h>
 #include <stdarg.h>

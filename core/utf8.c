@@ -1,4 +1,4 @@
-#include "registry/core/utf8.h"
+#include "core/utf8.h"
 
 #include <string.h>
 

@@ -4,7 +4,7 @@
 
 #include <stddef.h>
 
-#include "registry/core/err.h"
+#include "core/err.h"
 
 #define BERTH_NAME_MAX 255
 #define BERTH_TAG_MAX 128

@@ -1,6 +1,6 @@
-#include "registry/core/ref.h"
+#include "core/ref.h"
 
-#include "registry/core/digest.h"
+#include "core/digest.h"
 
 #include <string.h>
 

@@ -4,7 +4,7 @@
 
 #include <stddef.h>
 
-#include "registry/core/err.h"
+#include "core/err.h"
 
 #define BERTH_RESP_MAX_HEADERS 12
 
