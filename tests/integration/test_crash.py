@@ -17,6 +17,7 @@ class CrashDuringPush(unittest.TestCase):
         acked_blobs, acked_manifests = [], []
         stop = threading.Event()
         lock = threading.Lock()
+        errors = []  # why pushes failed before the kill: a load that never succeeds must say so
 
         def pusher(n):
             rnd = random.Random(n)
@@ -37,19 +38,29 @@ class CrashDuringPush(unittest.TestCase):
                     if st == 201:
                         with lock:
                             acked_manifests.append((repo, "t%d-%d" % (n, i), sha256(raw)))
-                except Exception:  # noqa: BLE001 - connections die with the server; only acks matter
+                except Exception as e:  # noqa: BLE001 - connections die with the server; only acks matter
                     if stop.is_set():
                         return
+                    with lock:
+                        errors.append(repr(e)[:200])
                     time.sleep(0.01)
                 i += 1
 
         threads = [threading.Thread(target=pusher, args=(n,)) for n in range(8)]
         [t.start() for t in threads]
-        time.sleep(3)
+        # kill once the load has clearly started (enough acknowledged writes to mean something, and at least
+        # a second of it), not after a fixed time: a slow sanitizer build on a busy machine needs longer
+        start, deadline = time.monotonic(), time.monotonic() + 120
+        while time.monotonic() < deadline:
+            with lock:
+                enough = len(acked_blobs) > 40 and len(acked_manifests) > 10
+            if enough and time.monotonic() - start > 1:
+                break
+            time.sleep(0.05)
         b.stop(signal.SIGKILL)
         stop.set()
         [t.join(30) for t in threads]
-        self.assertGreater(len(acked_blobs), 20, "the load was too light to mean anything")
+        self.assertGreater(len(acked_blobs), 20, "the load was too light to mean anything; errors: %s" % errors[:5])
         self.assertGreater(len(acked_manifests), 5)
 
         b.start()  # same database and storage
