@@ -23,12 +23,14 @@ for cc in gcc clang; do
     cmake --build "build-check-$cc-$type" -j"$jobs"
   done
 done
+# CTest runs through tests/ctest-strict: a suite that skipped (exit 77: slapd, skopeo, chromium, netns… missing)
+# shows as Skipped locally, but here it fails the run, because a skip in CI means an area went untested.
 status=0
 echo "== libFuzzer runs (clang, ASan+UBSan)"
-(cd build-fuzz && ctest --output-on-failure -j2 -R '^fuzz_run_') || status=1
+(cd build-fuzz && "$root"/tests/ctest-strict --output-on-failure -j2 -R '^fuzz_run_') || status=1
 echo "== release build"
-(cd build && ctest --output-on-failure -j2 "$@") || status=1
+(cd build && "$root"/tests/ctest-strict --output-on-failure -j2 "$@") || status=1
 echo "== ASan+UBSan build"
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 LSAN_OPTIONS=suppressions=$root/tests/lsan.supp:print_suppressions=0 \
-  UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j2 "$@") || status=1
+  UBSAN_OPTIONS=print_stacktrace=1 "$root"/tests/ctest-strict --output-on-failure -j2 "$@") || status=1
 exit $status

@@ -16,13 +16,13 @@ import tempfile
 import time
 import unittest
 
-from harness import ADMIN_AUTH, ADMIN_PASSWORD, BERTHD, OCI_INDEX, OCI_MANIFEST, BerthTestCase, Berthd, error_code, free_port, main, \
+from harness import ADMIN_AUTH, ADMIN_PASSWORD, BERTHD, OCI_INDEX, OCI_MANIFEST, BerthTestCase, Berthd, NOT_APPLICABLE, error_code, free_port, main, \
     write_oci_layout
 
 QEMU = shutil.which("qemu-x86_64")
 # ASan binaries cannot run under qemu-user (shadow memory); the release build runs those checks
 SANITIZED = os.environ.get("BERTH_SANITIZED") == "1"
-NOT_UNDER_QEMU = "berth-isa is built with ASan here: it cannot run under qemu-user (the release build runs this)"
+NOT_UNDER_QEMU = NOT_APPLICABLE + "berth-isa is built with ASan here: it cannot run under qemu-user (the release build runs this)"
 BERTH_ISA = os.path.join(os.path.dirname(BERTHD), "berth-isa")
 LEVELS = [("x86-64", None, "-march=x86-64"), ("x86-64-v3", "v3", "-march=x86-64-v3"), ("x86-64-v4", "v4", "-march=x86-64-v4")]
 # a simulated node per level: (qemu cpu model or None for native, its level)

@@ -2,7 +2,7 @@
 
 This file sets up what the pages need through the API and the registry protocol, then runs the browser steps in
 webui/e2e/ (node:test). Screenshots of every page at 360 and 1440 px land in $WEBUI_ARTIFACTS. A missing browser
-or an unbuilt UI fails: nothing here skips."""
+or an unbuilt UI makes the suite SKIPPED (exit 77), which tests/run.sh counts as a failure."""
 import json
 import os
 import shutil
@@ -13,7 +13,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import ADMIN_AUTH, ADMIN_PASSWORD, PG_DIR, PG_PORT, ROOT, Berthd, BerthTestCase, write_oci_layout  # noqa: E402
+from harness import ADMIN_AUTH, ADMIN_PASSWORD, PG_DIR, PG_PORT, ROOT, Berthd, BerthTestCase, main, write_oci_layout  # noqa: E402
 
 UI_DIR = os.environ.get("BERTH_UI_DIR", os.path.join(ROOT, "webui", "dist"))
 ARTIFACTS = os.environ.get("WEBUI_ARTIFACTS", os.path.join(ROOT, "build", "tests", "webui-artifacts"))
@@ -42,7 +42,7 @@ class WebUI(BerthTestCase):
         for what, path in (("the built UI (webui/build.sh)", os.path.join(UI_DIR, "index.html")), ("chromium", CHROMIUM),
                            ("playwright-core (webui/build.sh runs npm ci)", os.path.join(ROOT, "webui", "node_modules", "playwright-core"))):
             if not os.path.exists(path):
-                raise AssertionError("missing %s: %s" % (what, path))
+                raise unittest.SkipTest("missing %s: %s" % (what, path))
         cls.b = Berthd(env={"BERTH_UI_DIR": UI_DIR}).start()
 
     def api(self, method, path, body=None):
@@ -239,4 +239,4 @@ class UiApi(BerthTestCase):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    main()
