@@ -1,6 +1,6 @@
 /*
  * Harbor's role model as data: which actions each project role has on each project resource
- * (../shared/design/harbor-features.md §2, read from Harbor's rbac_role.go), plus what a public project adds.
+ * (read from Harbor's rbac_role.go; docs/design.md), plus what a public project adds.
  * One table, one lookup: every endpoint asks berth_rbac_allows(); nothing hard-codes a role elsewhere.
  */
 #ifndef BERTH_AUTH_RBAC_H

@@ -1,6 +1,6 @@
 /*
  * libmicrohttpd server for the upload routes (/v2/<name>/blobs/uploads/...). h2o 2.2.5 buffers whole request
- * bodies before any handler runs (../shared/design/h2o-2.2.5-findings.md); libmicrohttpd hands us each piece as it
+ * bodies before any handler runs (docs/design.md); libmicrohttpd hands us each piece as it
  * arrives, so checks happen before the body is read and bytes are hashed and written once, in O(1) memory.
  * One thread per connection: the blocking work of an upload (disk, SQL) is that thread's alone.
  */

@@ -1,5 +1,5 @@
 /*
- * CPU-ISA variants (issue #4, ../shared/design/isa.md): instruction-set levels per architecture, feature
+ * CPU-ISA variants (issue #4, docs/design.md): instruction-set levels per architecture, feature
  * sets in Linux /proc/cpuinfo vocabulary, node capabilities (from a level, full cpuinfo flags or NFD labels),
  * and the matching and ranking that pick the build a node should run. Pure C with no I/O: berthd and the
  * node CLI (berth-isa) share it, so the registry and a node answer identically.
