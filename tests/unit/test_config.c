@@ -1,0 +1,62 @@
+/* registry/config.c: defaults, the YAML file, environment overrides over it, and refusals of bad values. */
+#include "registry/config.h"
+#include "tap.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int load_text(berth_config_t *cfg, const char *yaml, char *err, size_t errlen)
+{
+    char path[] = "/tmp/berth-test-config-XXXXXX";
+    int fd = mkstemp(path);
+    if (fd < 0)
+        return -2;
+    FILE *f = fdopen(fd, "w");
+    fputs(yaml, f);
+    fclose(f);
+    memset(cfg, 0, sizeof(*cfg));
+    int rc = berth_config_load(cfg, path, err, errlen);
+    unlink(path);
+    return rc;
+}
+
+int main(void)
+{
+    berth_config_t cfg;
+    char err[256] = "";
+
+    unsetenv("BERTH_DATABASE_URL");
+    memset(&cfg, 0, sizeof(cfg));
+    ok(berth_config_load(&cfg, NULL, err, sizeof(err)) != 0 && strstr(err, "database.url") != NULL,
+       "no database.url: refused, naming it (%s)", err);
+    berth_config_dispose(&cfg);
+
+    setenv("BERTH_DATABASE_URL", "postgresql:///berth", 1);
+    setenv("BERTH_STORAGE_ROOT", "/tmp/berth-test-config-root", 1);
+    memset(&cfg, 0, sizeof(cfg));
+    ok(berth_config_load(&cfg, NULL, err, sizeof(err)) == 0, "no file: defaults load (%s)", err);
+    ok(cfg.decision_ttl == 10, "auth.decision_ttl_seconds defaults to 10");
+    ok(cfg.token_ttl == 300 && strcmp(cfg.token_issuer, "berth") == 0, "token defaults");
+    berth_config_dispose(&cfg);
+
+    ok(load_text(&cfg, "auth:\n  decision_ttl_seconds: 1\n", err, sizeof(err)) == 0, "file loads (%s)", err);
+    ok(cfg.decision_ttl == 1, "the file sets auth.decision_ttl_seconds");
+    berth_config_dispose(&cfg);
+
+    setenv("BERTH_AUTH_DECISION_TTL", "7", 1);
+    ok(load_text(&cfg, "auth:\n  decision_ttl_seconds: 1\n", err, sizeof(err)) == 0, "file + env load (%s)", err);
+    ok(cfg.decision_ttl == 7, "the environment overrides the file");
+    berth_config_dispose(&cfg);
+    unsetenv("BERTH_AUTH_DECISION_TTL");
+
+    err[0] = 0;
+    ok(load_text(&cfg, "auth:\n  decision_ttl_seconds: soon\n", err, sizeof(err)) != 0 && err[0] != 0,
+       "a non-number is refused with a message (%s)", err);
+    berth_config_dispose(&cfg);
+    err[0] = 0;
+    ok(load_text(&cfg, "auth: [unclosed\n", err, sizeof(err)) != 0 && err[0] != 0, "broken YAML is refused (%s)", err);
+    berth_config_dispose(&cfg);
+    return tap_done();
+}
