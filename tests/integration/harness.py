@@ -337,6 +337,17 @@ class BerthTestCase(unittest.TestCase):
         return res
 
 
+def eventually(fn, want, timeout=10.0, interval=0.05):
+    """Call fn() until it returns want or timeout seconds pass; returns the last value (assert it equals want).
+    For waits on something asynchronous (a revocation window, a background writer) instead of a fixed sleep."""
+    deadline = time.time() + timeout
+    while True:
+        got = fn()
+        if got == want or time.time() > deadline:
+            return got
+        time.sleep(interval)
+
+
 # Exit status of a suite that did not really run (CTest: SKIP_RETURN_CODE 77, shown as "Skipped", never "Passed").
 SKIPPED = 77
 # A skip whose reason starts with this is part of the design (e.g. no qemu-user under an ASan build): it does not
