@@ -8,6 +8,7 @@
 #include "auth/password.h"
 #include "auth/service.h"
 #include "registry/api/internal.h"
+#include "registry/api/routes.h"
 
 #define ROBOT_DEFAULT_DAYS 30 /* Harbor's robot_token_duration */
 

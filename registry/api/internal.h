@@ -54,8 +54,6 @@ int berth_api_list(berth_api_t *a, berth_q_t q, const char *const *params, const
 /** Run a query returning one object and answer 200 with it, or 404 `what` when there is none. */
 int berth_api_object(berth_api_t *a, berth_q_t q, const char *const *params, const char *what);
 /** Run a query; 0 with *out, or answered the error (returns -1). */
-/** GET /health: components core, database, storage. `a->c` may be NULL (the database did not answer). */
-int berth_api_health(berth_api_t *a);
 int berth_api_query(berth_api_t *a, berth_q_t q, const char *const *params, berth_db_json_t *out);
 /** The request body as a JSON object, or NULL answered 400. */
 json_t *berth_api_body(berth_api_t *a);
@@ -78,22 +76,15 @@ int berth_api_delete(berth_api_t *a, berth_q_t q, const char *const *params, con
 /** Audit an API change by the caller. */
 void berth_api_audit(berth_api_t *a, const char *op, const char *rtype, const char *resource, const char *project, int ok);
 
-/* endpoint groups */
-int berth_api_projects_route(berth_api_t *a);
-int berth_api_accounts_route(berth_api_t *a);
-int berth_api_system_route(berth_api_t *a);
-int berth_api_stats_route(berth_api_t *a);
-int berth_api_session(berth_api_t *a, int login);
-int berth_api_ldap_route(berth_api_t *a);
-int berth_api_isa_route(berth_api_t *a);
-int berth_api_replication_route(berth_api_t *a);
-/** …/repositories/{r}/artifacts/{ref}/isa[/resolve] and …/{r}/isa/assemble */
-int berth_api_isa_artifact(berth_api_t *a, const berth_authz_t *z, const char *project, const char *repo);
 /** The user group a member request names ({id} or {group_name, ldap_group_dn}, created if new); 0 or answered. */
 int berth_api_group_id(berth_api_t *a, json_t *group, char id[24]);
 
 /** 1 if method and segments match `pattern` ("projects/{}/members"; "{}" matches one segment). */
 int berth_api_match(berth_api_t *a, const char *method, const char *pattern);
+/** Split the path after the API prefix into decoded segments (a->seg); -1 when malformed or too many. */
+int berth_api_split(berth_api_t *a, const char *path, size_t len);
+/** Who is calling (a->who, a->authed): 0, or answered (bad credentials, CSRF, unavailable directory). */
+int berth_api_authenticate(berth_api_t *a);
 /** 1 if `s` is a database id: 1 to 18 decimal digits (so it fits a bigint). */
 int berth_api_id_ok(const char *s);
 

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "registry/api/internal.h"
+#include "registry/api/routes.h"
 #include "core/manifest.h"
 #include "registry/service/cache.h"
 #include "registry/service/isa.h"

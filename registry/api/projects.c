@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "registry/api/internal.h"
+#include "registry/api/routes.h"
 #include "core/digest.h"
 #include "core/log.h"
 #include "registry/service/cache.h"

@@ -9,6 +9,7 @@
 #include <strings.h>
 
 #include "registry/api/internal.h"
+#include "registry/api/routes.h"
 #include "replication/replication.h"
 
 /* ---- endpoints ---- */

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "registry/api/internal.h"
+#include "registry/api/routes.h"
 
 static long bounded(berth_api_t *a, const char *key, long dflt, long max, int *bad)
 {

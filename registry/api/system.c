@@ -9,6 +9,7 @@
 #include "auth/header.h"
 #include "auth/service.h"
 #include "registry/api/internal.h"
+#include "registry/api/routes.h"
 #include "core/log.h"
 #include "core/query.h"
 
@@ -104,8 +105,6 @@ int berth_api_system_route(berth_api_t *a)
         return search(a);
     if (berth_api_match(a, "GET", "audit-logs"))
         return audit_logs(a);
-    if (a->nseg > 0 && strcmp(a->seg[0], "statistics") == 0)
-        return berth_api_stats_route(a);
     if (berth_api_match(a, "GET", "openapi.yaml")) {
         berth_resp_body(a->resp, 200, strdup(berth_openapi_yaml), strlen(berth_openapi_yaml), "application/yaml");
         return 0;

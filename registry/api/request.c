@@ -1,0 +1,114 @@
+/* Reading a REST request: path segments, query parameters, filters, paging, sorting and the JSON body. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/query.h"
+#include "registry/api/internal.h"
+
+const char *berth_api_param(berth_api_t *a, const char *key)
+{
+    if (a->rq->query == NULL || berth_query_get(a->rq->query, a->rq->query_len, key, a->qbuf, sizeof(a->qbuf)) < 0)
+        return NULL;
+    return a->qbuf;
+}
+
+int berth_api_qterm(berth_api_t *a, const char *key, char *out, size_t outsz)
+{
+    const char *q = berth_api_param(a, "q");
+    return q != NULL ? berth_query_term(q, key, out, outsz) : 0;
+}
+
+static long num_param(berth_api_t *a, const char *key, long dflt, long min, long max, int *bad)
+{
+    const char *v = berth_api_param(a, key);
+    if (v == NULL)
+        return dflt;
+    char *end;
+    long n = strtol(v, &end, 10);
+    if (*v == '\0' || *end != '\0' || n < min || n > max)
+        *bad = 1;
+    return n;
+}
+
+int berth_api_page(berth_api_t *a, char limit[24], char offset[24])
+{
+    int bad = 0;
+    long page = num_param(a, "page", 1, 1, 1000000, &bad), size = num_param(a, "page_size", 10, 1, 100, &bad);
+    if (bad)
+        return berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "page must be >= 1 and page_size between 1 and 100");
+    snprintf(limit, 24, "%ld", size);
+    snprintf(offset, 24, "%ld", (page - 1) * size);
+    return 0;
+}
+
+int berth_api_sort(berth_api_t *a, const char *const *keys, char out[40])
+{
+    const char *v = berth_api_param(a, "sort");
+    out[0] = '\0';
+    if (v == NULL || v[0] == '\0')
+        return 0;
+    size_t n = strlen(v);
+    memcpy(out, v, n < 39 ? n : 39);
+    out[n < 39 ? n : 39] = '\0';
+    const char *k = out[0] == '-' ? out + 1 : out;
+    for (const char *const *p = keys; *p != NULL; p++)
+        if (strcmp(k, *p) == 0)
+            return 0;
+    char allowed[256] = "";
+    for (const char *const *p = keys; *p != NULL; p++)
+        snprintf(allowed + strlen(allowed), sizeof(allowed) - strlen(allowed), "%s%s", p == keys ? "" : ", ", *p);
+    return berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "sort must be one of %s, optionally with a leading '-'", allowed);
+}
+
+json_t *berth_api_body(berth_api_t *a)
+{
+    json_error_t jerr;
+    json_t *v = a->rq->body != NULL ? json_loadb(a->rq->body, a->rq->body_len, JSON_REJECT_DUPLICATES, &jerr) : NULL;
+    if (v == NULL || !json_is_object(v)) {
+        json_decref(v);
+        berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "the body must be a JSON object");
+        return NULL;
+    }
+    return v;
+}
+
+int berth_api_id_ok(const char *s)
+{
+    size_t n = strlen(s);
+    return n > 0 && n <= 18 && strspn(s, "0123456789") == n;
+}
+
+int berth_api_match(berth_api_t *a, const char *method, const char *pattern)
+{
+    if (strcmp(a->rq->method, method) != 0 && !(strcmp(method, "GET") == 0 && strcmp(a->rq->method, "HEAD") == 0))
+        return 0;
+    int i = 0;
+    for (const char *p = pattern; *p != '\0'; i++) {
+        const char *end = strchr(p, '/');
+        size_t len = end != NULL ? (size_t)(end - p) : strlen(p);
+        if (i >= a->nseg)
+            return 0;
+        if (!(len == 2 && memcmp(p, "{}", 2) == 0) && (strlen(a->seg[i]) != len || memcmp(a->seg[i], p, len) != 0))
+            return 0;
+        p = end != NULL ? end + 1 : p + len;
+    }
+    return i == a->nseg;
+}
+
+/* Split "/api/v2.0/a/b%252Fc" into decoded segments. Harbor double-encodes '/' inside repository names. */
+int berth_api_split(berth_api_t *a, const char *path, size_t len)
+{
+    for (const char *p = path, *end = path + len; p < end;) {
+        const char *slash = memchr(p, '/', (size_t)(end - p));
+        size_t n = slash != NULL ? (size_t)(slash - p) : (size_t)(end - p);
+        if (a->nseg == BERTH_API_MAX_SEGS || n > 1024)
+            return -1;
+        char once[1100], twice[1100];
+        if (berth_query_decode(p, n, 0, once, sizeof(once)) < 0 || berth_query_decode(once, strlen(once), 0, twice, sizeof(twice)) < 0)
+            return -1;
+        a->seg[a->nseg++] = strdup(twice);
+        p = slash != NULL ? slash + 1 : end;
+    }
+    return 0;
+}
