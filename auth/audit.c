@@ -1,10 +1,10 @@
 #include "auth/audit.h"
 
 #include <pthread.h>
-#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/log.h"
 #include "core/ref.h"

@@ -17,8 +17,8 @@ void berth_audit_flush(void);
  * Record one event. `operation`: push, pull, delete, create, update, login...; `resource_type`: artifact, tag,
  * repository, project, member, robot, user, session, token. `project` may be NULL. Strings are copied.
  */
-void berth_audit(const char *username, const char *remote, const char *operation, const char *resource_type,
-                 const char *resource, const char *project, int ok, const char *detail);
+void berth_audit(const char *username, const char *remote, const char *operation, const char *resource_type, const char *resource,
+                 const char *project, int ok, const char *detail);
 /**
  * A pull of repo@digest (requested as `ref`): also bumps pull counts when written. Repeats by the same caller
  * from the same address within 10 s are one row with a count (flushed when the window closes).

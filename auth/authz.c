@@ -5,11 +5,10 @@
 
 #include "auth/service.h"
 
-
 static const char *const resource_names[BERTH_RES__COUNT] = {
-    [BERTH_RES_PROJECT] = "project",       [BERTH_RES_METADATA] = "metadata", [BERTH_RES_MEMBER] = "member",
-    [BERTH_RES_LOG] = "log",               [BERTH_RES_QUOTA] = "quota",       [BERTH_RES_REPOSITORY] = "repository",
-    [BERTH_RES_ARTIFACT] = "artifact",     [BERTH_RES_TAG] = "tag",           [BERTH_RES_ACCESSORY] = "accessory",
+    [BERTH_RES_PROJECT] = "project",   [BERTH_RES_METADATA] = "metadata", [BERTH_RES_MEMBER] = "member",
+    [BERTH_RES_LOG] = "log",           [BERTH_RES_QUOTA] = "quota",       [BERTH_RES_REPOSITORY] = "repository",
+    [BERTH_RES_ARTIFACT] = "artifact", [BERTH_RES_TAG] = "tag",           [BERTH_RES_ACCESSORY] = "accessory",
     [BERTH_RES_ROBOT] = "robot",
 };
 static const char *const action_names[] = {"create", "read", "update", "delete", "list", "pull", "push"};
@@ -56,7 +55,8 @@ int berth_authz_project(berth_dbconn_t *c, const berth_db_user_t *who, const cha
     out->project_id = f.id;
     out->role = f.role;
     if (f.exists) {
-        berth_subject_t s = {.authenticated = who != NULL, .sysadmin = who != NULL && who->sysadmin,
+        berth_subject_t s = {.authenticated = who != NULL,
+                             .sysadmin = who != NULL && who->sysadmin,
                              .role = who != NULL && !who->robot ? (berth_role_t)f.role : BERTH_ROLE_NONE};
         for (int r = 0; r < BERTH_RES__COUNT; r++)
             out->actions[r] = berth_rbac_actions(&s, f.is_public, (berth_resource_t)r);
@@ -84,7 +84,8 @@ int berth_authz_project(berth_dbconn_t *c, const berth_db_user_t *who, const cha
 int berth_authz_account_may_push(berth_dbconn_t *c, const char *name, const char *project, berth_err_t *err)
 {
     berth_db_user_t who;
-    int rc = strncmp(name, BERTH_ROBOT_PREFIX, strlen(BERTH_ROBOT_PREFIX)) == 0 ? berth_db_robot_get(c, name, &who, err) : berth_db_user_get(c, name, &who, err);
+    int rc = strncmp(name, BERTH_ROBOT_PREFIX, strlen(BERTH_ROBOT_PREFIX)) == 0 ? berth_db_robot_get(c, name, &who, err)
+                                                                                : berth_db_user_get(c, name, &who, err);
     if (rc == BERTH_ENOTFOUND)
         return 0;
     if (rc != 0)

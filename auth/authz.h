@@ -17,8 +17,7 @@ typedef struct st_berth_authz_t {
 } berth_authz_t;
 
 /** Fill `out` for `who` (NULL: anonymous) in `project`. 0, or a negative code with err set (database). */
-int berth_authz_project(berth_dbconn_t *c, const berth_db_user_t *who, const char *project, berth_authz_t *out,
-                        berth_err_t *err);
+int berth_authz_project(berth_dbconn_t *c, const berth_db_user_t *who, const char *project, berth_authz_t *out, berth_err_t *err);
 /** 1 if every bit of `actions` (BERTH_ACT_*) is granted on `res`. */
 int berth_authz_can(const berth_authz_t *z, berth_resource_t res, unsigned actions);
 /**

@@ -9,14 +9,14 @@
 
 #define KEY_MAX 320 /* a 255-byte name, '\n', a 63-byte address */
 #define BUCKETS (BERTH_BACKOFF_ENTRIES * 2)
-#define EVICT_SCAN 16 /* how far from the LRU end eviction looks for an entry not in back-off */
+#define EVICT_SCAN 16   /* how far from the LRU end eviction looks for an entry not in back-off */
 #define ANY_ADDRESS "*" /* the address part of a name's all-addresses entry (no client address is "*") */
 
 typedef struct {
     char key[KEY_MAX + 1];
     int failures;
     time_t until;
-    int next;       /* bucket chain */
+    int next;        /* bucket chain */
     int prev, newer; /* LRU list: prev = older neighbour, newer = newer neighbour */
 } entry_t;
 

@@ -20,9 +20,9 @@
  * auth.decision_ttl_seconds (10 s; a token's decision no longer than the token): that is the revocation
  * window. When it runs out the caller is decided afresh against the database, a Bearer token included — its
  * account must still exist and be enabled, and it keeps only what the account may still do — so a deleted or
- * disabled account, a removed membership or a changed password stops working within the window. The surface is part of the key because what a credential proves
- * differs: a registry token is a /v2 credential only, so a decision remembered for it on /v2 must never be
- * found by the REST API, which takes Basic credentials (and sessions) alone.
+ * disabled account, a removed membership or a changed password stops working within the window. The surface is part of the key
+ * because what a credential proves differs: a registry token is a /v2 credential only, so a decision remembered for it on /v2 must
+ * never be found by the REST API, which takes Basic credentials (and sessions) alone.
  */
 #define SLOTS 4096
 
@@ -36,7 +36,8 @@ typedef struct {
 static slot_t slots[SLOTS];
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 
-static void decision_key(unsigned char out[32], surface_t surface, const char *authz, size_t len, const berth_scope_t *need, size_t n)
+static void decision_key(unsigned char out[32], surface_t surface, const char *authz, size_t len, const berth_scope_t *need,
+                         size_t n)
 {
     unsigned char tag = (unsigned char)surface;
     EVP_MD_CTX *ctx = EVP_MD_CTX_new();
@@ -226,8 +227,8 @@ static void scopes_str(const berth_scope_t *s, size_t n, char *buf, size_t bufsz
  * The refusal. A 401 challenge names every scope the request needs, so a client that fetches a token for it
  * once succeeds; with insufficient_scope, error_description names what the presented token lacked.
  */
-static berth_gate_t refuse(berth_authsvc_t *a, berth_resp_t *resp, int status, const berth_scope_t *need, size_t n, const char *error,
-                           const char *missing, const char *why)
+static berth_gate_t refuse(berth_authsvc_t *a, berth_resp_t *resp, int status, const berth_scope_t *need, size_t n,
+                           const char *error, const char *missing, const char *why)
 {
     berth_err_t err;
     berth_resp_init(resp);
@@ -293,14 +294,15 @@ berth_gate_t berth_gate_check_all(berth_authsvc_t *a, const char *authz, size_t 
         int rc = 0;
         if (berth_token_verify(a->keys, h.token, a->issuer, a->service, now, &c, &err) != 0) {
             out = refuse(a, resp, 401, need, n, "invalid_token", NULL, err.msg); /* the reason goes to the log only */
-        } else if (c.subject[0] != '\0' && ((rc = berth_authsvc_principal(a, c.subject, &acct)) != 0 ||
-                                             (c.account_id != 0 && c.account_id != acct.id))) {
+        } else if (c.subject[0] != '\0' &&
+                   ((rc = berth_authsvc_principal(a, c.subject, &acct)) != 0 || (c.account_id != 0 && c.account_id != acct.id))) {
             /* gone, disabled, or deleted and created again under the same name: another account */
             if (rc == BERTH_EUNAVAIL && remembered_stale(key, who))
                 out = BERTH_GATE_ALLOW; /* cached token verification outlives a database outage */
             else
-                out = rc == BERTH_EUNAVAIL ? unavailable(resp)
-                                           : refuse(a, resp, 401, need, n, "invalid_token", NULL, "the token's account is gone or disabled");
+                out = rc == BERTH_EUNAVAIL
+                          ? unavailable(resp)
+                          : refuse(a, resp, 401, need, n, "invalid_token", NULL, "the token's account is gone or disabled");
             berth_token_claims_dispose(&c);
         } else {
             berth_scope_t lacking[BERTH_GATE_SCOPES_MAX];

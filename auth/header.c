@@ -36,8 +36,8 @@ int berth_auth_header_parse(berth_auth_header_t *out, const char *v, size_t len)
         if (clen == 0 || clen > BERTH_AUTH_TOKEN_MAX)
             return -1;
         for (size_t i = 0; i < clen; i++) /* base64url and dots only */
-            if (!((cred[i] >= 'A' && cred[i] <= 'Z') || (cred[i] >= 'a' && cred[i] <= 'z') ||
-                  (cred[i] >= '0' && cred[i] <= '9') || cred[i] == '-' || cred[i] == '_' || cred[i] == '.' || cred[i] == '='))
+            if (!((cred[i] >= 'A' && cred[i] <= 'Z') || (cred[i] >= 'a' && cred[i] <= 'z') || (cred[i] >= '0' && cred[i] <= '9') ||
+                  cred[i] == '-' || cred[i] == '_' || cred[i] == '.' || cred[i] == '='))
                 return -1;
         memcpy(out->token, cred, clen);
         out->kind = BERTH_AUTH_BEARER;

@@ -59,7 +59,8 @@ int berth_ldap_open(berth_ldap_t **out, const berth_ldap_conf_t *conf, berth_err
     l->group_search_base = own(l, i++, conf->group_base_dn != NULL && conf->group_base_dn[0] ? conf->group_base_dn : conf->base_dn);
     l->c.group_filter = own(l, i++, conf->group_filter);
     l->c.group_name_attr = own(l, i++, conf->group_name_attr != NULL && conf->group_name_attr[0] ? conf->group_name_attr : "cn");
-    l->c.membership_attr = own(l, i++, conf->membership_attr != NULL && conf->membership_attr[0] ? conf->membership_attr : "memberOf");
+    l->c.membership_attr =
+        own(l, i++, conf->membership_attr != NULL && conf->membership_attr[0] ? conf->membership_attr : "memberOf");
     char norm[1024];
     berth_ldap_dn_normalize(conf->group_admin_dn != NULL ? conf->group_admin_dn : "", norm, sizeof(norm));
     l->c.group_admin_dn = own(l, i++, norm);
@@ -387,14 +388,16 @@ static void canonical_name(LDAP *ld, LDAPMessage *e, const char *attr, const cha
 }
 
 /* Find exactly one user entry for `username`; fills out (not the password check) */
-static int find_user(berth_ldap_t *l, const struct timespec *deadline, const char *username, berth_ldap_user_t *out, berth_err_t *err)
+static int find_user(berth_ldap_t *l, const struct timespec *deadline, const char *username, berth_ldap_user_t *out,
+                     berth_err_t *err)
 {
     memset(out, 0, sizeof(*out));
     char esc[800], filter[1400];
     if (username[0] == '\0' || strlen(username) > TERM_MAX || !berth_auth_credential_ok(username, strlen(username)) ||
         berth_ldap_escape(username, esc, sizeof(esc)) != 0)
         return BERTH_ENOTFOUND;
-    snprintf(filter, sizeof(filter), "(&%s(%s=%s))", l->c.user_filter[0] ? l->c.user_filter : "(objectClass=*)", l->c.uid_attr, esc);
+    snprintf(filter, sizeof(filter), "(&%s(%s=%s))", l->c.user_filter[0] ? l->c.user_filter : "(objectClass=*)", l->c.uid_attr,
+             esc);
     char *attrs[] = {(char *)l->c.uid_attr, "mail", "cn", "displayName", (char *)l->c.membership_attr, NULL};
     LDAPMessage *res = NULL;
     LDAP *ld = NULL;
@@ -494,8 +497,9 @@ int berth_ldap_ping(berth_ldap_t *l, berth_err_t *err)
 }
 
 /* Run a search and turn each entry into a JSON object of (key ← attribute) pairs plus the DN */
-static int search_json(berth_ldap_t *l, const char *base, int scope, const char *filter, const char *const *keys, const char *const *attrs_in,
-                       size_t nattrs, const char *dn_key, size_t max, char **json_out, berth_err_t *err)
+static int search_json(berth_ldap_t *l, const char *base, int scope, const char *filter, const char *const *keys,
+                       const char *const *attrs_in, size_t nattrs, const char *dn_key, size_t max, char **json_out,
+                       berth_err_t *err)
 {
     char *attrs[8] = {0};
     for (size_t i = 0; i < nattrs && i < 7; i++)
@@ -567,15 +571,18 @@ int berth_ldap_search_groups(berth_ldap_t *l, const char *name, const char *dn, 
     berth_err_clear(err);
     if (dn != NULL && dn[0] != '\0') {
         LDAPDN parsed = NULL;
-        if (strlen(dn) > 1000 || !berth_auth_credential_ok(dn, strlen(dn)) || ldap_str2dn(dn, &parsed, LDAP_DN_FORMAT_LDAPV3) != LDAP_SUCCESS) {
+        if (strlen(dn) > 1000 || !berth_auth_credential_ok(dn, strlen(dn)) ||
+            ldap_str2dn(dn, &parsed, LDAP_DN_FORMAT_LDAPV3) != LDAP_SUCCESS) {
             ldap_dnfree(parsed);
-            return berth_err_set(err, BERTH_OCI_BAD_REQUEST, "groupdn is not a distinguished name (RFC 4514, at most 1000 characters)");
+            return berth_err_set(err, BERTH_OCI_BAD_REQUEST,
+                                 "groupdn is not a distinguished name (RFC 4514, at most 1000 characters)");
         }
         ldap_dnfree(parsed);
         base = dn; /* an exact DN: read that entry */
         scope = 0;
         snprintf(filter, sizeof(filter), "%s", l->c.group_filter[0] ? l->c.group_filter : "(objectClass=*)");
-    } else if (substring_filter(l->c.group_filter, l->c.group_name_attr, name != NULL ? name : "", filter, sizeof(filter), err) != 0) {
+    } else if (substring_filter(l->c.group_filter, l->c.group_name_attr, name != NULL ? name : "", filter, sizeof(filter), err) !=
+               0) {
         return err->code;
     }
     const char *keys[] = {"group_name"}, *attrs[] = {l->c.group_name_attr};

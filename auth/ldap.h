@@ -17,11 +17,11 @@ typedef struct st_berth_ldap_conf_t {
     const char *search_dn;       /* service account (empty: anonymous search) */
     const char *search_password; /* read from a file by the caller */
     const char *base_dn;
-    const char *user_filter;     /* e.g. (objectClass=inetOrgPerson); may be empty */
-    const char *uid_attr;        /* e.g. uid */
-    int scope;                   /* 0 base, 1 one level, 2 subtree */
-    int timeout;                 /* seconds for a whole exchange: connect, binds and search together */
-    int max_concurrent;          /* exchanges at once (default 3); more are shed with 503 while the directory is slow */
+    const char *user_filter; /* e.g. (objectClass=inetOrgPerson); may be empty */
+    const char *uid_attr;    /* e.g. uid */
+    int scope;               /* 0 base, 1 one level, 2 subtree */
+    int timeout;             /* seconds for a whole exchange: connect, binds and search together */
+    int max_concurrent;      /* exchanges at once (default 3); more are shed with 503 while the directory is slow */
     int verify_cert;
     const char *ca_file;
     const char *group_base_dn;   /* groups outside it are ignored (empty: all) */

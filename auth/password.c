@@ -38,8 +38,8 @@ int berth_password_hash(char out[BERTH_PASSWORD_HASH_MAX], const char *password)
     if (!berth_offload_here() || RAND_bytes(salt, sizeof(salt)) != 1)
         return -1;
     enter();
-    int rc = argon2id_hash_encoded(T_COST, M_COST_KIB, PARALLELISM, password, strlen(password), salt, sizeof(salt), HASH_LEN,
-                                   out, BERTH_PASSWORD_HASH_MAX);
+    int rc = argon2id_hash_encoded(T_COST, M_COST_KIB, PARALLELISM, password, strlen(password), salt, sizeof(salt), HASH_LEN, out,
+                                   BERTH_PASSWORD_HASH_MAX);
     sem_post(&slots);
     return rc == ARGON2_OK ? 0 : -1;
 }

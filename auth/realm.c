@@ -19,7 +19,8 @@ static int host_ok(const char *h, size_t n)
         return 0;
     for (size_t i = 0; i < n; i++)
         if (!((h[i] >= 'a' && h[i] <= 'z') || (h[i] >= 'A' && h[i] <= 'Z') || (h[i] >= '0' && h[i] <= '9') ||
-              strchr(".-:[]_", h[i]) != NULL) || h[i] == '\0')
+              strchr(".-:[]_", h[i]) != NULL) ||
+            h[i] == '\0')
             return 0;
     return 1;
 }

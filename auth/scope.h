@@ -15,9 +15,9 @@ enum {
 };
 
 typedef struct st_berth_scope_t {
-    char type[24];                  /* "repository" or "registry" (a "(class)" suffix is dropped) */
-    char name[BERTH_NAME_MAX + 1];  /* repository name, or "catalog" */
-    unsigned actions;               /* BERTH_ACTION_* bits */
+    char type[24];                 /* "repository" or "registry" (a "(class)" suffix is dropped) */
+    char name[BERTH_NAME_MAX + 1]; /* repository name, or "catalog" */
+    unsigned actions;              /* BERTH_ACTION_* bits */
 } berth_scope_t;
 
 /**

@@ -1,23 +1,23 @@
 #include "auth/service.h"
 
 #include <jansson.h>
-#include <pthread.h>
 #include <openssl/crypto.h>
 #include <openssl/rand.h>
 #include <openssl/sha.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "auth/header.h"
-#include "auth/ldap.h"
-#include "auth/password.h"
 #include "auth/audit.h"
 #include "auth/authz.h"
 #include "auth/backoff.h"
+#include "auth/header.h"
+#include "auth/ldap.h"
 #include "auth/offload.h"
+#include "auth/password.h"
 #include "core/log.h"
 #include "core/query.h"
 #include "sql/users.h"
@@ -263,7 +263,8 @@ void berth_authsvc_token(berth_authsvc_t *a, const berth_token_req_t *rq, berth_
     char param[1024];
     for (int i = 0; n < MAX_SCOPES && berth_query_get_nth(params, plen, "scope", i, param, sizeof(param)) >= 0; i++) {
         /* one parameter may carry several space-separated scopes */
-        for (char *save = NULL, *tok = strtok_r(param, " ", &save); tok != NULL && n < MAX_SCOPES; tok = strtok_r(NULL, " ", &save)) {
+        for (char *save = NULL, *tok = strtok_r(param, " ", &save); tok != NULL && n < MAX_SCOPES;
+             tok = strtok_r(NULL, " ", &save)) {
             berth_scope_t s;
             if (berth_scope_parse(&s, tok, strlen(tok), NULL) != 0)
                 continue; /* never grant what we cannot read */
@@ -285,7 +286,8 @@ void berth_authsvc_token(berth_authsvc_t *a, const berth_token_req_t *rq, berth_
     }
     berth_db_release(a->db, c);
     time_t now = time(NULL);
-    char *tok = berth_token_issue(a->keys, a->issuer, a->service, who != NULL ? who->username : "", who != NULL ? who->id : 0, granted, n, now, a->ttl_seconds);
+    char *tok = berth_token_issue(a->keys, a->issuer, a->service, who != NULL ? who->username : "", who != NULL ? who->id : 0,
+                                  granted, n, now, a->ttl_seconds);
     if (tok == NULL) {
         berth_err_set(&err, BERTH_OCI_INTERNAL, "token signing failed");
         return berth_resp_error(resp, &err);

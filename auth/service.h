@@ -30,7 +30,7 @@ typedef struct st_berth_token_req_t {
     size_t query_len;
     const char *authorization; /* header value or NULL */
     size_t authorization_len;
-    const char *method;        /* "GET" or "POST" (OAuth2 form in body) */
+    const char *method; /* "GET" or "POST" (OAuth2 form in body) */
     const char *body;
     size_t body_len;
     const char *remote; /* client address, for the audit log */
@@ -40,9 +40,9 @@ typedef struct st_berth_token_req_t {
 
 /**
  * Answer a token request (GET with Basic or anonymous; POST with an OAuth2 password or refresh_token grant;
- * offline_token=true / access_type=offline add a refresh_token). Blocking (password hashing, SQL): call on a worker. Grants requested ∩ permitted,
- * permitted being Harbor's role matrix (auth/rbac.h) for the user's project role, plus pull on public projects. Bad
- * credentials get 401 and nothing else; unknown users cost the same time as known ones.
+ * offline_token=true / access_type=offline add a refresh_token). Blocking (password hashing, SQL): call on a worker. Grants
+ * requested ∩ permitted, permitted being Harbor's role matrix (auth/rbac.h) for the user's project role, plus pull on public
+ * projects. Bad credentials get 401 and nothing else; unknown users cost the same time as known ones.
  */
 void berth_authsvc_token(berth_authsvc_t *a, const berth_token_req_t *rq, berth_resp_t *resp);
 /**
@@ -53,8 +53,7 @@ void berth_authsvc_token(berth_authsvc_t *a, const berth_token_req_t *rq, berth_
  * to the auth workers), or BERTH_ERETRY while (name, remote) is throttled after repeated failures (answer with
  * berth_authsvc_too_many).
  */
-int berth_authsvc_login(berth_authsvc_t *a, const char *username, const char *password, const char *remote,
-                        berth_db_user_t *out);
+int berth_authsvc_login(berth_authsvc_t *a, const char *username, const char *password, const char *remote, berth_db_user_t *out);
 /** Load a user or robot by name for a session or refresh token; BERTH_EUNAUTH when disabled or expired. */
 int berth_authsvc_principal(berth_authsvc_t *a, const char *name, berth_db_user_t *out);
 /** A 32-byte random secret as base64url (43 chars) and the hex SHA-256 that is stored in its place. */

@@ -209,8 +209,8 @@ const char *berth_token_kid(const berth_token_keys_t *k)
     return k->kid;
 }
 
-char *berth_token_issue(const berth_token_keys_t *k, const char *issuer, const char *audience, const char *subject, int64_t account_id,
-                        const berth_scope_t *access, size_t naccess, int64_t now, int ttl)
+char *berth_token_issue(const berth_token_keys_t *k, const char *issuer, const char *audience, const char *subject,
+                        int64_t account_id, const berth_scope_t *access, size_t naccess, int64_t now, int ttl)
 {
     jwt_t *jwt = NULL;
     if (jwt_new(&jwt) != 0)
@@ -229,9 +229,9 @@ char *berth_token_issue(const berth_token_keys_t *k, const char *issuer, const c
                 json_array_append_new(acts, json_string(names[b]));
         json_array_append_new(acc, json_pack("{s:s,s:s,s:o}", "type", access[i].type, "name", access[i].name, "actions", acts));
     }
-    json_t *claims = json_pack("{s:s,s:s,s:s,s:I,s:I,s:I,s:s,s:o}", "iss", issuer, "sub", subject, "aud", audience, "exp",
-                               (json_int_t)(now + ttl), "nbf", (json_int_t)now, "iat", (json_int_t)now, "jti", jti_hex, "access",
-                               acc);
+    json_t *claims =
+        json_pack("{s:s,s:s,s:s,s:I,s:I,s:I,s:s,s:o}", "iss", issuer, "sub", subject, "aud", audience, "exp",
+                  (json_int_t)(now + ttl), "nbf", (json_int_t)now, "iat", (json_int_t)now, "jti", jti_hex, "access", acc);
     if (account_id != 0)
         json_object_set_new(claims, "berth_aid", json_integer((json_int_t)account_id));
     char *claims_s = json_dumps(claims, JSON_COMPACT);
@@ -239,8 +239,7 @@ char *berth_token_issue(const berth_token_keys_t *k, const char *issuer, const c
     char *out = NULL;
     char x5c[16384];
     snprintf(x5c, sizeof(x5c), "{\"x5c\":[\"%s\"]}", k->x5c);
-    if (jwt_add_grants_json(jwt, claims_s) == 0 && jwt_add_header(jwt, "kid", k->kid) == 0 &&
-        jwt_add_headers_json(jwt, x5c) == 0 &&
+    if (jwt_add_grants_json(jwt, claims_s) == 0 && jwt_add_header(jwt, "kid", k->kid) == 0 && jwt_add_headers_json(jwt, x5c) == 0 &&
         jwt_set_alg(jwt, k->alg, (const unsigned char *)k->priv_pem, (int)k->priv_len) == 0)
         out = jwt_encode_str(jwt);
     free(claims_s);

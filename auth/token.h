@@ -41,8 +41,8 @@ void berth_token_claims_dispose(berth_token_claims_t *c);
  * Sign a token for `subject` (account row `account_id`, 0 for anonymous: a re-created account of the same name is
  * another account) granting exactly `access`. Returns a malloc'd JWT or NULL.
  */
-char *berth_token_issue(const berth_token_keys_t *k, const char *issuer, const char *audience, const char *subject, int64_t account_id,
-                        const berth_scope_t *access, size_t naccess, int64_t now, int ttl_seconds);
+char *berth_token_issue(const berth_token_keys_t *k, const char *issuer, const char *audience, const char *subject,
+                        int64_t account_id, const berth_scope_t *access, size_t naccess, int64_t now, int ttl_seconds);
 /**
  * Verify signature (the keys' algorithm only: any other alg, including "none" and HS256 keyed with our public key,
  * is refused), issuer, audience, exp and nbf with BERTH_TOKEN_LEEWAY. Returns 0 with *out filled (dispose it), or

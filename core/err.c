@@ -21,7 +21,8 @@ static const struct {
     [BERTH_OCI_BLOB_UPLOAD_INVALID] = {"BLOB_UPLOAD_INVALID", 400, BERTH_EINVAL, "blob upload invalid"},
     [BERTH_OCI_BLOB_UPLOAD_UNKNOWN] = {"BLOB_UPLOAD_UNKNOWN", 404, BERTH_ENOTFOUND, "blob upload unknown to registry"},
     [BERTH_OCI_DIGEST_INVALID] = {"DIGEST_INVALID", 400, BERTH_EDIGEST, "provided digest did not match uploaded content"},
-    [BERTH_OCI_MANIFEST_BLOB_UNKNOWN] = {"MANIFEST_BLOB_UNKNOWN", 400, BERTH_EINVAL, "manifest references a manifest or blob unknown to registry"},
+    [BERTH_OCI_MANIFEST_BLOB_UNKNOWN] = {"MANIFEST_BLOB_UNKNOWN", 400, BERTH_EINVAL,
+                                         "manifest references a manifest or blob unknown to registry"},
     [BERTH_OCI_MANIFEST_INVALID] = {"MANIFEST_INVALID", 400, BERTH_EINVAL, "manifest invalid"},
     [BERTH_OCI_MANIFEST_UNKNOWN] = {"MANIFEST_UNKNOWN", 404, BERTH_ENOTFOUND, "manifest unknown to registry"},
     [BERTH_OCI_NAME_INVALID] = {"NAME_INVALID", 400, BERTH_EINVAL, "invalid repository name"},
@@ -104,7 +105,8 @@ char *berth_err_json(const berth_err_t *err, size_t *len_out)
     json_t *root = json_pack("{s:[o]}", "errors", e);
     char *s = json_dumps(root, JSON_COMPACT);
     json_decref(root);
-    if (s == NULL && (s = strdup("{\"errors\":[{\"code\":\"UNKNOWN\",\"message\":\"internal server error\",\"detail\":{}}]}")) == NULL)
+    if (s == NULL &&
+        (s = strdup("{\"errors\":[{\"code\":\"UNKNOWN\",\"message\":\"internal server error\",\"detail\":{}}]}")) == NULL)
         abort();
     if (len_out != NULL)
         *len_out = strlen(s);

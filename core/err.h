@@ -7,7 +7,7 @@
 /* Generic codes returned by every function (0 = success). Never renumber. */
 enum {
     BERTH_OK = 0,
-    BERTH_ERROR = -1,     /* internal fault */
+    BERTH_ERROR = -1, /* internal fault */
     BERTH_ENOTFOUND = -2,
     BERTH_EEXISTS = -3,
     BERTH_EINVAL = -4,
@@ -37,27 +37,27 @@ typedef enum {
     BERTH_OCI_DENIED,
     BERTH_OCI_UNSUPPORTED,
     BERTH_OCI_TOOMANYREQUESTS,
-    BERTH_OCI_RANGE_INVALID,  /* BLOB_UPLOAD_INVALID answered with 416 */
-    BERTH_OCI_TAG_INVALID,    /* a tag outside the grammar: MANIFEST_INVALID with its own text */
+    BERTH_OCI_RANGE_INVALID,    /* BLOB_UPLOAD_INVALID answered with 416 */
+    BERTH_OCI_TAG_INVALID,      /* a tag outside the grammar: MANIFEST_INVALID with its own text */
     BERTH_OCI_MANIFEST_TOO_BIG, /* 413 */
-    BERTH_OCI_UNAVAILABLE,    /* metadata database or storage unreachable: 503 */
-    BERTH_OCI_INTERNAL,       /* 500; detail only in the log */
-    BERTH_OCI_NOT_FOUND,      /* plain 404 for unknown routes */
-    BERTH_OCI_METHOD,         /* 405 */
-    BERTH_OCI_BAD_REQUEST,    /* REST API: 400 */
-    BERTH_OCI_CONFLICT,       /* REST API: 409, already exists */
-    BERTH_OCI_PRECONDITION,   /* REST API: 412, e.g. deleting a project that still has repositories */
-    BERTH_OCI_ENCODING,       /* 415: a Content-Encoding the server does not decode */
+    BERTH_OCI_UNAVAILABLE,      /* metadata database or storage unreachable: 503 */
+    BERTH_OCI_INTERNAL,         /* 500; detail only in the log */
+    BERTH_OCI_NOT_FOUND,        /* plain 404 for unknown routes */
+    BERTH_OCI_METHOD,           /* 405 */
+    BERTH_OCI_BAD_REQUEST,      /* REST API: 400 */
+    BERTH_OCI_CONFLICT,         /* REST API: 409, already exists */
+    BERTH_OCI_PRECONDITION,     /* REST API: 412, e.g. deleting a project that still has repositories */
+    BERTH_OCI_ENCODING,         /* 415: a Content-Encoding the server does not decode */
     BERTH_OCI_AUTH_UNAVAILABLE, /* 503: the database or LDAP behind a login cannot be asked */
-    BERTH_OCI_STORAGE_FULL,   /* 507: no space for blob bytes (ENOSPC, or below storage.min_free_bytes) */
-    BERTH_OCI_PARAM_INVALID,  /* /v2: 400 for a query parameter that is malformed, not UTF-8 or out of range */
+    BERTH_OCI_STORAGE_FULL,     /* 507: no space for blob bytes (ENOSPC, or below storage.min_free_bytes) */
+    BERTH_OCI_PARAM_INVALID,    /* /v2: 400 for a query parameter that is malformed, not UTF-8 or out of range */
     BERTH_OCI__COUNT
 } berth_oci_t;
 
 typedef struct st_berth_err_t {
-    int code;          /* BERTH_E* */
-    berth_oci_t oci;   /* what the client is told */
-    char msg[256];     /* one impersonal line */
+    int code;        /* BERTH_E* */
+    berth_oci_t oci; /* what the client is told */
+    char msg[256];   /* one impersonal line */
 } berth_err_t;
 
 /** Fill *err (may be NULL) and return the generic code that belongs to `oci`. */

@@ -33,20 +33,20 @@ int berth_ref_image_parse(berth_image_ref_t *out, const char *s);
 
 typedef enum {
     BERTH_ROUTE_NONE = 0,
-    BERTH_ROUTE_BASE,       /* /v2/ */
-    BERTH_ROUTE_CATALOG,    /* /v2/_catalog */
-    BERTH_ROUTE_MANIFEST,   /* /v2/<name>/manifests/<ref> */
-    BERTH_ROUTE_BLOB,       /* /v2/<name>/blobs/<digest> */
-    BERTH_ROUTE_UPLOAD,     /* /v2/<name>/blobs/uploads/[<id>] */
-    BERTH_ROUTE_TAGS,       /* /v2/<name>/tags/list */
-    BERTH_ROUTE_REFERRERS,  /* /v2/<name>/referrers/<digest> */
+    BERTH_ROUTE_BASE,      /* /v2/ */
+    BERTH_ROUTE_CATALOG,   /* /v2/_catalog */
+    BERTH_ROUTE_MANIFEST,  /* /v2/<name>/manifests/<ref> */
+    BERTH_ROUTE_BLOB,      /* /v2/<name>/blobs/<digest> */
+    BERTH_ROUTE_UPLOAD,    /* /v2/<name>/blobs/uploads/[<id>] */
+    BERTH_ROUTE_TAGS,      /* /v2/<name>/tags/list */
+    BERTH_ROUTE_REFERRERS, /* /v2/<name>/referrers/<digest> */
     BERTH_ROUTE__COUNT
 } berth_route_kind_t;
 
 typedef struct st_berth_route_t {
     berth_route_kind_t kind;
     char name[BERTH_NAME_MAX + 1];
-    char ref[BERTH_REF_MAX + 1];   /* tag or digest; the upload id for UPLOAD (empty: new session) */
+    char ref[BERTH_REF_MAX + 1]; /* tag or digest; the upload id for UPLOAD (empty: new session) */
     int ref_is_digest;
 } berth_route_t;
 

@@ -203,11 +203,8 @@ static int load_yaml(berth_config_t *cfg, const char *path, char *errbuf, size_t
             snprintf(errbuf, errlen, "%s:%zu: lists are not supported here", path, ev.start_mark.line + 1);
             rc = -1;
             break;
-        case YAML_STREAM_END_EVENT:
-            done = 1;
-            break;
-        default:
-            break;
+        case YAML_STREAM_END_EVENT: done = 1; break;
+        default: break;
         }
         yaml_event_delete(&ev);
     }
@@ -278,7 +275,8 @@ int berth_config_load(berth_config_t *cfg, const char *path, char *errbuf, size_
         snprintf(errbuf, errlen, "projects.creation must be adminonly or everyone, got \"%s\"", cfg->project_creation);
         return -1;
     }
-    if (strcmp(cfg->ldap_scope, "base") != 0 && strcmp(cfg->ldap_scope, "onelevel") != 0 && strcmp(cfg->ldap_scope, "subtree") != 0) {
+    if (strcmp(cfg->ldap_scope, "base") != 0 && strcmp(cfg->ldap_scope, "onelevel") != 0 &&
+        strcmp(cfg->ldap_scope, "subtree") != 0) {
         snprintf(errbuf, errlen, "ldap.scope must be base, onelevel or subtree");
         return -1;
     }
@@ -287,8 +285,9 @@ int berth_config_load(berth_config_t *cfg, const char *path, char *errbuf, size_
         return -1;
     }
     if (cfg->auth_workers < 1 || cfg->auth_queue < 1 || cfg->ldap_max_concurrent < 1 || cfg->ldap_session_recheck < 1) {
-        snprintf(errbuf, errlen, "server.auth_workers, server.auth_queue, ldap.max_concurrent and ldap.session_recheck_seconds "
-                                 "must be at least 1");
+        snprintf(errbuf, errlen,
+                 "server.auth_workers, server.auth_queue, ldap.max_concurrent and ldap.session_recheck_seconds "
+                 "must be at least 1");
         return -1;
     }
     if (cfg->run_dir == NULL) {

@@ -5,44 +5,44 @@
 #include <stddef.h>
 
 typedef struct st_berth_config_t {
-    char *http_addr;      /* http.addr            BERTH_HTTP_ADDR */
-    char *tls_addr;       /* http.tls_addr        BERTH_TLS_ADDR */
-    char *tls_cert;       /* http.tls_cert */
-    char *tls_key;        /* http.tls_key */
-    char *external_url;   /* external_url         BERTH_EXTERNAL_URL (default http://<http.addr>) */
-    int external_url_set; /* it was configured: token realms use it (else the scheme and Host the client used) */
-    char *database_url;   /* database.url         BERTH_DATABASE_URL */
-    int database_pool;    /* database.pool */
-    int database_deadline_ms; /* database.deadline_ms BERTH_DATABASE_DEADLINE_MS: per round trip (5000) */
-    char *storage_root;   /* storage.root         BERTH_STORAGE_ROOT */
+    char *http_addr;            /* http.addr            BERTH_HTTP_ADDR */
+    char *tls_addr;             /* http.tls_addr        BERTH_TLS_ADDR */
+    char *tls_cert;             /* http.tls_cert */
+    char *tls_key;              /* http.tls_key */
+    char *external_url;         /* external_url         BERTH_EXTERNAL_URL (default http://<http.addr>) */
+    int external_url_set;       /* it was configured: token realms use it (else the scheme and Host the client used) */
+    char *database_url;         /* database.url         BERTH_DATABASE_URL */
+    int database_pool;          /* database.pool */
+    int database_deadline_ms;   /* database.deadline_ms BERTH_DATABASE_DEADLINE_MS: per round trip (5000) */
+    char *storage_root;         /* storage.root         BERTH_STORAGE_ROOT */
     long long storage_min_free; /* storage.min_free_bytes BERTH_STORAGE_MIN_FREE: upload reserve; -1 default */
-    char *run_dir;        /* run_dir (default <storage.root>/run) */
-    char *admin_password; /* admin_password       BERTH_ADMIN_PASSWORD (initial admin; used by auth) */
-    char *log_level;      /* log.level */
-    char *access_log;     /* log.access: "-" stdout, a path, or "" off */
-    char *nginx;          /* edge.nginx */
-    int loops;            /* server.loops */
-    int workers;          /* server.workers */
-    int auth_workers;     /* server.auth_workers: password hashing and LDAP, apart from everything else (6) */
-    int auth_queue;       /* server.auth_queue: requests waiting for them; more are shed with 503 (64) */
-    int edge_workers;     /* edge.workers */
-    int edge_allow_root;  /* edge.allow_root     BERTH_EDGE_ALLOW_ROOT: berthd (and so nginx) may run as root (false) */
-    char *ui_dir;         /* ui.dir               BERTH_UI_DIR: built web UI (webui/build.sh) served at "/"; unset: none */
-    int upload_connections; /* uploads.max_connections: threads of the upload listener */
-    int upload_per_principal; /* uploads.max_per_principal: bodies one user or robot may stream at once */
-    int upload_per_address; /* uploads.max_per_address: bodies one client address may stream at once */
-    int upload_idle_timeout; /* uploads.idle_timeout_seconds: a stalled body is cut after this */
-    int upload_max_age;     /* uploads.max_age_seconds: idle sessions older than this are purged */
-    int upload_purge_interval; /* uploads.purge_interval_seconds */
-    char *keys_dir;       /* auth.keys_dir: token signing key and certificate (default <storage.root>/keys) */
-    char *token_issuer;   /* auth.issuer */
-    char *token_service;  /* auth.service */
-    int token_ttl;        /* auth.token_ttl_seconds */
-    int decision_ttl;     /* auth.decision_ttl_seconds  BERTH_AUTH_DECISION_TTL: the revocation window (10) */
-    char *token_alg;      /* auth.token_algorithm  BERTH_TOKEN_ALGORITHM: ES256 (default) or RS256 */
-    int session_ttl;      /* auth.session_ttl_seconds: browser sessions */
-    char *project_creation; /* projects.creation  BERTH_PROJECT_CREATION: adminonly (default) or everyone */
-    int projects_auto_create; /* projects.auto_create BERTH_PROJECTS_AUTO_CREATE: a push may create its project (false) */
+    char *run_dir;              /* run_dir (default <storage.root>/run) */
+    char *admin_password;       /* admin_password       BERTH_ADMIN_PASSWORD (initial admin; used by auth) */
+    char *log_level;            /* log.level */
+    char *access_log;           /* log.access: "-" stdout, a path, or "" off */
+    char *nginx;                /* edge.nginx */
+    int loops;                  /* server.loops */
+    int workers;                /* server.workers */
+    int auth_workers;           /* server.auth_workers: password hashing and LDAP, apart from everything else (6) */
+    int auth_queue;             /* server.auth_queue: requests waiting for them; more are shed with 503 (64) */
+    int edge_workers;           /* edge.workers */
+    int edge_allow_root;        /* edge.allow_root     BERTH_EDGE_ALLOW_ROOT: berthd (and so nginx) may run as root (false) */
+    char *ui_dir;               /* ui.dir               BERTH_UI_DIR: built web UI (webui/build.sh) served at "/"; unset: none */
+    int upload_connections;     /* uploads.max_connections: threads of the upload listener */
+    int upload_per_principal;   /* uploads.max_per_principal: bodies one user or robot may stream at once */
+    int upload_per_address;     /* uploads.max_per_address: bodies one client address may stream at once */
+    int upload_idle_timeout;    /* uploads.idle_timeout_seconds: a stalled body is cut after this */
+    int upload_max_age;         /* uploads.max_age_seconds: idle sessions older than this are purged */
+    int upload_purge_interval;  /* uploads.purge_interval_seconds */
+    char *keys_dir;             /* auth.keys_dir: token signing key and certificate (default <storage.root>/keys) */
+    char *token_issuer;         /* auth.issuer */
+    char *token_service;        /* auth.service */
+    int token_ttl;              /* auth.token_ttl_seconds */
+    int decision_ttl;           /* auth.decision_ttl_seconds  BERTH_AUTH_DECISION_TTL: the revocation window (10) */
+    char *token_alg;            /* auth.token_algorithm  BERTH_TOKEN_ALGORITHM: ES256 (default) or RS256 */
+    int session_ttl;            /* auth.session_ttl_seconds: browser sessions */
+    char *project_creation;     /* projects.creation  BERTH_PROJECT_CREATION: adminonly (default) or everyone */
+    int projects_auto_create;   /* projects.auto_create BERTH_PROJECTS_AUTO_CREATE: a push may create its project (false) */
     /* ldap.* (issue #3): off unless ldap.url is set; Harbor's LDAP settings */
     char *ldap_url, *ldap_search_dn, *ldap_search_password_file, *ldap_base_dn, *ldap_filter, *ldap_uid, *ldap_scope;
     char *ldap_ca_file, *ldap_group_base_dn, *ldap_group_filter, *ldap_group_name_attr, *ldap_membership_attr;
@@ -50,10 +50,10 @@ typedef struct st_berth_config_t {
     int ldap_starttls, ldap_timeout, ldap_verify_cert;
     int ldap_max_concurrent;  /* ldap.max_concurrent: directory exchanges at once (3) */
     int ldap_session_recheck; /* ldap.session_recheck_seconds: browser sessions re-checked this often (300) */
-    int isa_view; /* isa.view BERTH_ISA_VIEW: serve /v2/_isa/<level>/… (default true) */
-    int repl_workers;    /* replication.workers: transfer threads (2) */
-    char *repl_key_file; /* replication.key_file: AES key for endpoint secrets (default <keys_dir>/replication.key) */
-    int repl_chunk;      /* replication.chunk_kib: blob chunk size in KiB (8192) */
+    int isa_view;             /* isa.view BERTH_ISA_VIEW: serve /v2/_isa/<level>/… (default true) */
+    int repl_workers;         /* replication.workers: transfer threads (2) */
+    char *repl_key_file;      /* replication.key_file: AES key for endpoint secrets (default <keys_dir>/replication.key) */
+    int repl_chunk;           /* replication.chunk_kib: blob chunk size in KiB (8192) */
 } berth_config_t;
 
 /**

@@ -10,30 +10,30 @@
 
 #include "auth/audit.h"
 #include "auth/ldap.h"
-#include "replication/replication.h"
 #include "auth/password.h"
 #include "auth/realm.h"
 #include "auth/service.h"
-#include <openssl/crypto.h>
+#include "core/log.h"
 #include "registry/api/api.h"
 #include "registry/config.h"
-#include "core/log.h"
 #include "registry/http/access_log.h"
 #include "registry/http/edge.h"
-#include "registry/http/listen_check.h"
 #include "registry/http/edge_ui.h"
 #include "registry/http/limits.h"
+#include "registry/http/listen_check.h"
 #include "registry/http/server.h"
 #include "registry/http/upload_server.h"
-#include "registry/service/upload_limits.h"
 #include "registry/http/worker.h"
-#include "registry/storage/store.h"
 #include "registry/service/cache.h"
 #include "registry/service/isa_scan.h"
 #include "registry/service/janitor.h"
+#include "registry/service/upload_limits.h"
+#include "registry/storage/store.h"
+#include "replication/replication.h"
 #include "sql/listen.h"
 #include "sql/migrate.h"
 #include "sql/registry.h"
+#include <openssl/crypto.h>
 
 #define BLOB_PREFIX "/_berth/blobs/"
 
@@ -67,7 +67,9 @@ static int open_ldap(const berth_config_t *cfg, berth_ldap_t **out)
         .base_dn = cfg->ldap_base_dn,
         .user_filter = cfg->ldap_filter,
         .uid_attr = cfg->ldap_uid,
-        .scope = strcmp(cfg->ldap_scope, "base") == 0 ? 0 : strcmp(cfg->ldap_scope, "onelevel") == 0 ? 1 : 2,
+        .scope = strcmp(cfg->ldap_scope, "base") == 0       ? 0
+                 : strcmp(cfg->ldap_scope, "onelevel") == 0 ? 1
+                                                            : 2,
         .timeout = cfg->ldap_timeout,
         .verify_cert = cfg->ldap_verify_cert,
         .ca_file = cfg->ldap_ca_file,
@@ -102,8 +104,13 @@ static int start_replication(const berth_config_t *cfg, berth_db_t *db)
         snprintf(url, sizeof(url), "http://127.0.0.1:%s", addr + 8);
     else
         snprintf(url, sizeof(url), "http://%s", addr);
-    berth_repl_conf_t rc_conf = {.db = db, .self_url = url, .self_user = "berth-replication", .self_password = pw,
-                                 .key_file = cfg->repl_key_file, .workers = cfg->repl_workers, .chunk_bytes = (long)cfg->repl_chunk * 1024};
+    berth_repl_conf_t rc_conf = {.db = db,
+                                 .self_url = url,
+                                 .self_user = "berth-replication",
+                                 .self_password = pw,
+                                 .key_file = cfg->repl_key_file,
+                                 .workers = cfg->repl_workers,
+                                 .chunk_bytes = (long)cfg->repl_chunk * 1024};
     if (rc == 0)
         rc = berth_repl_start(&rc_conf, &err);
     OPENSSL_cleanse(pw, sizeof(pw));
@@ -207,8 +214,14 @@ int main(int argc, char **argv)
     }
     if (cfg.ldap_url != NULL && cfg.ldap_url[0] != '\0' && open_ldap(&cfg, &ldap) != 0)
         goto Out;
-    berth_authsvc_t auth = {.db = db, .keys = keys, .realm = cfg.external_url, .issuer = cfg.token_issuer, .service = cfg.token_service,
-                            .ttl_seconds = cfg.token_ttl, .decision_ttl_seconds = cfg.decision_ttl, .ldap = ldap,
+    berth_authsvc_t auth = {.db = db,
+                            .keys = keys,
+                            .realm = cfg.external_url,
+                            .issuer = cfg.token_issuer,
+                            .service = cfg.token_service,
+                            .ttl_seconds = cfg.token_ttl,
+                            .decision_ttl_seconds = cfg.decision_ttl,
+                            .ldap = ldap,
                             .ldap_recheck_seconds = cfg.ldap_session_recheck};
     if (berth_authsvc_bootstrap(&auth, cfg.admin_password, &err) != 0) {
         fprintf(stderr, "berthd: cannot create the first admin: %s\n", err.msg);
@@ -220,7 +233,8 @@ int main(int argc, char **argv)
         goto Out;
     }
     if (berth_listen_check(cfg.http_addr, "http.addr", "BERTH_HTTP_ADDR", errbuf, sizeof(errbuf)) != 0 ||
-        (cfg.tls_addr != NULL && berth_listen_check(cfg.tls_addr, "http.tls_addr", "BERTH_TLS_ADDR", errbuf, sizeof(errbuf)) != 0)) {
+        (cfg.tls_addr != NULL &&
+         berth_listen_check(cfg.tls_addr, "http.tls_addr", "BERTH_TLS_ADDR", errbuf, sizeof(errbuf)) != 0)) {
         fprintf(stderr, "berthd: %s\n", errbuf);
         goto Out;
     }
@@ -248,14 +262,16 @@ static int serve(berth_config_t *cfgp, berth_db_t *db, berth_store_t *store, ber
     (void)keys;
     (void)ldap;
     berth_api_conf_t api_conf = {.project_creation_admin_only = strcmp(cfg.project_creation, "adminonly") == 0,
-                                 .session_ttl = cfg.session_ttl, .external_url = cfg.external_url, .version = BERTH_VERSION};
+                                 .session_ttl = cfg.session_ttl,
+                                 .external_url = cfg.external_url,
+                                 .version = BERTH_VERSION};
     berth_api_configure(&api_conf);
     berth_db_projects_auto_create(cfg.projects_auto_create);
     berth_realm_configure(cfg.external_url_set);
     berth_audit_start(db);
     berth_db_listener_t *listener = berth_db_listen_start(cfg.database_url, berth_cache_invalidate, berth_cache_set_enabled);
-    berth_registry_t reg = {.db = db, .auth = &auth, .store = store, .blob_redirect_prefix = BLOB_PREFIX,
-                            .isa_view_disabled = !cfg.isa_view};
+    berth_registry_t reg = {
+        .db = db, .auth = &auth, .store = store, .blob_redirect_prefix = BLOB_PREFIX, .isa_view_disabled = !cfg.isa_view};
     berth_limits_t limits;
     berth_limits_init(&limits, cfg.edge_workers); /* before any listener or the edge: both inherit it */
     berth_workers_t *workers = berth_workers_start(cfg.workers);
@@ -303,8 +319,8 @@ static int serve(berth_config_t *cfgp, berth_db_t *db, berth_store_t *store, ber
         fprintf(stderr, "berthd: cannot start the edge (nginx)\n");
         return 1;
     }
-    berth_log_info("berthd listening on %s%s%s (api :%d, uploads :%d, edge pid %d)", cfg.http_addr,
-                   cfg.tls_addr ? ", TLS " : "", cfg.tls_addr ? cfg.tls_addr : "", api_port, upload_port, (int)edge_pid);
+    berth_log_info("berthd listening on %s%s%s (api :%d, uploads :%d, edge pid %d)", cfg.http_addr, cfg.tls_addr ? ", TLS " : "",
+                   cfg.tls_addr ? cfg.tls_addr : "", api_port, upload_port, (int)edge_pid);
 
     int status = 0;
     for (;;) {

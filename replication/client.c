@@ -179,8 +179,8 @@ static int fetch_token(berth_client_t *c, const char *challenge)
     return tok != NULL ? 0 : -1;
 }
 
-int berth_client_do(berth_client_t *c, const char *method, const char *path, const char *const *headers, const void *body, size_t len,
-                    berth_http_t *out)
+int berth_client_do(berth_client_t *c, const char *method, const char *path, const char *const *headers, const void *body,
+                    size_t len, berth_http_t *out)
 {
     memset(out, 0, sizeof(*out));
     char url[4096];

@@ -36,7 +36,7 @@ void berth_client_free(berth_client_t *c);
  * may be NULL-terminated array or NULL). A 401 with a Bearer challenge is answered once with a token. Returns 0
  * with *out (even for HTTP errors), -1 when the transport failed (connection refused, timeout, reset).
  */
-int berth_client_do(berth_client_t *c, const char *method, const char *path, const char *const *headers, const void *body, size_t len,
-                    berth_http_t *out);
+int berth_client_do(berth_client_t *c, const char *method, const char *path, const char *const *headers, const void *body,
+                    size_t len, berth_http_t *out);
 
 #endif

@@ -1,12 +1,12 @@
 #include "replication/replication.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <fcntl.h>
 #include <jansson.h>
 #include <openssl/evp.h>
 #include <openssl/rand.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,8 +24,8 @@
 
 #define MAX_ATTEMPTS 8
 #define MAX_WORKERS 8
-#define ACCEPT_ALL                                                                                                     \
-    "Accept: application/vnd.oci.image.index.v1+json, application/vnd.oci.image.manifest.v1+json, "                    \
+#define ACCEPT_ALL                                                                                                                 \
+    "Accept: application/vnd.oci.image.index.v1+json, application/vnd.oci.image.manifest.v1+json, "                                \
     "application/vnd.docker.distribution.manifest.list.v2+json, application/vnd.docker.distribution.manifest.v2+json"
 
 static berth_repl_conf_t conf;
@@ -295,7 +295,10 @@ static int run_refused(json_t *pol, const char *exec)
 /* A client for a registry row (NULL: this Berth, as the internal replication user) */
 static berth_client_t *client_for(json_t *reg, long speed_kib)
 {
-    berth_client_conf_t cc = {.url = self_url, .user = self_user, .password = self_password, .timeout_s = 60,
+    berth_client_conf_t cc = {.url = self_url,
+                              .user = self_user,
+                              .password = self_password,
+                              .timeout_s = 60,
                               .max_send_bytes_per_s = speed_kib > 0 ? speed_kib * 1024 : 0};
     char *secret = NULL;
     if (json_is_object(reg)) {
@@ -317,7 +320,8 @@ static berth_client_t *client_for(json_t *reg, long speed_kib)
 int berth_repl_ping(const char *type, const char *url, const char *user, const char *password, int insecure, const char *ca_file,
                     berth_err_t *err)
 {
-    berth_client_conf_t cc = {.url = url, .user = user, .password = password, .insecure = insecure, .ca_file = ca_file, .timeout_s = 10};
+    berth_client_conf_t cc = {
+        .url = url, .user = user, .password = password, .insecure = insecure, .ca_file = ca_file, .timeout_s = 10};
     berth_client_t *c = berth_client_new(&cc);
     berth_http_t r;
     int rc = berth_client_do(c, "GET", "/v2/", NULL, NULL, 0, &r);
@@ -365,7 +369,8 @@ static int enumerate(json_t *pol, const char *exec, berth_err_t *err)
     json_t *cat = json_array(), *repo;
     char next[1024] = "/v2/_catalog?n=1000";
     while (next[0] != '\0') {
-        if (berth_client_do(c, "GET", next, (const char *const[]){"Accept: application/json", NULL}, NULL, 0, &r) != 0 || r.status != 200) {
+        if (berth_client_do(c, "GET", next, (const char *const[]){"Accept: application/json", NULL}, NULL, 0, &r) != 0 ||
+            r.status != 200) {
             berth_err_set(err, BERTH_OCI_UNAVAILABLE, "source catalog unavailable (HTTP %ld)", r.status);
             berth_http_dispose(&r);
             berth_client_free(c);
@@ -799,11 +804,11 @@ static int copy_blob(job_t *j, const char *dst_base, const char *srepo, const ch
                 z = NULL;
             }
         }
-        int rc = berth_client_do(j->dst, "PATCH", loc,
-                                 z != NULL ? (const char *const[]){hdr_crange, "Content-Type: application/octet-stream",
-                                                                   "Content-Encoding: zstd", NULL}
-                                           : (const char *const[]){hdr_crange, "Content-Type: application/octet-stream", NULL},
-                                 z != NULL ? z : data, z != NULL ? zlen : (size_t)n, &r);
+        int rc = berth_client_do(
+            j->dst, "PATCH", loc,
+            z != NULL ? (const char *const[]){hdr_crange, "Content-Type: application/octet-stream", "Content-Encoding: zstd", NULL}
+                      : (const char *const[]){hdr_crange, "Content-Type: application/octet-stream", NULL},
+            z != NULL ? z : data, z != NULL ? zlen : (size_t)n, &r);
         free(z);
         berth_http_dispose(&g);
         progress(j, r.sent);
@@ -825,7 +830,8 @@ static int copy_blob(job_t *j, const char *dst_base, const char *srepo, const ch
     }
     char fin[2500];
     snprintf(fin, sizeof(fin), "%s%cdigest=%s", loc, strchr(loc, '?') != NULL ? '&' : '?', digest);
-    if (berth_client_do(j->dst, "PUT", fin, (const char *const[]){"Content-Type: application/octet-stream", NULL}, NULL, 0, &r) != 0)
+    if (berth_client_do(j->dst, "PUT", fin, (const char *const[]){"Content-Type: application/octet-stream", NULL}, NULL, 0, &r) !=
+        0)
         return -1;
     long st = r.status;
     berth_http_dispose(&r);
@@ -839,7 +845,8 @@ static int copy_blob(job_t *j, const char *dst_base, const char *srepo, const ch
 }
 
 /* Copy a manifest and what it needs (blobs, children first), then the referrers of it */
-static int copy_manifest(job_t *j, const char *dst_base, const char *srepo, const char *ref, const char *drepo, const char *dref, int depth)
+static int copy_manifest(job_t *j, const char *dst_base, const char *srepo, const char *ref, const char *drepo, const char *dref,
+                         int depth)
 {
     char path[1024], ctype[300];
     berth_http_t m;
@@ -892,7 +899,8 @@ static int copy_manifest(job_t *j, const char *dst_base, const char *srepo, cons
     berth_digest_of(&dg, BERTH_DIGEST_SHA256, m.body, m.len);
     snprintf(digest, sizeof(digest), "%s", dg.str);
     if (rc == 0) {
-        snprintf(ctype, sizeof(ctype), "Content-Type: %s", m.content_type[0] ? m.content_type : "application/vnd.oci.image.manifest.v1+json");
+        snprintf(ctype, sizeof(ctype), "Content-Type: %s",
+                 m.content_type[0] ? m.content_type : "application/vnd.oci.image.manifest.v1+json");
         snprintf(path, sizeof(path), "/v2/%s/manifests/%s", drepo, dref);
         berth_http_t p;
         if (berth_client_do(j->dst, "PUT", path, (const char *const[]){ctype, NULL}, m.body, m.len, &p) != 0)
@@ -962,7 +970,8 @@ static void ensure_project(job_t *j, const char *drepo)
     json_decref(o);
     berth_http_t r;
     if (berth_client_do(j->dst, "POST", "/api/v2.0/projects", (const char *const[]){"Content-Type: application/json", NULL}, body,
-                        strlen(body), &r) == 0 && r.status != 201 && r.status != 409)
+                        strlen(body), &r) == 0 &&
+        r.status != 201 && r.status != 409)
         logf_(j, "creating project for %s: HTTP %ld", drepo, r.status);
     berth_http_dispose(&r);
 }
@@ -1002,7 +1011,10 @@ static void run_task(json_t *task)
     char delay[16], total[24], line[2200];
     snprintf(delay, sizeof(delay), "%d", rc == -1 ? (attempts >= 5 ? 30 : 1 << attempts) : 0); /* 2, 4, 8, 16, 30 s */
     snprintf(total, sizeof(total), "%lld", rc == 0 ? j.total : 0LL);
-    snprintf(line, sizeof(line), "attempt %d: %s%s%s", attempts, rc == 0 ? "done" : rc == -1 ? "transfer failed, will retry" : "failed",
+    snprintf(line, sizeof(line), "attempt %d: %s%s%s", attempts,
+             rc == 0    ? "done"
+             : rc == -1 ? "transfer failed, will retry"
+                        : "failed",
              j.log[0] ? " " : "", j.log);
     const char *p[] = {j.id, status, line, total, delay};
     free(q(BERTH_Q_TASK_DONE, p, NULL));

@@ -15,12 +15,12 @@
 
 typedef struct st_berth_repl_conf_t {
     berth_db_t *db;
-    const char *self_url;      /* this Berth's edge, e.g. http://127.0.0.1:5000 */
-    const char *self_user;     /* the internal replication user and its password (generated at start) */
+    const char *self_url;  /* this Berth's edge, e.g. http://127.0.0.1:5000 */
+    const char *self_user; /* the internal replication user and its password (generated at start) */
     const char *self_password;
-    const char *key_file;      /* AES-256-GCM key for endpoint secrets (generated when absent) */
+    const char *key_file; /* AES-256-GCM key for endpoint secrets (generated when absent) */
     int workers;
-    long chunk_bytes;          /* blob chunk size (default 8 MiB) */
+    long chunk_bytes; /* blob chunk size (default 8 MiB) */
 } berth_repl_conf_t;
 
 int berth_repl_start(const berth_repl_conf_t *conf, berth_err_t *err);
@@ -48,8 +48,8 @@ void berth_repl_dest_project(const char *dest_namespace, const char *project_sco
  * A delegated policy (project_scope set) may write only into a project where its owner may push. 0 when the
  * policy may run (or is not delegated), 1 with `why` when it may not, negative on a database error.
  */
-int berth_repl_delegation_check(berth_dbconn_t *c, const char *owner, const char *project_scope, const char *dest_namespace, char *why,
-                                size_t whysz);
+int berth_repl_delegation_check(berth_dbconn_t *c, const char *owner, const char *project_scope, const char *dest_namespace,
+                                char *why, size_t whysz);
 
 struct tm;
 /** 1 if a cron expression ("m h dom mon dow", or Harbor's six fields with seconds first) fires at `tm`'s minute. */

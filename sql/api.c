@@ -11,135 +11,134 @@
  */
 
 /* Projects the caller may see: $1 user/robot id, $2 system admin, $3 robot. */
-#define VISIBLE(p)                                                                                                     \
-    "($2::bool OR " p ".public OR (NOT $3::bool AND berth_member_role(" p ".id, $1::bigint) IS NOT NULL) OR ($3::bool " \
-    "AND EXISTS (SELECT 1 FROM robot_permissions rp WHERE rp.robot_id = $1::bigint AND rp.namespace IN (" p           \
-    ".name, '*'))))"
+#define VISIBLE(p)                                                                                                                 \
+    "($2::bool OR " p ".public OR (NOT $3::bool AND berth_member_role(" p ".id, $1::bigint) IS NOT NULL) OR ($3::bool "            \
+    "AND EXISTS (SELECT 1 FROM robot_permissions rp WHERE rp.robot_id = $1::bigint AND rp.namespace IN (" p ".name, '*'))))"
 
-#define ROLE_NAME(r)                                                                                                   \
-    "CASE " r " WHEN 1 THEN 'projectAdmin' WHEN 2 THEN 'developer' WHEN 3 THEN 'guest' WHEN 4 THEN 'maintainer' "     \
+#define ROLE_NAME(r)                                                                                                               \
+    "CASE " r " WHEN 1 THEN 'projectAdmin' WHEN 2 THEN 'developer' WHEN 3 THEN 'guest' WHEN 4 THEN 'maintainer' "                  \
     "WHEN 5 THEN 'limitedGuest' END"
 
 /* A project as Harbor shows it; `uid` and `robot` name the caller's parameters for its role. */
-#define PROJECT_JSON(uid, robot)                                                                                       \
-    "json_build_object('project_id', p.id, 'name', p.name, 'owner_id', p.owner_id, 'owner_name', "                   \
-    "coalesce((SELECT u.username FROM users u WHERE u.id = p.owner_id), ''), 'creation_time', p.created_at, "         \
-    "'update_time', p.updated_at, 'repo_count', (SELECT count(*) FROM repositories r WHERE r.project_id = p.id), "     \
-    "'metadata', json_build_object('public', CASE WHEN p.public THEN 'true' ELSE 'false' END, 'isa_policy', "        \
-    "p.isa_policy, 'isa_require_scan_pass', CASE WHEN p.isa_require_scan_pass THEN 'true' ELSE 'false' END), "     \
-    "'current_user_role_id', CASE WHEN " robot "::bool THEN 0 ELSE coalesce(berth_member_role(p.id, " uid           \
-    "::bigint), 0) END)"
+#define PROJECT_JSON(uid, robot)                                                                                                   \
+    "json_build_object('project_id', p.id, 'name', p.name, 'owner_id', p.owner_id, 'owner_name', "                                 \
+    "coalesce((SELECT u.username FROM users u WHERE u.id = p.owner_id), ''), 'creation_time', p.created_at, "                      \
+    "'update_time', p.updated_at, 'repo_count', (SELECT count(*) FROM repositories r WHERE r.project_id = p.id), "                 \
+    "'metadata', json_build_object('public', CASE WHEN p.public THEN 'true' ELSE 'false' END, 'isa_policy', "                      \
+    "p.isa_policy, 'isa_require_scan_pass', CASE WHEN p.isa_require_scan_pass THEN 'true' ELSE 'false' END), "                     \
+    "'current_user_role_id', CASE WHEN " robot "::bool THEN 0 ELSE coalesce(berth_member_role(p.id, " uid "::bigint), 0) END)"
 
 /* Artifacts a repository lists: not a referrer, and not only the child of an index (tagged children count) */
-#define TOP_LEVEL                                                                                                      \
-    "m.subject_digest IS NULL AND (EXISTS (SELECT 1 FROM tags t WHERE t.manifest_id = m.id) OR NOT EXISTS "          \
-    "(SELECT 1 FROM manifest_refs mr JOIN manifests pm ON pm.id = mr.manifest_id WHERE pm.repository_id = "           \
+#define TOP_LEVEL                                                                                                                  \
+    "m.subject_digest IS NULL AND (EXISTS (SELECT 1 FROM tags t WHERE t.manifest_id = m.id) OR NOT EXISTS "                        \
+    "(SELECT 1 FROM manifest_refs mr JOIN manifests pm ON pm.id = mr.manifest_id WHERE pm.repository_id = "                        \
     "m.repository_id AND mr.digest = m.digest AND mr.kind = 1))"
 
 #define INDEX_TYPES "('application/vnd.oci.image.index.v1+json', 'application/vnd.docker.distribution.manifest.list.v2+json')"
 
 /* Harbor's artifact type: IMAGE for an image manifest (its config is an image config, or it has none) and for
  * an index or manifest list; CHART for a Helm chart; UNKNOWN for any other artifact */
-#define ARTIFACT_KIND                                                                                                  \
-    "CASE WHEN m.media_type IN " INDEX_TYPES " OR m.artifact_type IS NULL OR m.artifact_type IN "                     \
-    "('application/vnd.oci.image.config.v1+json', 'application/vnd.docker.container.image.v1+json') THEN 'IMAGE' "    \
+#define ARTIFACT_KIND                                                                                                              \
+    "CASE WHEN m.media_type IN " INDEX_TYPES " OR m.artifact_type IS NULL OR m.artifact_type IN "                                  \
+    "('application/vnd.oci.image.config.v1+json', 'application/vnd.docker.container.image.v1+json') THEN 'IMAGE' "                 \
     "WHEN m.artifact_type = 'application/vnd.cncf.helm.config.v1+json' THEN 'CHART' ELSE 'UNKNOWN' END"
 
-#define ARTIFACT_JSON                                                                                                  \
-    "json_build_object('id', m.id, 'repository_id', m.repository_id, 'repository_name', (SELECT r2.name FROM "         \
-    "repositories r2 WHERE r2.id = m.repository_id), 'digest', m.digest, 'manifest_media_type', m.media_type, "       \
-    "'media_type', m.media_type, 'artifact_type', m.artifact_type, "                                                  \
-    "'type', " ARTIFACT_KIND ", "                                                                                      \
-    "'size', m.size + coalesce((SELECT sum(mr.size) FROM manifest_refs mr WHERE mr.manifest_id = m.id AND mr.kind = 0), 0), " \
-    "'push_time', m.created_at, 'pull_time', m.pull_time, 'annotations', m.annotations, "                             \
-    "'tags', coalesce((SELECT json_agg(json_build_object('name', t.name, 'push_time', t.updated_at, 'repository_id', " \
-    "t.repository_id, 'artifact_id', m.id) ORDER BY t.name) FROM tags t WHERE t.manifest_id = m.id), '[]'), "         \
-    "'references', CASE WHEN m.media_type IN " INDEX_TYPES " THEN coalesce((SELECT json_agg(json_build_object("       \
-    "'child_digest', e->>'digest', 'child_media_type', e->>'mediaType', 'platform', e->'platform', 'annotations', "    \
-    "e->'annotations')) FROM jsonb_array_elements(convert_from(m.content, 'UTF8')::jsonb->'manifests') e), '[]') END, " \
-    "'isa_variants', (SELECT json_agg(json_build_object('position', v.position, 'digest', v.digest, 'architecture', "    \
-    "v.architecture, 'variant', v.variant, 'level', v.level, 'features', v.features, 'target', v.target, 'scan_status', " \
-    "coalesce(s.status, 'pending'), 'scan_max_level', s.max_level) ORDER BY v.position) FROM isa_variants v LEFT JOIN " \
-    "isa_scans s ON " ISA_SCAN_OF_ENTRY " WHERE v.manifest_id = m.id), "                                                \
-    "'accessories', coalesce((SELECT json_agg(json_build_object('digest', a.digest, 'artifact_type', a.artifact_type, " \
-    "'size', a.size) ORDER BY a.digest) FROM manifests a WHERE a.repository_id = m.repository_id AND a.subject_digest " \
+#define ARTIFACT_JSON                                                                                                              \
+    "json_build_object('id', m.id, 'repository_id', m.repository_id, 'repository_name', (SELECT r2.name FROM "                     \
+    "repositories r2 WHERE r2.id = m.repository_id), 'digest', m.digest, 'manifest_media_type', m.media_type, "                    \
+    "'media_type', m.media_type, 'artifact_type', m.artifact_type, "                                                               \
+    "'type', " ARTIFACT_KIND ", "                                                                                                  \
+    "'size', m.size + coalesce((SELECT sum(mr.size) FROM manifest_refs mr WHERE mr.manifest_id = m.id AND mr.kind = 0), 0), "      \
+    "'push_time', m.created_at, 'pull_time', m.pull_time, 'annotations', m.annotations, "                                          \
+    "'tags', coalesce((SELECT json_agg(json_build_object('name', t.name, 'push_time', t.updated_at, 'repository_id', "             \
+    "t.repository_id, 'artifact_id', m.id) ORDER BY t.name) FROM tags t WHERE t.manifest_id = m.id), '[]'), "                      \
+    "'references', CASE WHEN m.media_type IN " INDEX_TYPES " THEN coalesce((SELECT json_agg(json_build_object("                    \
+    "'child_digest', e->>'digest', 'child_media_type', e->>'mediaType', 'platform', e->'platform', 'annotations', "                \
+    "e->'annotations')) FROM jsonb_array_elements(convert_from(m.content, 'UTF8')::jsonb->'manifests') e), '[]') END, "            \
+    "'isa_variants', (SELECT json_agg(json_build_object('position', v.position, 'digest', v.digest, 'architecture', "              \
+    "v.architecture, 'variant', v.variant, 'level', v.level, 'features', v.features, 'target', v.target, 'scan_status', "          \
+    "coalesce(s.status, 'pending'), 'scan_max_level', s.max_level) ORDER BY v.position) FROM isa_variants v LEFT JOIN "            \
+    "isa_scans s ON " ISA_SCAN_OF_ENTRY " WHERE v.manifest_id = m.id), "                                                           \
+    "'accessories', coalesce((SELECT json_agg(json_build_object('digest', a.digest, 'artifact_type', a.artifact_type, "            \
+    "'size', a.size) ORDER BY a.digest) FROM manifests a WHERE a.repository_id = m.repository_id AND a.subject_digest "            \
     "= m.digest), '[]'))"
 
-#define REPO_JSON                                                                                                      \
-    "json_build_object('id', r.id, 'project_id', r.project_id, 'name', r.name, 'artifact_count', (SELECT count(*) "   \
-    "FROM manifests m WHERE m.repository_id = r.id AND " TOP_LEVEL "), 'pull_count', r.pull_count, 'creation_time', " \
+#define REPO_JSON                                                                                                                  \
+    "json_build_object('id', r.id, 'project_id', r.project_id, 'name', r.name, 'artifact_count', (SELECT count(*) "                \
+    "FROM manifests m WHERE m.repository_id = r.id AND " TOP_LEVEL "), 'pull_count', r.pull_count, 'creation_time', "              \
     "r.created_at, 'update_time', r.updated_at)"
 
-#define USER_JSON                                                                                                      \
-    "json_build_object('user_id', u.id, 'username', u.username, 'email', u.email, 'realname', u.realname, "           \
+#define USER_JSON                                                                                                                  \
+    "json_build_object('user_id', u.id, 'username', u.username, 'email', u.email, 'realname', u.realname, "                        \
     "'comment', u.comment, 'sysadmin_flag', u.sysadmin OR u.ldap_admin, 'creation_time', u.created_at, 'update_time', u.updated_at)"
 
-#define MEMBER_JSON                                                                                                    \
-    "json_build_object('id', x.id, 'project_id', x.project_id, 'entity_name', x.username, 'entity_id', x.entity_id, " \
+#define MEMBER_JSON                                                                                                                \
+    "json_build_object('id', x.id, 'project_id', x.project_id, 'entity_name', x.username, 'entity_id', x.entity_id, "              \
     "'entity_type', x.entity_type, 'role_id', x.role, 'role_name', " ROLE_NAME("x.role") ")"
 
 /* members, users and groups alike, as rows for MEMBER_JSON */
-#define MEMBER_ROWS                                                                                                    \
-    "SELECT m.id, m.project_id, coalesce(m.user_id, m.group_id) AS entity_id, CASE WHEN m.user_id IS NULL THEN 'g' "  \
-    "ELSE 'u' END AS entity_type, m.role, coalesce(u.username, g.group_name) AS username FROM project_members m "     \
+#define MEMBER_ROWS                                                                                                                \
+    "SELECT m.id, m.project_id, coalesce(m.user_id, m.group_id) AS entity_id, CASE WHEN m.user_id IS NULL THEN 'g' "               \
+    "ELSE 'u' END AS entity_type, m.role, coalesce(u.username, g.group_name) AS username FROM project_members m "                  \
     "LEFT JOIN users u ON u.id = m.user_id LEFT JOIN user_groups g ON g.id = m.group_id "
 
-#define ROBOT_JSON                                                                                                     \
-    "json_build_object('id', r.id, 'name', r.name, 'description', r.description, 'level', r.level, 'project_id', "    \
-    "r.project_id, 'project_name', (SELECT p.name FROM projects p WHERE p.id = r.project_id), 'disable', r.disabled, 'expires_at', coalesce(extract(epoch FROM r.expires_at)::bigint, -1), "     \
-    "'duration', CASE WHEN r.expires_at IS NULL THEN -1 ELSE ceil(extract(epoch FROM r.expires_at - r.created_at) "   \
-    "/ 86400)::int END, 'creation_time', r.created_at, 'update_time', r.updated_at, 'creator', r.creator, "          \
-    "'permissions', coalesce((SELECT json_agg(json_build_object('kind', 'project', 'namespace', g.namespace, "        \
-    "'access', g.access) ORDER BY g.namespace) FROM (SELECT rp.namespace, json_agg(json_build_object('resource', "    \
-    "rp.resource, 'action', rp.action) ORDER BY rp.resource, rp.action) AS access FROM robot_permissions rp WHERE "   \
+#define ROBOT_JSON                                                                                                                                                                           \
+    "json_build_object('id', r.id, 'name', r.name, 'description', r.description, 'level', r.level, 'project_id', "                                                                           \
+    "r.project_id, 'project_name', (SELECT p.name FROM projects p WHERE p.id = r.project_id), 'disable', r.disabled, 'expires_at', coalesce(extract(epoch FROM r.expires_at)::bigint, -1), " \
+    "'duration', CASE WHEN r.expires_at IS NULL THEN -1 ELSE ceil(extract(epoch FROM r.expires_at - r.created_at) "                                                                          \
+    "/ 86400)::int END, 'creation_time', r.created_at, 'update_time', r.updated_at, 'creator', r.creator, "                                                                                  \
+    "'permissions', coalesce((SELECT json_agg(json_build_object('kind', 'project', 'namespace', g.namespace, "                                                                               \
+    "'access', g.access) ORDER BY g.namespace) FROM (SELECT rp.namespace, json_agg(json_build_object('resource', "                                                                           \
+    "rp.resource, 'action', rp.action) ORDER BY rp.resource, rp.action) AS access FROM robot_permissions rp WHERE "                                                                          \
     "rp.robot_id = r.id GROUP BY rp.namespace) g), '[]'))"
 
-#define USERGROUP_JSON                                                                                                 \
-    "json_build_object('id', g.id, 'group_name', g.group_name, 'group_type', g.group_type, 'ldap_group_dn', "         \
+#define USERGROUP_JSON                                                                                                             \
+    "json_build_object('id', g.id, 'group_name', g.group_name, 'group_type', g.group_type, 'ldap_group_dn', "                      \
     "g.ldap_group_dn)"
 
-#define REG_JSON                                                                                                       \
-    "json_build_object('id', g.id, 'name', g.name, 'description', g.description, 'type', g.type, 'url', g.url, "      \
-    "'insecure', g.insecure, 'ca_file', g.ca_file, 'credential', json_build_object('type', 'basic', 'access_key', g.access_key, 'access_secret', "       \
-    "CASE WHEN g.access_secret IS NULL THEN '' ELSE '*****' END), 'creation_time', g.created_at, 'update_time', "     \
+#define REG_JSON                                                                                                                                   \
+    "json_build_object('id', g.id, 'name', g.name, 'description', g.description, 'type', g.type, 'url', g.url, "                                   \
+    "'insecure', g.insecure, 'ca_file', g.ca_file, 'credential', json_build_object('type', 'basic', 'access_key', g.access_key, 'access_secret', " \
+    "CASE WHEN g.access_secret IS NULL THEN '' ELSE '*****' END), 'creation_time', g.created_at, 'update_time', "                                  \
     "g.updated_at)"
 
 /* a registry for the engine: with its sealed secret as hex */
-#define REG_ENGINE(alias)                                                                                              \
-    "(SELECT json_build_object('id', g.id, 'type', g.type, 'url', g.url, 'insecure', g.insecure, 'ca_file', "        \
-    "g.ca_file, 'access_key', g.access_key, 'secret', encode(g.access_secret, 'hex')) FROM registries g WHERE g.id = " \
-    alias ")"
+#define REG_ENGINE(alias)                                                                                                          \
+    "(SELECT json_build_object('id', g.id, 'type', g.type, 'url', g.url, 'insecure', g.insecure, 'ca_file', "                      \
+    "g.ca_file, 'access_key', g.access_key, 'secret', encode(g.access_secret, 'hex')) FROM registries g WHERE g.id = " alias ")"
 
-#define POL_JSON                                                                                                       \
-    "json_build_object('id', p.id, 'name', p.name, 'description', p.description, 'src_registry', " REG_ENGINE_PUBLIC("p.src_registry_id") \
-    ", 'dest_registry', " REG_ENGINE_PUBLIC("p.dest_registry_id") ", 'dest_namespace', p.dest_namespace, "            \
-    "'dest_namespace_replace_count', p.dest_namespace_replace_count, 'filters', p.filters, 'trigger', p.trigger, "    \
-    "'override', p.override, 'enabled', p.enabled, 'replicate_deletion', p.replicate_deletion, 'speed', p.speed_kib, " \
-    "'project_scope', p.project_scope, 'creator', p.creator, 'creation_time', p.created_at, 'update_time', p.updated_at)"
-#define REG_ENGINE_PUBLIC(col) "(SELECT json_build_object('id', g.id, 'name', g.name, 'type', g.type, 'url', g.url) FROM registries g WHERE g.id = " col ")"
+#define POL_JSON                                                                                                                                                                   \
+    "json_build_object('id', p.id, 'name', p.name, 'description', p.description, 'src_registry', " REG_ENGINE_PUBLIC("p.src_registry_id") ", 'dest_registry', " REG_ENGINE_PUBLIC( \
+        "p.dest_registry_id") ", 'dest_namespace', p.dest_namespace, "                                                                                                             \
+                              "'dest_namespace_replace_count', p.dest_namespace_replace_count, 'filters', p.filters, 'trigger', p.trigger, "                                       \
+                              "'override', p.override, 'enabled', p.enabled, 'replicate_deletion', p.replicate_deletion, 'speed', p.speed_kib, "                                   \
+                              "'project_scope', p.project_scope, 'creator', p.creator, 'creation_time', p.created_at, 'update_time', p.updated_at)"
+#define REG_ENGINE_PUBLIC(col)                                                                                                     \
+    "(SELECT json_build_object('id', g.id, 'name', g.name, 'type', g.type, 'url', g.url) FROM registries g WHERE g.id = " col ")"
 
-#define EXEC_JSON                                                                                                      \
-    "json_build_object('id', e.id, 'policy_id', e.policy_id, 'status', e.status, 'trigger', e.trigger, 'status_text', " \
-    "e.status_text, 'start_time', e.start_time, 'end_time', e.end_time, 'total', (SELECT count(*) FROM "             \
-    "replication_tasks t WHERE t.execution_id = e.id), 'succeed', (SELECT count(*) FROM replication_tasks t WHERE "  \
-    "t.execution_id = e.id AND t.status = 'Succeed'), 'failed', (SELECT count(*) FROM replication_tasks t WHERE "     \
-    "t.execution_id = e.id AND t.status = 'Failed'), 'in_progress', (SELECT count(*) FROM replication_tasks t WHERE " \
-    "t.execution_id = e.id AND t.status IN ('Pending', 'InProgress')), 'stopped', (SELECT count(*) FROM "             \
+#define EXEC_JSON                                                                                                                  \
+    "json_build_object('id', e.id, 'policy_id', e.policy_id, 'status', e.status, 'trigger', e.trigger, 'status_text', "            \
+    "e.status_text, 'start_time', e.start_time, 'end_time', e.end_time, 'total', (SELECT count(*) FROM "                           \
+    "replication_tasks t WHERE t.execution_id = e.id), 'succeed', (SELECT count(*) FROM replication_tasks t WHERE "                \
+    "t.execution_id = e.id AND t.status = 'Succeed'), 'failed', (SELECT count(*) FROM replication_tasks t WHERE "                  \
+    "t.execution_id = e.id AND t.status = 'Failed'), 'in_progress', (SELECT count(*) FROM replication_tasks t WHERE "              \
+    "t.execution_id = e.id AND t.status IN ('Pending', 'InProgress')), 'stopped', (SELECT count(*) FROM "                          \
     "replication_tasks t WHERE t.execution_id = e.id AND t.status = 'Stopped'))"
 
-#define TASK_JSON                                                                                                      \
-    "json_build_object('id', t.id, 'execution_id', t.execution_id, 'resource_type', t.resource_type, 'src_resource', " \
-    "t.src_resource, 'dst_resource', t.dst_resource, 'operation', t.operation, 'status', t.status, 'attempts', "      \
-    "t.attempts, 'bytes_sent', t.bytes_sent, 'bytes_total', t.bytes_total, 'start_time', t.start_time, 'end_time', " \
+#define TASK_JSON                                                                                                                  \
+    "json_build_object('id', t.id, 'execution_id', t.execution_id, 'resource_type', t.resource_type, 'src_resource', "             \
+    "t.src_resource, 'dst_resource', t.dst_resource, 'operation', t.operation, 'status', t.status, 'attempts', "                   \
+    "t.attempts, 'bytes_sent', t.bytes_sent, 'bytes_total', t.bytes_total, 'start_time', t.start_time, 'end_time', "               \
     "t.end_time)"
 
 /* ORDER BY for Harbor's sort=key / sort=-key: `sp` is the (validated) parameter; NULLs sort last either way */
-#define SORT_BY(sp, key, col) "CASE WHEN " sp "::text = '" key "' THEN " col " END, CASE WHEN " sp "::text = '-" key "' THEN " col " END DESC NULLS LAST, "
+#define SORT_BY(sp, key, col)                                                                                                      \
+    "CASE WHEN " sp "::text = '" key "' THEN " col " END, CASE WHEN " sp "::text = '-" key "' THEN " col " END DESC NULLS LAST, "
 
 /* One page of `row` over the CTE f, ordered by `order`, plus the total; $lim and $off are the last two. */
-#define PAGE(row, alias, order, lim, off)                                                                              \
-    "SELECT coalesce((SELECT json_agg(" row " ORDER BY " order ") FROM (SELECT * FROM f ORDER BY " order " LIMIT "      \
-    lim "::bigint OFFSET " off "::bigint) " alias "), '[]')::text, (SELECT count(*) FROM f)"
+#define PAGE(row, alias, order, lim, off)                                                                                          \
+    "SELECT coalesce((SELECT json_agg(" row " ORDER BY " order ") FROM (SELECT * FROM f ORDER BY " order " LIMIT " lim             \
+    "::bigint OFFSET " off "::bigint) " alias "), '[]')::text, (SELECT count(*) FROM f)"
 
 #define Q(id, sql, n) [id] = {100 + id, sql, n}
 
@@ -147,11 +146,14 @@ static const berth_db__stmt_t queries[BERTH_Q__COUNT] = {
     /* $1 uid, $2 admin, $3 robot, $4 name exact, $5 name substring, $6 public, $7 owner, $8 limit, $9 offset, $10 sort */
     Q(BERTH_Q_PROJECTS_LIST,
       "WITH f AS (SELECT p.*, CASE WHEN $10::text IN ('repo_count', '-repo_count') THEN (SELECT count(*) FROM repositories r "
-      "WHERE r.project_id = p.id) END AS n_repos FROM projects p WHERE " VISIBLE("p") " AND ($4::text IS NULL OR p.name = $4::text) AND "
-      "($5::text IS NULL OR strpos(p.name, $5::text) > 0) AND ($6::bool IS NULL OR p.public = $6::bool) AND "
-      "($7::text IS NULL OR p.owner_id = (SELECT id FROM users WHERE username = $7::text))) "
-      PAGE(PROJECT_JSON("$1", "$3"), "p", SORT_BY("$10", "name", "name") SORT_BY("$10", "creation_time", "created_at")
-           SORT_BY("$10", "update_time", "updated_at") SORT_BY("$10", "repo_count", "n_repos") "name", "$8", "$9"),
+      "WHERE r.project_id = p.id) END AS n_repos FROM projects p WHERE " VISIBLE(
+          "p") " AND ($4::text IS NULL OR p.name = $4::text) AND "
+               "($5::text IS NULL OR strpos(p.name, $5::text) > 0) AND ($6::bool IS NULL OR p.public = $6::bool) AND "
+               "($7::text IS NULL OR p.owner_id = (SELECT id FROM users WHERE username = $7::text))) " PAGE(
+                   PROJECT_JSON("$1", "$3"), "p",
+                   SORT_BY("$10", "name", "name") SORT_BY("$10", "creation_time", "created_at")
+                       SORT_BY("$10", "update_time", "updated_at") SORT_BY("$10", "repo_count", "n_repos") "name",
+                   "$8", "$9"),
       10),
     /* $1 uid, $2 robot, $3 name */
     Q(BERTH_Q_PROJECT_GET, "SELECT " PROJECT_JSON("$1", "$2") "::text FROM projects p WHERE p.name = $3::text", 3),
@@ -169,8 +171,7 @@ static const berth_db__stmt_t queries[BERTH_Q__COUNT] = {
       4),
     /* $1 id: only an empty project goes */
     Q(BERTH_Q_PROJECT_DELETE,
-      "DELETE FROM projects p WHERE p.id = $1::bigint AND NOT EXISTS (SELECT 1 FROM repositories r WHERE r.project_id = p.id)",
-      1),
+      "DELETE FROM projects p WHERE p.id = $1::bigint AND NOT EXISTS (SELECT 1 FROM repositories r WHERE r.project_id = p.id)", 1),
     /* $1 id: counts and the storage its repositories hold (each blob and manifest once) */
     Q(BERTH_Q_PROJECT_SUMMARY,
       "SELECT json_build_object('repo_count', (SELECT count(*) FROM repositories WHERE project_id = $1::bigint), "
@@ -188,14 +189,14 @@ static const berth_db__stmt_t queries[BERTH_Q__COUNT] = {
     /* $1 project id, $2 name substring, $3 limit, $4 offset, $5 sort */
     Q(BERTH_Q_MEMBERS_LIST,
       "WITH f AS (SELECT * FROM (" MEMBER_ROWS "WHERE m.project_id = $1::bigint) r WHERE $2::text IS NULL OR "
-      "strpos(r.username, $2::text) > 0) "
-      PAGE(MEMBER_JSON, "x", SORT_BY("$5", "entity_name", "username") SORT_BY("$5", "role_id", "role") SORT_BY("$5", "id", "id")
-           "username", "$3", "$4"),
+      "strpos(r.username, $2::text) > 0) " PAGE(MEMBER_JSON, "x",
+                                                SORT_BY("$5", "entity_name", "username") SORT_BY("$5", "role_id", "role")
+                                                    SORT_BY("$5", "id", "id") "username",
+                                                "$3", "$4"),
       5),
     /* $1 project id, $2 member id */
     Q(BERTH_Q_MEMBER_GET,
-      "SELECT " MEMBER_JSON "::text FROM (" MEMBER_ROWS "WHERE m.project_id = $1::bigint AND m.id = $2::bigint) x",
-      2),
+      "SELECT " MEMBER_JSON "::text FROM (" MEMBER_ROWS "WHERE m.project_id = $1::bigint AND m.id = $2::bigint) x", 2),
     /* $1 project id, $2 username, $3 role */
     Q(BERTH_Q_MEMBER_ADD,
       "INSERT INTO project_members (project_id, user_id, role) SELECT $1::bigint, u.id, $3::smallint FROM users u "
@@ -207,8 +208,7 @@ static const berth_db__stmt_t queries[BERTH_Q__COUNT] = {
       "WHERE g.id = $2::bigint RETURNING json_build_object('id', id)::text",
       3),
     /* $1 project id, $2 member id, $3 role */
-    Q(BERTH_Q_MEMBER_UPDATE,
-      "UPDATE project_members SET role = $3::smallint WHERE project_id = $1::bigint AND id = $2::bigint", 3),
+    Q(BERTH_Q_MEMBER_UPDATE, "UPDATE project_members SET role = $3::smallint WHERE project_id = $1::bigint AND id = $2::bigint", 3),
     /* $1 project id, $2 member id */
     Q(BERTH_Q_MEMBER_DELETE,
       "DELETE FROM project_members m WHERE m.project_id = $1::bigint AND m.id = $2::bigint RETURNING to_json(coalesce("
@@ -220,9 +220,11 @@ static const berth_db__stmt_t queries[BERTH_Q__COUNT] = {
     Q(BERTH_Q_REPOS_LIST,
       "WITH f AS (SELECT r.*, CASE WHEN $5::text IN ('artifact_count', '-artifact_count') THEN (SELECT count(*) FROM "
       "manifests m WHERE m.repository_id = r.id AND " TOP_LEVEL ") END AS n_artifacts FROM repositories r WHERE "
-      "r.project_id = $1::bigint AND ($2::text IS NULL OR strpos(r.name, $2::text) > 0)) "
-      PAGE(REPO_JSON, "r", SORT_BY("$5", "name", "name") SORT_BY("$5", "update_time", "updated_at") SORT_BY("$5", "creation_time", "created_at")
-           SORT_BY("$5", "pull_count", "pull_count") SORT_BY("$5", "artifact_count", "n_artifacts") "name", "$3", "$4"),
+      "r.project_id = $1::bigint AND ($2::text IS NULL OR strpos(r.name, $2::text) > 0)) " PAGE(
+          REPO_JSON, "r",
+          SORT_BY("$5", "name", "name") SORT_BY("$5", "update_time", "updated_at") SORT_BY("$5", "creation_time", "created_at")
+              SORT_BY("$5", "pull_count", "pull_count") SORT_BY("$5", "artifact_count", "n_artifacts") "name",
+          "$3", "$4"),
       5),
     /* $1 full repository name */
     Q(BERTH_Q_REPO_GET, "SELECT " REPO_JSON "::text FROM repositories r WHERE r.name = $1::text", 1),
@@ -234,11 +236,13 @@ static const berth_db__stmt_t queries[BERTH_Q__COUNT] = {
       1),
     /* $1 repository, $2 tag (exact, NULL for all), $3 limit, $4 offset, $5 type (q=type=IMAGE), $6 sort; newest first */
     Q(BERTH_Q_ARTIFACTS_LIST,
-      "WITH f AS (SELECT m.* FROM repositories r JOIN manifests m ON m.repository_id = r.id WHERE r.name = $1::text AND "
-      TOP_LEVEL " AND ($2::text IS NULL OR EXISTS (SELECT 1 FROM tags t WHERE t.manifest_id = m.id AND t.name = $2::text)) "
-      "AND ($5::text IS NULL OR " ARTIFACT_KIND " = $5::text)) "
-      PAGE(ARTIFACT_JSON, "m", SORT_BY("$6", "push_time", "created_at") SORT_BY("$6", "pull_time", "pull_time")
-           SORT_BY("$6", "size", "size") SORT_BY("$6", "digest", "digest") SORT_BY("$6", "id", "id") "created_at DESC, id DESC", "$3", "$4"),
+      "WITH f AS (SELECT m.* FROM repositories r JOIN manifests m ON m.repository_id = r.id WHERE r.name = $1::text AND " TOP_LEVEL
+      " AND ($2::text IS NULL OR EXISTS (SELECT 1 FROM tags t WHERE t.manifest_id = m.id AND t.name = $2::text)) "
+      "AND ($5::text IS NULL OR " ARTIFACT_KIND " = $5::text)) " PAGE(
+          ARTIFACT_JSON, "m",
+          SORT_BY("$6", "push_time", "created_at") SORT_BY("$6", "pull_time", "pull_time") SORT_BY("$6", "size", "size")
+              SORT_BY("$6", "digest", "digest") SORT_BY("$6", "id", "id") "created_at DESC, id DESC",
+          "$3", "$4"),
       6),
     /* $1 repository, $2 digest or tag */
     Q(BERTH_Q_ARTIFACT_GET,
@@ -248,9 +252,9 @@ static const berth_db__stmt_t queries[BERTH_Q__COUNT] = {
     /* $1 repository, $2 digest, $3 limit, $4 offset, $5 sort */
     Q(BERTH_Q_TAGS_LIST,
       "WITH f AS (SELECT t.*, m.id AS artifact_id FROM repositories r JOIN manifests m ON m.repository_id = r.id JOIN tags t "
-      "ON t.manifest_id = m.id WHERE r.name = $1::text AND m.digest = $2::text) "
-      PAGE("json_build_object('name', x.name, 'repository_id', x.repository_id, 'artifact_id', x.artifact_id, 'push_time', x.updated_at)",
-           "x", SORT_BY("$5", "name", "name") SORT_BY("$5", "push_time", "updated_at") "name", "$3", "$4"),
+      "ON t.manifest_id = m.id WHERE r.name = $1::text AND m.digest = $2::text) " PAGE(
+          "json_build_object('name', x.name, 'repository_id', x.repository_id, 'artifact_id', x.artifact_id, 'push_time', x.updated_at)",
+          "x", SORT_BY("$5", "name", "name") SORT_BY("$5", "push_time", "updated_at") "name", "$3", "$4"),
       5),
     /* $1 repository, $2 digest, $3 tag: "1" when created, "0" when the artifact is unknown */
     Q(BERTH_Q_TAG_CREATE,
@@ -261,14 +265,17 @@ static const berth_db__stmt_t queries[BERTH_Q__COUNT] = {
       3),
     /* $1 username substring, $2 limit, $3 offset, $4 sort */
     Q(BERTH_Q_USERS_LIST,
-      "WITH f AS (SELECT u.* FROM users u WHERE $1::text IS NULL OR strpos(u.username, $1::text) > 0) "
-      PAGE(USER_JSON, "u", SORT_BY("$4", "username", "username") SORT_BY("$4", "user_id", "id") SORT_BY("$4", "email", "email")
-           SORT_BY("$4", "creation_time", "created_at") SORT_BY("$4", "update_time", "updated_at") "username", "$2", "$3"),
+      "WITH f AS (SELECT u.* FROM users u WHERE $1::text IS NULL OR strpos(u.username, $1::text) > 0) " PAGE(
+          USER_JSON, "u",
+          SORT_BY("$4", "username", "username") SORT_BY("$4", "user_id", "id") SORT_BY("$4", "email", "email")
+              SORT_BY("$4", "creation_time", "created_at") SORT_BY("$4", "update_time", "updated_at") "username",
+          "$2", "$3"),
       4),
     Q(BERTH_Q_USERS_SEARCH,
       "WITH f AS (SELECT u.id, u.username FROM users u WHERE u.disabled = false AND ($1::text IS NULL OR "
       "strpos(u.username, $1::text) > 0)) " PAGE("json_build_object('user_id', u.id, 'username', u.username)", "u",
-      SORT_BY("$4", "username", "username") SORT_BY("$4", "user_id", "id") "username", "$2", "$3"),
+                                                 SORT_BY("$4", "username", "username") SORT_BY("$4", "user_id", "id") "username",
+                                                 "$2", "$3"),
       4),
     Q(BERTH_Q_USER_GET, "SELECT " USER_JSON "::text FROM users u WHERE u.id = $1::bigint", 1),
     /* $1 username, $2 hash, $3 email, $4 realname, $5 comment */
@@ -293,9 +300,11 @@ static const berth_db__stmt_t queries[BERTH_Q__COUNT] = {
     /* $1 project id (NULL: every robot), $2 level, $3 limit, $4 offset, $5 sort */
     Q(BERTH_Q_ROBOTS_LIST,
       "WITH f AS (SELECT r.* FROM robots r WHERE ($1::bigint IS NULL OR r.project_id = $1::bigint) AND ($2::text IS NULL "
-      "OR r.level = $2::text)) " PAGE(ROBOT_JSON, "r", SORT_BY("$5", "id", "id") SORT_BY("$5", "name", "name")
-      SORT_BY("$5", "creation_time", "created_at") SORT_BY("$5", "update_time", "updated_at") SORT_BY("$5", "expires_at", "expires_at")
-      "id", "$3", "$4"),
+      "OR r.level = $2::text)) " PAGE(ROBOT_JSON, "r",
+                                      SORT_BY("$5", "id", "id") SORT_BY("$5", "name", "name")
+                                          SORT_BY("$5", "creation_time", "created_at") SORT_BY("$5", "update_time", "updated_at")
+                                              SORT_BY("$5", "expires_at", "expires_at") "id",
+                                      "$3", "$4"),
       5),
     Q(BERTH_Q_ROBOT_GET, "SELECT " ROBOT_JSON "::text FROM robots r WHERE r.id = $1::bigint", 1),
     /* $1 full name, $2 description, $3 level, $4 project id, $5 secret sha256 hex, $6 duration days (-1 never), $7 creator */
@@ -317,35 +326,41 @@ static const berth_db__stmt_t queries[BERTH_Q__COUNT] = {
       "expires_at = CASE WHEN $4::int IS NULL THEN expires_at WHEN $4::int < 0 THEN NULL ELSE created_at + "
       "make_interval(days => $4::int) END, updated_at = now() WHERE id = $1::bigint",
       4),
-    Q(BERTH_Q_ROBOT_SECRET, "UPDATE robots SET secret_sha256 = decode($2::text, 'hex'), updated_at = now() WHERE id = $1::bigint", 2),
+    Q(BERTH_Q_ROBOT_SECRET, "UPDATE robots SET secret_sha256 = decode($2::text, 'hex'), updated_at = now() WHERE id = $1::bigint",
+      2),
     Q(BERTH_Q_ROBOT_DELETE, "DELETE FROM robots WHERE id = $1::bigint RETURNING to_json(name)::text", 1),
     /* $1 uid, $2 admin, $3 project id, $4 operation, $5 resource type, $6 username, $7 resource substring, $8 limit,
      * $9 offset, $10 sort. Without a project, non-admins see the projects they administer. */
     Q(BERTH_Q_AUDIT_LIST,
       "WITH f AS (SELECT a.* FROM audit_log a WHERE ($3::bigint IS NULL OR a.project_id = $3::bigint) AND ($2::bool OR "
       "$3::bigint IS NOT NULL OR berth_member_role(a.project_id, $1::bigint) = 1) AND ($4::text IS NULL OR a.operation = $4::text) AND ($5::text IS NULL OR a.resource_type = "
-      "$5::text) AND ($6::text IS NULL OR a.username = $6::text) AND ($7::text IS NULL OR strpos(a.resource, $7::text) > 0)) "
-      PAGE("json_build_object('id', x.id, 'username', x.username, 'resource', x.resource, 'resource_type', "
-           "x.resource_type, 'operation', x.operation, 'op_time', x.op_time, 'remote', x.remote, 'result', x.result, "
-           "'detail', x.detail, 'count', x.count)",
-           "x", SORT_BY("$10", "op_time", "op_time") SORT_BY("$10", "id", "id") SORT_BY("$10", "username", "username")
-           SORT_BY("$10", "operation", "operation") SORT_BY("$10", "resource", "resource") SORT_BY("$10", "resource_type", "resource_type")
-           "id DESC", "$8", "$9"),
+      "$5::text) AND ($6::text IS NULL OR a.username = $6::text) AND ($7::text IS NULL OR strpos(a.resource, $7::text) > 0)) " PAGE(
+          "json_build_object('id', x.id, 'username', x.username, 'resource', x.resource, 'resource_type', "
+          "x.resource_type, 'operation', x.operation, 'op_time', x.op_time, 'remote', x.remote, 'result', x.result, "
+          "'detail', x.detail, 'count', x.count)",
+          "x",
+          SORT_BY("$10", "op_time", "op_time") SORT_BY("$10", "id", "id") SORT_BY("$10", "username", "username")
+              SORT_BY("$10", "operation", "operation") SORT_BY("$10", "resource", "resource")
+                  SORT_BY("$10", "resource_type", "resource_type") "id DESC",
+          "$8", "$9"),
       10),
     /* $1 uid, $2 admin, $3 robot, $4 substring */
     Q(BERTH_Q_SEARCH,
-      "SELECT json_build_object('project', coalesce((SELECT json_agg(" PROJECT_JSON("$1", "$3") " ORDER BY p.name) FROM "
-      "(SELECT * FROM projects p WHERE " VISIBLE("p") " AND strpos(p.name, $4::text) > 0 ORDER BY p.name LIMIT 100) p), '[]'), "
-      "'repository', coalesce((SELECT json_agg(json_build_object('project_id', x.project_id, 'project_name', x.pname, "
-      "'project_public', x.public, 'repository_name', x.name, 'pull_count', x.pull_count) ORDER BY x.name) FROM "
-      "(SELECT r.*, p.name AS pname, p.public FROM repositories r JOIN projects p ON p.id = r.project_id WHERE " VISIBLE("p")
-      " AND strpos(r.name, $4::text) > 0 ORDER BY r.name LIMIT 100) x), '[]'))::text",
+      "SELECT json_build_object('project', coalesce((SELECT json_agg(" PROJECT_JSON(
+          "$1",
+          "$3") " ORDER BY p.name) FROM "
+                "(SELECT * FROM projects p WHERE " VISIBLE(
+                    "p") " AND strpos(p.name, $4::text) > 0 ORDER BY p.name LIMIT 100) p), '[]'), "
+                         "'repository', coalesce((SELECT json_agg(json_build_object('project_id', x.project_id, 'project_name', x.pname, "
+                         "'project_public', x.public, 'repository_name', x.name, 'pull_count', x.pull_count) ORDER BY x.name) FROM "
+                         "(SELECT r.*, p.name AS pname, p.public FROM repositories r JOIN projects p ON p.id = r.project_id WHERE " VISIBLE(
+                             "p") " AND strpos(r.name, $4::text) > 0 ORDER BY r.name LIMIT 100) x), '[]'))::text",
       4),
     Q(BERTH_Q_PING, "SELECT '\"ok\"'::text", 0),
     /* $1 name substring, $2 limit, $3 offset, $4 sort */
     Q(BERTH_Q_USERGROUPS_LIST,
-      "WITH f AS (SELECT g.* FROM user_groups g WHERE $1::text IS NULL OR strpos(g.group_name, $1::text) > 0) "
-      PAGE(USERGROUP_JSON, "g", SORT_BY("$4", "group_name", "group_name") SORT_BY("$4", "id", "id") "group_name", "$2", "$3"),
+      "WITH f AS (SELECT g.* FROM user_groups g WHERE $1::text IS NULL OR strpos(g.group_name, $1::text) > 0) " PAGE(
+          USERGROUP_JSON, "g", SORT_BY("$4", "group_name", "group_name") SORT_BY("$4", "id", "id") "group_name", "$2", "$3"),
       4),
     Q(BERTH_Q_USERGROUP_GET, "SELECT " USERGROUP_JSON "::text FROM user_groups g WHERE g.id = $1::bigint", 1),
     /* $1 name, $2 normalized DN: the group for that DN, created if new */
@@ -359,9 +374,11 @@ static const berth_db__stmt_t queries[BERTH_Q__COUNT] = {
     /* ---- replication: endpoints ---- */
     /* $1 limit, $2 offset, $3 sort */
     Q(BERTH_Q_REG_LIST,
-      "WITH f AS (SELECT * FROM registries) "
-      PAGE(REG_JSON, "g", SORT_BY("$3", "id", "id") SORT_BY("$3", "name", "name") SORT_BY("$3", "type", "type") SORT_BY("$3", "url", "url")
-           SORT_BY("$3", "creation_time", "created_at") SORT_BY("$3", "update_time", "updated_at") "id", "$1", "$2"),
+      "WITH f AS (SELECT * FROM registries) " PAGE(
+          REG_JSON, "g",
+          SORT_BY("$3", "id", "id") SORT_BY("$3", "name", "name") SORT_BY("$3", "type", "type") SORT_BY("$3", "url", "url")
+              SORT_BY("$3", "creation_time", "created_at") SORT_BY("$3", "update_time", "updated_at") "id",
+          "$1", "$2"),
       3),
     Q(BERTH_Q_REG_GET, "SELECT " REG_JSON "::text FROM registries g WHERE g.id = $1::bigint", 1),
     Q(BERTH_Q_REG_ENGINE, "SELECT " REG_ENGINE("$1::bigint") "::text", 1),
@@ -380,9 +397,11 @@ static const berth_db__stmt_t queries[BERTH_Q__COUNT] = {
     Q(BERTH_Q_REG_DELETE, "DELETE FROM registries WHERE id = $1::bigint RETURNING to_json(name)::text", 1),
     /* ---- replication: policies ($1 project scope or NULL for all) ---- */
     Q(BERTH_Q_POL_LIST,
-      "WITH f AS (SELECT * FROM replication_policies p WHERE $1::text IS NULL OR p.project_scope = $1::text) "
-      PAGE(POL_JSON, "p", SORT_BY("$4", "id", "id") SORT_BY("$4", "name", "name") SORT_BY("$4", "creation_time", "created_at")
-           SORT_BY("$4", "update_time", "updated_at") "id", "$2", "$3"),
+      "WITH f AS (SELECT * FROM replication_policies p WHERE $1::text IS NULL OR p.project_scope = $1::text) " PAGE(
+          POL_JSON, "p",
+          SORT_BY("$4", "id", "id") SORT_BY("$4", "name", "name") SORT_BY("$4", "creation_time", "created_at")
+              SORT_BY("$4", "update_time", "updated_at") "id",
+          "$2", "$3"),
       4),
     Q(BERTH_Q_POL_GET, "SELECT " POL_JSON "::text FROM replication_policies p WHERE p.id = $1::bigint", 1),
     /* $1 the policy as JSON (validated in C) */
@@ -419,9 +438,11 @@ static const berth_db__stmt_t queries[BERTH_Q__COUNT] = {
     /* ---- executions and tasks ---- */
     Q(BERTH_Q_EXEC_LIST,
       "WITH f AS (SELECT e.* FROM replication_executions e JOIN replication_policies p ON p.id = e.policy_id WHERE ($1::bigint "
-      "IS NULL OR e.policy_id = $1::bigint) AND ($2::text IS NULL OR p.project_scope = $2::text)) "
-      PAGE(EXEC_JSON, "e", SORT_BY("$5", "id", "id") SORT_BY("$5", "start_time", "start_time") SORT_BY("$5", "end_time", "end_time")
-           SORT_BY("$5", "status", "status") "id DESC", "$3", "$4"),
+      "IS NULL OR e.policy_id = $1::bigint) AND ($2::text IS NULL OR p.project_scope = $2::text)) " PAGE(
+          EXEC_JSON, "e",
+          SORT_BY("$5", "id", "id") SORT_BY("$5", "start_time", "start_time") SORT_BY("$5", "end_time", "end_time")
+              SORT_BY("$5", "status", "status") "id DESC",
+          "$3", "$4"),
       5),
     Q(BERTH_Q_EXEC_GET, "SELECT " EXEC_JSON "::text FROM replication_executions e WHERE e.id = $1::bigint", 1),
     /* $1 policy, $2 trigger: skipped (NULL) while the policy's previous execution still runs */
@@ -453,9 +474,11 @@ static const berth_db__stmt_t queries[BERTH_Q__COUNT] = {
       "$4::text)",
       4),
     Q(BERTH_Q_TASK_LIST,
-      "WITH f AS (SELECT t.* FROM replication_tasks t WHERE t.execution_id = $1::bigint) "
-      PAGE(TASK_JSON, "t", SORT_BY("$4", "id", "id") SORT_BY("$4", "start_time", "start_time") SORT_BY("$4", "end_time", "end_time")
-           SORT_BY("$4", "status", "status") SORT_BY("$4", "resource", "src_resource") "id", "$2", "$3"),
+      "WITH f AS (SELECT t.* FROM replication_tasks t WHERE t.execution_id = $1::bigint) " PAGE(
+          TASK_JSON, "t",
+          SORT_BY("$4", "id", "id") SORT_BY("$4", "start_time", "start_time") SORT_BY("$4", "end_time", "end_time")
+              SORT_BY("$4", "status", "status") SORT_BY("$4", "resource", "src_resource") "id",
+          "$2", "$3"),
       4),
     Q(BERTH_Q_TASK_LOG, "SELECT to_json(log)::text FROM replication_tasks WHERE id = $2::bigint AND execution_id = $1::bigint", 2),
     /* the next runnable task, with what it needs: policy, endpoints (secrets sealed) */
@@ -476,13 +499,15 @@ static const berth_db__stmt_t queries[BERTH_Q__COUNT] = {
       "make_interval(secs => coalesce($5::int, 0)) WHERE id = $1::bigint AND status = 'InProgress' RETURNING "
       "to_json(execution_id)::text",
       5),
-    Q(BERTH_Q_TASK_PROGRESS, "UPDATE replication_tasks SET bytes_sent = bytes_sent + $2::bigint, heartbeat = now() WHERE id = $1::bigint", 2),
+    Q(BERTH_Q_TASK_PROGRESS,
+      "UPDATE replication_tasks SET bytes_sent = bytes_sent + $2::bigint, heartbeat = now() WHERE id = $1::bigint", 2),
     /* $1 this instance: its own unfinished tasks, and any an instance left silent for five minutes */
     Q(BERTH_Q_TASKS_RESET,
       "UPDATE replication_tasks SET status = 'Pending' WHERE status = 'InProgress' AND (claimed_by = $1::text OR heartbeat IS NULL "
       "OR heartbeat < now() - interval '5 minutes')",
       1),
-    Q(BERTH_Q_UPLOAD_GET, "SELECT to_json(location)::text FROM replication_uploads WHERE task_id = $1::bigint AND digest = $2::text", 2),
+    Q(BERTH_Q_UPLOAD_GET,
+      "SELECT to_json(location)::text FROM replication_uploads WHERE task_id = $1::bigint AND digest = $2::text", 2),
     Q(BERTH_Q_UPLOAD_PUT,
       "INSERT INTO replication_uploads (task_id, digest, location) VALUES ($1::bigint, $2::text, $3::text) ON CONFLICT (task_id, "
       "digest) DO UPDATE SET location = EXCLUDED.location",
@@ -499,24 +524,26 @@ static const berth_db__stmt_t queries[BERTH_Q__COUNT] = {
     /* Harbor's /statistics over the projects the caller sees ($1 uid, $2 admin, $3 robot); storage counts each
        blob and manifest once however many repositories share it */
     Q(BERTH_Q_STATISTICS,
-      "WITH p AS (SELECT p.id, p.public FROM projects p WHERE " VISIBLE("p") "), r AS (SELECT r.id, p.public FROM "
-      "repositories r JOIN p ON p.id = r.project_id) SELECT json_build_object('private_project_count', (SELECT count(*) "
-      "FROM p WHERE NOT public), 'public_project_count', (SELECT count(*) FROM p WHERE public), 'total_project_count', "
-      "(SELECT count(*) FROM p), 'private_repo_count', (SELECT count(*) FROM r WHERE NOT public), 'public_repo_count', "
-      "(SELECT count(*) FROM r WHERE public), 'total_repo_count', (SELECT count(*) FROM r), 'total_storage_consumption', "
-      "(SELECT coalesce(sum(b.size), 0) FROM blobs b WHERE b.digest IN (SELECT rb.digest FROM repository_blobs rb JOIN r ON "
-      "r.id = rb.repository_id)) + (SELECT coalesce(sum(s.size), 0) FROM (SELECT DISTINCT m.digest, m.size FROM manifests m "
-      "JOIN r ON r.id = m.repository_id) s))::text",
+      "WITH p AS (SELECT p.id, p.public FROM projects p WHERE " VISIBLE(
+          "p") "), r AS (SELECT r.id, p.public FROM "
+               "repositories r JOIN p ON p.id = r.project_id) SELECT json_build_object('private_project_count', (SELECT count(*) "
+               "FROM p WHERE NOT public), 'public_project_count', (SELECT count(*) FROM p WHERE public), 'total_project_count', "
+               "(SELECT count(*) FROM p), 'private_repo_count', (SELECT count(*) FROM r WHERE NOT public), 'public_repo_count', "
+               "(SELECT count(*) FROM r WHERE public), 'total_repo_count', (SELECT count(*) FROM r), 'total_storage_consumption', "
+               "(SELECT coalesce(sum(b.size), 0) FROM blobs b WHERE b.digest IN (SELECT rb.digest FROM repository_blobs rb JOIN r ON "
+               "r.id = rb.repository_id)) + (SELECT coalesce(sum(s.size), 0) FROM (SELECT DISTINCT m.digest, m.size FROM manifests m "
+               "JOIN r ON r.id = m.repository_id) s))::text",
       3),
     /* storage per visible project, largest first ($4 limit): the bars of the statistics page */
     Q(BERTH_Q_STATS_STORAGE,
-      "WITH p AS (SELECT p.id, p.name FROM projects p WHERE " VISIBLE("p") "), u AS (SELECT p.name, (SELECT coalesce(sum(b.size), 0) "
-      "FROM blobs b WHERE b.digest IN (SELECT rb.digest FROM repository_blobs rb JOIN repositories r ON r.id = rb.repository_id "
-      "WHERE r.project_id = p.id)) + (SELECT coalesce(sum(s.size), 0) FROM (SELECT DISTINCT m.digest, m.size FROM manifests m "
-      "JOIN repositories r ON r.id = m.repository_id WHERE r.project_id = p.id) s) AS storage, (SELECT count(*) FROM "
-      "repositories r WHERE r.project_id = p.id) AS repos FROM p) SELECT coalesce(json_agg(json_build_object('project', "
-      "name, 'storage', storage, 'repo_count', repos) ORDER BY storage DESC, name), '[]')::text FROM (SELECT * FROM u "
-      "ORDER BY storage DESC, name LIMIT $4::int) u",
+      "WITH p AS (SELECT p.id, p.name FROM projects p WHERE " VISIBLE(
+          "p") "), u AS (SELECT p.name, (SELECT coalesce(sum(b.size), 0) "
+               "FROM blobs b WHERE b.digest IN (SELECT rb.digest FROM repository_blobs rb JOIN repositories r ON r.id = rb.repository_id "
+               "WHERE r.project_id = p.id)) + (SELECT coalesce(sum(s.size), 0) FROM (SELECT DISTINCT m.digest, m.size FROM manifests m "
+               "JOIN repositories r ON r.id = m.repository_id WHERE r.project_id = p.id) s) AS storage, (SELECT count(*) FROM "
+               "repositories r WHERE r.project_id = p.id) AS repos FROM p) SELECT coalesce(json_agg(json_build_object('project', "
+               "name, 'storage', storage, 'repo_count', repos) ORDER BY storage DESC, name), '[]')::text FROM (SELECT * FROM u "
+               "ORDER BY storage DESC, name LIMIT $4::int) u",
       4),
     /* pushes and pulls per day over the last $4 days from the audit log, in the projects the caller sees (system
        admins: all); days without events are zeros so the chart's x axis is even */
@@ -525,9 +552,10 @@ static const berth_db__stmt_t queries[BERTH_Q__COUNT] = {
       "date_trunc('day', now() AT TIME ZONE 'UTC'), interval '1 day') AS day), a AS (SELECT date_trunc('day', a.op_time AT "
       "TIME ZONE 'UTC') AS day, a.operation, sum(a.count) AS n FROM audit_log a WHERE a.op_time >= now() - make_interval(days => "
       "$4::int) AND a.operation IN ('push', 'pull') AND a.result = 'success' AND ($2::bool OR a.project_id IN (SELECT p.id "
-      "FROM projects p WHERE " VISIBLE("p") ")) GROUP BY 1, 2) SELECT json_agg(json_build_object('day', to_char(d.day, "
-      "'YYYY-MM-DD'), 'push', coalesce((SELECT n FROM a WHERE a.day = d.day AND operation = 'push'), 0), 'pull', "
-      "coalesce((SELECT n FROM a WHERE a.day = d.day AND operation = 'pull'), 0)) ORDER BY d.day)::text FROM d",
+      "FROM projects p WHERE " VISIBLE(
+          "p") ")) GROUP BY 1, 2) SELECT json_agg(json_build_object('day', to_char(d.day, "
+               "'YYYY-MM-DD'), 'push', coalesce((SELECT n FROM a WHERE a.day = d.day AND operation = 'push'), 0), 'pull', "
+               "coalesce((SELECT n FROM a WHERE a.day = d.day AND operation = 'pull'), 0)) ORDER BY d.day)::text FROM d",
       4),
     /* the last $1 executions, oldest first: bytes moved and seconds taken (to now while running) for the
        throughput chart */

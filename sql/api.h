@@ -97,9 +97,9 @@ typedef enum {
 } berth_q_t;
 
 typedef struct st_berth_db_json_t {
-    char *json;     /* malloc'd JSON text, NULL when the query returned no row or NULL */
+    char *json;      /* malloc'd JSON text, NULL when the query returned no row or NULL */
     long long total; /* second column, -1 when absent */
-    long affected;  /* rows the statement changed (PQcmdTuples), 0 for queries */
+    long affected;   /* rows the statement changed (PQcmdTuples), 0 for queries */
 } berth_db_json_t;
 
 /** Run query `q` with its parameters. 0 with *out filled (free out->json), or a negative code with err set. */

@@ -11,7 +11,7 @@
 
 #include "core/log.h"
 
-#define CANCEL_MAX 64   /* timed-out queries whose cancel waits for the server to answer again */
+#define CANCEL_MAX 64 /* timed-out queries whose cancel waits for the server to answer again */
 #define PROBE_EVERY_MS 250
 
 struct st_berth_db_t {
@@ -23,8 +23,8 @@ struct st_berth_db_t {
     berth_dbconn_t *free_list;
     int size, in_use;
     unsigned long waits, errors, timeouts;
-    int deadline_ms;         /* per round trip; 0 = none (migrations at start) */
-    int down;                /* a round trip missed its deadline or a connect failed: fail fast until a probe succeeds */
+    int deadline_ms; /* per round trip; 0 = none (migrations at start) */
+    int down;        /* a round trip missed its deadline or a connect failed: fail fast until a probe succeeds */
     int stopping;
     pthread_t prober;
     int prober_started;
@@ -71,8 +71,9 @@ static PGconn *connect_pg(berth_db_t *db)
     int ms = db->deadline_ms > 0 ? db->deadline_ms : 5000;
     char user_timeout[16];
     snprintf(user_timeout, sizeof(user_timeout), "%d", ms);
-    const char *keys[] = {"connect_timeout", "application_name", "keepalives", "keepalives_idle", "keepalives_interval",
-                          "keepalives_count", "tcp_user_timeout", "dbname", NULL};
+    const char *keys[] = {
+        "connect_timeout",  "application_name", "keepalives", "keepalives_idle", "keepalives_interval", "keepalives_count",
+        "tcp_user_timeout", "dbname",           NULL};
     const char *vals[] = {"5", "berthd", "1", "10", "3", "3", user_timeout, db->conninfo, NULL};
     PGconn *pg = PQconnectStartParams(keys, vals, 1);
     if (pg == NULL || PQstatus(pg) == CONNECTION_BAD)

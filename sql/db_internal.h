@@ -30,8 +30,8 @@ typedef struct st_berth_db__stmt_t {
 
 /**
  * Execute a prepared statement (prepared on first use on this connection). Text parameters; a NULL value is
- * SQL NULL; `binary_result` asks for raw bytes instead of text. Returns the result (caller PQclear()s) or NULL with err set: UNAVAILABLE for a lost connection,
- * EEXISTS for unique violations, ECONFLICT for foreign-key violations, INTERNAL otherwise.
+ * SQL NULL; `binary_result` asks for raw bytes instead of text. Returns the result (caller PQclear()s) or NULL with err set:
+ * UNAVAILABLE for a lost connection, EEXISTS for unique violations, ECONFLICT for foreign-key violations, INTERNAL otherwise.
  */
 PGresult *berth_db__run(berth_dbconn_t *c, const berth_db__stmt_t *st, const char *const *values, const int *lengths,
                         const int *formats, int binary_result, berth_err_t *err);

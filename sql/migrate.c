@@ -86,8 +86,8 @@ static int apply_all(berth_dbconn_t *c, berth_err_t *err)
         char v[16];
         snprintf(v, sizeof(v), "%d", m->version);
         const char *params[] = {v, m->name, sum.str};
-        PGresult *res = PQexecParams(c->pg, "INSERT INTO schema_migrations (version, name, sha256) VALUES ($1, $2, $3)", 3,
-                                     NULL, params, NULL, NULL, 0);
+        PGresult *res = PQexecParams(c->pg, "INSERT INTO schema_migrations (version, name, sha256) VALUES ($1, $2, $3)", 3, NULL,
+                                     params, NULL, NULL, 0);
         int ok = PQresultStatus(res) == PGRES_COMMAND_OK;
         PQclear(res);
         if (!ok) {

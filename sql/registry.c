@@ -50,107 +50,124 @@ enum {
 static const berth_db__stmt_t stmts[] = {
     [S_REPO_ID] = {S_REPO_ID, "SELECT id FROM repositories WHERE name = $1", 1},
     /* DO UPDATE (not DO NOTHING) so RETURNING yields the id even when a concurrent push created the row */
-    [S_PROJECT_ENSURE] = {S_PROJECT_ENSURE,
-     "INSERT INTO projects (name) VALUES ($1) ON CONFLICT (name) DO UPDATE SET name = EXCLUDED.name RETURNING id", 1},
-    [S_REPO_ENSURE] = {S_REPO_ENSURE,
-     "INSERT INTO repositories (project_id, name) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE SET name = EXCLUDED.name "
-     "RETURNING id",
-     2},
+    [S_PROJECT_ENSURE] =
+        {S_PROJECT_ENSURE,
+         "INSERT INTO projects (name) VALUES ($1) ON CONFLICT (name) DO UPDATE SET name = EXCLUDED.name RETURNING id", 1},
+    [S_REPO_ENSURE] =
+        {S_REPO_ENSURE,
+         "INSERT INTO repositories (project_id, name) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE SET name = EXCLUDED.name "
+         "RETURNING id",
+         2},
     [S_PROJECT_ID] = {S_PROJECT_ID, "SELECT id FROM projects WHERE name = $1", 1},
     /* delivered at COMMIT to every berthd listening (sql/listen.c), never for a rolled-back change */
     [S_NOTIFY] = {S_NOTIFY, "SELECT pg_notify('berth_invalidate', $1)", 1},
     [S_UPLOAD_EXPIRE] = {S_UPLOAD_EXPIRE,
                          "DELETE FROM upload_sessions WHERE updated_at < now() - make_interval(secs => $1::int) RETURNING id", 1},
     [S_BLOB_IN_REPO] = {S_BLOB_IN_REPO,
-     "SELECT b.size FROM repositories r JOIN repository_blobs rb ON rb.repository_id = r.id "
-     "JOIN blobs b ON b.digest = rb.digest WHERE r.name = $1 AND rb.digest = $2",
-     2},
+                        "SELECT b.size FROM repositories r JOIN repository_blobs rb ON rb.repository_id = r.id "
+                        "JOIN blobs b ON b.digest = rb.digest WHERE r.name = $1 AND rb.digest = $2",
+                        2},
     [S_BLOB_INSERT] = {S_BLOB_INSERT, "INSERT INTO blobs (digest, size) VALUES ($1, $2) ON CONFLICT (digest) DO NOTHING", 2},
     [S_BLOB_LINK] = {S_BLOB_LINK, "INSERT INTO repository_blobs (repository_id, digest) VALUES ($1, $2) ON CONFLICT DO NOTHING", 2},
-    [S_BLOB_UNLINK] = {S_BLOB_UNLINK,
-     "DELETE FROM repository_blobs rb USING repositories r WHERE r.id = rb.repository_id AND r.name = $1 AND rb.digest = $2",
-     2},
-    [S_MANIFEST_INSERT] = {S_MANIFEST_INSERT,
-     "INSERT INTO manifests (repository_id, digest, media_type, artifact_type, subject_digest, annotations, size, content) "
-     "VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7, $8) ON CONFLICT (repository_id, digest) DO NOTHING RETURNING id",
-     8},
+    [S_BLOB_UNLINK] =
+        {S_BLOB_UNLINK,
+         "DELETE FROM repository_blobs rb USING repositories r WHERE r.id = rb.repository_id AND r.name = $1 AND rb.digest = $2",
+         2},
+    [S_MANIFEST_INSERT] =
+        {S_MANIFEST_INSERT,
+         "INSERT INTO manifests (repository_id, digest, media_type, artifact_type, subject_digest, annotations, size, content) "
+         "VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7, $8) ON CONFLICT (repository_id, digest) DO NOTHING RETURNING id",
+         8},
     [S_MANIFEST_ID] = {S_MANIFEST_ID, "SELECT id FROM manifests WHERE repository_id = $1 AND digest = $2", 2},
-    [S_REF_INSERT] = {S_REF_INSERT, "INSERT INTO manifest_refs (manifest_id, digest, kind, size) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
-     4},
+    [S_REF_INSERT] = {S_REF_INSERT,
+                      "INSERT INTO manifest_refs (manifest_id, digest, kind, size) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
+                      4},
     [S_TAG_UPSERT] = {S_TAG_UPSERT,
-     "INSERT INTO tags (repository_id, name, manifest_id) VALUES ($1, $2, $3) ON CONFLICT (repository_id, name) "
-     "DO UPDATE SET manifest_id = EXCLUDED.manifest_id, updated_at = now()",
-     3},
+                      "INSERT INTO tags (repository_id, name, manifest_id) VALUES ($1, $2, $3) ON CONFLICT (repository_id, name) "
+                      "DO UPDATE SET manifest_id = EXCLUDED.manifest_id, updated_at = now()",
+                      3},
     [S_MISSING_BLOB] = {S_MISSING_BLOB,
-     "SELECT d FROM unnest($2::text[]) AS d WHERE NOT EXISTS "
-     "(SELECT 1 FROM repository_blobs WHERE repository_id = $1 AND digest = d) LIMIT 1",
-     2},
+                        "SELECT d FROM unnest($2::text[]) AS d WHERE NOT EXISTS "
+                        "(SELECT 1 FROM repository_blobs WHERE repository_id = $1 AND digest = d) LIMIT 1",
+                        2},
     [S_MISSING_MANIFEST] = {S_MISSING_MANIFEST,
-     "SELECT d FROM unnest($2::text[]) AS d WHERE NOT EXISTS "
-     "(SELECT 1 FROM manifests WHERE repository_id = $1 AND digest = d) LIMIT 1",
-     2},
+                            "SELECT d FROM unnest($2::text[]) AS d WHERE NOT EXISTS "
+                            "(SELECT 1 FROM manifests WHERE repository_id = $1 AND digest = d) LIMIT 1",
+                            2},
     [S_MANIFEST_BY_TAG] = {S_MANIFEST_BY_TAG,
-     "SELECT m.digest, m.media_type, m.content FROM repositories r JOIN tags t ON t.repository_id = r.id "
-     "JOIN manifests m ON m.id = t.manifest_id WHERE r.name = $1 AND t.name = $2",
-     2},
-    [S_MANIFEST_BY_DIGEST] = {S_MANIFEST_BY_DIGEST,
-     "SELECT m.digest, m.media_type, m.content FROM repositories r JOIN manifests m ON m.repository_id = r.id "
-     "WHERE r.name = $1 AND m.digest = $2",
-     2},
-    [S_MANIFEST_DELETE] = {S_MANIFEST_DELETE,
-     "DELETE FROM manifests m USING repositories r WHERE r.id = m.repository_id AND r.name = $1 AND m.digest = $2", 2},
-    [S_TAG_DELETE] = {S_TAG_DELETE, "DELETE FROM tags t USING repositories r WHERE r.id = t.repository_id AND r.name = $1 AND t.name = $2", 2},
+                           "SELECT m.digest, m.media_type, m.content FROM repositories r JOIN tags t ON t.repository_id = r.id "
+                           "JOIN manifests m ON m.id = t.manifest_id WHERE r.name = $1 AND t.name = $2",
+                           2},
+    [S_MANIFEST_BY_DIGEST] =
+        {S_MANIFEST_BY_DIGEST,
+         "SELECT m.digest, m.media_type, m.content FROM repositories r JOIN manifests m ON m.repository_id = r.id "
+         "WHERE r.name = $1 AND m.digest = $2",
+         2},
+    [S_MANIFEST_DELETE] =
+        {S_MANIFEST_DELETE,
+         "DELETE FROM manifests m USING repositories r WHERE r.id = m.repository_id AND r.name = $1 AND m.digest = $2", 2},
+    [S_TAG_DELETE] = {S_TAG_DELETE,
+                      "DELETE FROM tags t USING repositories r WHERE r.id = t.repository_id AND r.name = $1 AND t.name = $2", 2},
     [S_TAGS_LIST] = {S_TAGS_LIST, "SELECT name FROM tags WHERE repository_id = $1 AND name > $2 ORDER BY name LIMIT $3", 3},
     [S_CATALOG] = {S_CATALOG, "SELECT name FROM repositories WHERE name > $1 ORDER BY name LIMIT $2", 2},
     [S_REFERRERS] = {S_REFERRERS,
-     "SELECT m.digest, m.media_type, m.artifact_type, m.size, m.annotations::text FROM repositories r "
-     "JOIN manifests m ON m.repository_id = r.id WHERE r.name = $1 AND m.subject_digest = $2 "
-     "AND ($3::text IS NULL OR m.artifact_type = $3) ORDER BY m.digest",
-     3},
+                     "SELECT m.digest, m.media_type, m.artifact_type, m.size, m.annotations::text FROM repositories r "
+                     "JOIN manifests m ON m.repository_id = r.id WHERE r.name = $1 AND m.subject_digest = $2 "
+                     "AND ($3::text IS NULL OR m.artifact_type = $3) ORDER BY m.digest",
+                     3},
     [S_UPLOAD_CREATE] = {S_UPLOAD_CREATE, "INSERT INTO upload_sessions (id, repository) VALUES ($1, $2)", 2},
     [S_UPLOAD_GET] = {S_UPLOAD_GET, "SELECT repository FROM upload_sessions WHERE id = $1", 1},
     [S_UPLOAD_DELETE] = {S_UPLOAD_DELETE, "DELETE FROM upload_sessions WHERE id = $1", 1},
     [S_UPLOAD_TOUCH] = {S_UPLOAD_TOUCH, "UPDATE upload_sessions SET updated_at = now() WHERE id = $1", 1},
     [S_BLOB_SIZE] = {S_BLOB_SIZE, "SELECT size FROM blobs WHERE digest = $1", 1},
     [S_REPO_TOUCH] = {S_REPO_TOUCH, "UPDATE repositories SET updated_at = now() WHERE id = $1", 1},
-    [S_ISA_INSERT] = {S_ISA_INSERT,
-     "INSERT INTO isa_variants (manifest_id, position, digest, os, architecture, variant, level, features, target, priority) "
-     "SELECT $1, x.position, x.digest, x.os, x.architecture, x.variant, x.level, x.features, x.target, x.priority "
-     "FROM json_to_recordset($2::json) AS x(position int, digest text, os text, architecture text, variant text, level text, "
-     "features text, target text, priority int) ON CONFLICT DO NOTHING",
-     2},
+    [S_ISA_INSERT] =
+        {S_ISA_INSERT,
+         "INSERT INTO isa_variants (manifest_id, position, digest, os, architecture, variant, level, features, target, priority) "
+         "SELECT $1, x.position, x.digest, x.os, x.architecture, x.variant, x.level, x.features, x.target, x.priority "
+         "FROM json_to_recordset($2::json) AS x(position int, digest text, os text, architecture text, variant text, level text, "
+         "features text, target text, priority int) ON CONFLICT DO NOTHING",
+         2},
     /* the policy of the project a repository belongs to (or would be created in) */
-    [S_ISA_POLICY] = {S_ISA_POLICY,
-     "SELECT coalesce((SELECT isa_policy || CASE WHEN isa_require_scan_pass THEN '+scan' ELSE '' END FROM projects "
-     "WHERE name = $1), 'warn')", 1},
+    [S_ISA_POLICY] =
+        {S_ISA_POLICY,
+         "SELECT coalesce((SELECT isa_policy || CASE WHEN isa_require_scan_pass THEN '+scan' ELSE '' END FROM projects "
+         "WHERE name = $1), 'warn')",
+         1},
     /* the variant rows of the index a tag or digest names, with scan verdicts, as JSON rows */
-    [S_ISA_VARIANTS] = {S_ISA_VARIANTS,
-     "SELECT m.digest, coalesce((SELECT json_agg(json_build_object('position', v.position, 'digest', v.digest, 'os', v.os, "
-     "'architecture', v.architecture, 'variant', v.variant, 'level', v.level, 'features', v.features, 'target', v.target, "
-     "'priority', v.priority, 'scan_status', coalesce(s.status, ''), 'scan_max_level', s.max_level, "
-     /* the first files with findings (function, instruction, ISA set) for the UI's variant table */
-     "'scan_files', jsonb_path_query_array(s.report, '$.files[0 to 9]')) ORDER BY v.position) "
-     "FROM isa_variants v LEFT JOIN isa_scans s ON " ISA_SCAN_OF_ENTRY " WHERE v.manifest_id = m.id), '[]')::text, m.media_type "
-     "FROM repositories r JOIN manifests m ON m.repository_id = r.id WHERE r.name = $1 AND (m.digest = $2 OR m.id = "
-     "(SELECT t.manifest_id FROM tags t WHERE t.repository_id = r.id AND t.name = $2))",
-     2},
-    [S_ISA_VIEW_PUT] = {S_ISA_VIEW_PUT,
-     "INSERT INTO isa_views (repository_id, digest, source_manifest_id, content) SELECT r.id, $2, m.id, $4 FROM repositories r "
-     "JOIN manifests m ON m.repository_id = r.id WHERE r.name = $1 AND m.digest = $3 ON CONFLICT DO NOTHING",
-     4},
-    [S_ISA_SCAN_PUT] = {S_ISA_SCAN_PUT,
-     "INSERT INTO isa_scans (digest, declared_level, declared_features, status, max_level, report, scanned_at) "
-     "VALUES ($1, $2, $3, $4, $5, $6::jsonb, now()) ON CONFLICT (digest, declared_level, declared_features) DO UPDATE SET "
-     "status = EXCLUDED.status, max_level = EXCLUDED.max_level, report = EXCLUDED.report, scanned_at = now()",
-     6},
+    [S_ISA_VARIANTS] =
+        {S_ISA_VARIANTS,
+         "SELECT m.digest, coalesce((SELECT json_agg(json_build_object('position', v.position, 'digest', v.digest, 'os', v.os, "
+         "'architecture', v.architecture, 'variant', v.variant, 'level', v.level, 'features', v.features, 'target', v.target, "
+         "'priority', v.priority, 'scan_status', coalesce(s.status, ''), 'scan_max_level', s.max_level, "
+         /* the first files with findings (function, instruction, ISA set) for the UI's variant table */
+         "'scan_files', jsonb_path_query_array(s.report, '$.files[0 to 9]')) ORDER BY v.position) "
+         "FROM isa_variants v LEFT JOIN isa_scans s ON " ISA_SCAN_OF_ENTRY
+         " WHERE v.manifest_id = m.id), '[]')::text, m.media_type "
+         "FROM repositories r JOIN manifests m ON m.repository_id = r.id WHERE r.name = $1 AND (m.digest = $2 OR m.id = "
+         "(SELECT t.manifest_id FROM tags t WHERE t.repository_id = r.id AND t.name = $2))",
+         2},
+    [S_ISA_VIEW_PUT] =
+        {S_ISA_VIEW_PUT,
+         "INSERT INTO isa_views (repository_id, digest, source_manifest_id, content) SELECT r.id, $2, m.id, $4 FROM repositories r "
+         "JOIN manifests m ON m.repository_id = r.id WHERE r.name = $1 AND m.digest = $3 ON CONFLICT DO NOTHING",
+         4},
+    [S_ISA_SCAN_PUT] =
+        {S_ISA_SCAN_PUT,
+         "INSERT INTO isa_scans (digest, declared_level, declared_features, status, max_level, report, scanned_at) "
+         "VALUES ($1, $2, $3, $4, $5, $6::jsonb, now()) ON CONFLICT (digest, declared_level, declared_features) DO UPDATE SET "
+         "status = EXCLUDED.status, max_level = EXCLUDED.max_level, report = EXCLUDED.report, scanned_at = now()",
+         6},
     /* entries no verdict covers yet (pushed while berthd stopped mid-queue, or dropped by migration 0090) */
-    [S_ISA_UNSCANNED] = {S_ISA_UNSCANNED,
-     "SELECT coalesce(json_agg(x), '[]')::text FROM (SELECT DISTINCT r.name AS repository, v.digest, v.level, v.features "
-     "FROM isa_variants v JOIN manifests m ON m.id = v.manifest_id JOIN repositories r ON r.id = m.repository_id "
-     "LEFT JOIN isa_scans s ON " ISA_SCAN_OF_ENTRY " WHERE s.digest IS NULL LIMIT $1::int) x",
-     1},
-    [S_ISA_VIEW_GET] = {S_ISA_VIEW_GET,
-     "SELECT v.content FROM repositories r JOIN isa_views v ON v.repository_id = r.id WHERE r.name = $1 AND v.digest = $2", 2},
+    [S_ISA_UNSCANNED] =
+        {S_ISA_UNSCANNED,
+         "SELECT coalesce(json_agg(x), '[]')::text FROM (SELECT DISTINCT r.name AS repository, v.digest, v.level, v.features "
+         "FROM isa_variants v JOIN manifests m ON m.id = v.manifest_id JOIN repositories r ON r.id = m.repository_id "
+         "LEFT JOIN isa_scans s ON " ISA_SCAN_OF_ENTRY " WHERE s.digest IS NULL LIMIT $1::int) x",
+         1},
+    [S_ISA_VIEW_GET] =
+        {S_ISA_VIEW_GET,
+         "SELECT v.content FROM repositories r JOIN isa_views v ON v.repository_id = r.id WHERE r.name = $1 AND v.digest = $2", 2},
 };
 
 static PGresult *run(berth_dbconn_t *c, int id, const char *const *values, berth_err_t *err)
@@ -418,7 +435,8 @@ int berth_db_manifest_put(berth_dbconn_t *c, const char *repo, const char *tag, 
         (rc = check_missing(c, ridbuf, info, BERTH_REF_MANIFEST, err)) != 0)
         goto Fail;
     snprintf(sizebuf, sizeof(sizebuf), "%zu", len);
-    const char *mp[] = {ridbuf, digest->str, info->media_type, info->artifact_type, info->subject, info->annotations, sizebuf, body};
+    const char *mp[] = {ridbuf,        digest->str,       info->media_type, info->artifact_type,
+                        info->subject, info->annotations, sizebuf,          body};
     int lengths[8] = {0, 0, 0, 0, 0, 0, 0, (int)len}, formats[8] = {0, 0, 0, 0, 0, 0, 0, 1};
     PGresult *res = berth_db__run(c, &stmts[S_MANIFEST_INSERT], mp, lengths, formats, 0, err);
     if (res == NULL) {
@@ -679,8 +697,8 @@ int berth_db_isa_view_get(berth_dbconn_t *c, const char *repo, const char *diges
     return rc;
 }
 
-int berth_db_isa_scan_put(berth_dbconn_t *c, const char *digest, const char *declared, const char *declared_features, const char *status,
-                          const char *max_level, const char *report, berth_err_t *err)
+int berth_db_isa_scan_put(berth_dbconn_t *c, const char *digest, const char *declared, const char *declared_features,
+                          const char *status, const char *max_level, const char *report, berth_err_t *err)
 {
     const char *p[] = {digest, declared, declared_features, status, max_level, report};
     return run_count(c, S_ISA_SCAN_PUT, p, err) < 0 ? (err != NULL ? err->code : BERTH_ERROR) : 0;

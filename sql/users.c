@@ -377,8 +377,8 @@ static char *text_array(char *const *items, size_t n)
     return out;
 }
 
-int berth_db_ldap_onboard(berth_dbconn_t *c, const char *username, const char *dn, const char *email, const char *realname, int admin,
-                          char *const *groups, size_t ngroups, int64_t *id_out, berth_err_t *err)
+int berth_db_ldap_onboard(berth_dbconn_t *c, const char *username, const char *dn, const char *email, const char *realname,
+                          int admin, char *const *groups, size_t ngroups, int64_t *id_out, berth_err_t *err)
 {
     char *arr = text_array(groups, ngroups);
     const char *p[] = {username, dn, email, realname, admin ? "true" : "false", arr};

@@ -64,7 +64,8 @@ int berth_db_session_delete(berth_dbconn_t *c, const char *id_sha256_hex, berth_
  * verified (who->password_hash, or who->secret_sha256 for robots). BERTH_ENOTFOUND when that account or its
  * credential changed meanwhile (disabled, deleted, new password or secret): answer as for bad credentials.
  */
-int berth_db_refresh_create(berth_dbconn_t *c, const char *sha256_hex, const berth_db_user_t *who, int ttl_seconds, berth_err_t *err);
+int berth_db_refresh_create(berth_dbconn_t *c, const char *sha256_hex, const berth_db_user_t *who, int ttl_seconds,
+                            berth_err_t *err);
 /**
  * The account a live refresh token still speaks for, read by id: BERTH_ENOTFOUND when the token is unknown or
  * expired, or its account is deleted, disabled or holds another credential than the one the token came from.
@@ -76,8 +77,8 @@ int berth_db_refresh_get(berth_dbconn_t *c, const char *sha256_hex, berth_db_use
  * group admin DN) and replace its group list, in one statement. BERTH_ECONFLICT when a local user has that name,
  * compared case-insensitively.
  */
-int berth_db_ldap_onboard(berth_dbconn_t *c, const char *username, const char *dn, const char *email, const char *realname, int admin,
-                          char *const *groups, size_t ngroups, int64_t *id_out, berth_err_t *err);
+int berth_db_ldap_onboard(berth_dbconn_t *c, const char *username, const char *dn, const char *email, const char *realname,
+                          int admin, char *const *groups, size_t ngroups, int64_t *id_out, berth_err_t *err);
 
 /** One audit record; the project is named, its id is looked up when the batch is written. */
 typedef struct st_berth_db_audit_t {

@@ -117,8 +117,8 @@ int berth_api_authenticate(berth_api_t *a)
             return rc;
         if (rc == 0) {
             /* a cookie rides along with any cross-site request; a header only comes from our own pages */
-            if (!is_safe(rq->method) && (rq->csrf == NULL || strlen(rq->csrf) != strlen(csrf) ||
-                                         CRYPTO_memcmp(rq->csrf, csrf, strlen(csrf)) != 0))
+            if (!is_safe(rq->method) &&
+                (rq->csrf == NULL || strlen(rq->csrf) != strlen(csrf) || CRYPTO_memcmp(rq->csrf, csrf, strlen(csrf)) != 0))
                 return berth_api_fail(a, BERTH_OCI_DENIED, "CSRF token invalid");
             a->authed = 1;
             berth_resp_header(a->resp, "x-harbor-csrf-token", "%s", csrf); /* pages reloaded read it back */

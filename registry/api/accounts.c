@@ -58,7 +58,8 @@ static int create_user(berth_api_t *a)
         json_decref(body);
         return berth_api_fail(a, BERTH_OCI_INTERNAL, "cannot hash the password");
     }
-    char *name = strdup(user), *email = copy_str(body, "email"), *real = copy_str(body, "realname"), *comment = copy_str(body, "comment");
+    char *name = strdup(user), *email = copy_str(body, "email"), *real = copy_str(body, "realname"),
+         *comment = copy_str(body, "comment");
     json_decref(body);
     const char *p[] = {name, hash, email, real, comment};
     berth_db_json_t r;
@@ -300,7 +301,8 @@ static json_t *robot_permissions(berth_api_t *a, json_t *perms, const char *leve
             (strcmp(level, "project") == 0 && (project == NULL || strcmp(ns, project) != 0)) ||
             (strcmp(ns, "*") != 0 && !berth_ref_name_valid(ns, strlen(ns)))) {
             json_decref(rows);
-            berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "permission namespace must be %s", strcmp(level, "project") == 0 ? "the robot's project" : "a project or *");
+            berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "permission namespace must be %s",
+                           strcmp(level, "project") == 0 ? "the robot's project" : "a project or *");
             return NULL;
         }
         berth_authz_t z = {0};
@@ -318,7 +320,8 @@ static json_t *robot_permissions(berth_api_t *a, json_t *perms, const char *leve
             unsigned bit;
             if (res == NULL || act == NULL || berth_authz_parse_permission(res, act, &r, &bit) != 0) {
                 json_decref(rows);
-                berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "unknown permission %s:%s", res != NULL ? res : "?", act != NULL ? act : "?");
+                berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "unknown permission %s:%s", res != NULL ? res : "?",
+                               act != NULL ? act : "?");
                 return NULL;
             }
             if (!a->who.sysadmin && (all || !berth_authz_can(&z, r, bit))) {
@@ -372,7 +375,8 @@ static int create_robot(berth_api_t *a)
     json_t *rows = NULL;
     if (name == NULL || !robot_name_ok(name) || level == NULL || (strcmp(level, "system") != 0 && strcmp(level, "project") != 0) ||
         !duration_ok(json_object_get(body, "duration"), &days)) {
-        rc = berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "name ([a-z0-9._-]), level (system or project) and duration (-1 or days) are required");
+        rc = berth_api_fail(a, BERTH_OCI_BAD_REQUEST,
+                            "name ([a-z0-9._-]), level (system or project) and duration (-1 or days) are required");
         goto Exit;
     }
     if (strcmp(level, "project") == 0 && json_array_size(perms) == 1)
@@ -467,8 +471,8 @@ static int update_robot(berth_api_t *a, const char *id, json_t *robot)
     if (json_object_get(body, "permissions") != NULL &&
         (rows = robot_permissions(a, json_object_get(body, "permissions"), level, project)) == NULL)
         goto Exit;
-    const char *p[] = {id, json_string_value(json_object_get(body, "description")), json_is_boolean(dis) ? (json_is_true(dis) ? "true" : "false") : NULL,
-                       d != NULL ? dur : NULL};
+    const char *p[] = {id, json_string_value(json_object_get(body, "description")),
+                       json_is_boolean(dis) ? (json_is_true(dis) ? "true" : "false") : NULL, d != NULL ? dur : NULL};
     const char *cp[] = {id};
     if (berth_db_begin(a->c, &err) != 0) {
         rc = berth_api_err(a, &err);
@@ -570,7 +574,8 @@ static int robots(berth_api_t *a)
     } else if (berth_api_match(a, "DELETE", "robots/{}")) {
         if ((rc = robot_load(a, id, BERTH_ACT_DELETE, &robot)) == 0) {
             const char *p[] = {id};
-            rc = berth_api_delete(a, BERTH_Q_ROBOT_DELETE, p, "robot", id, json_string_value(json_object_get(robot, "project_name")));
+            rc = berth_api_delete(a, BERTH_Q_ROBOT_DELETE, p, "robot", id,
+                                  json_string_value(json_object_get(robot, "project_name")));
         }
     }
     json_decref(robot);

@@ -31,7 +31,8 @@ void berth_api_handle(berth_registry_t *reg, const berth_api_req_t *rq, berth_re
             berth_api_fail(&a, BERTH_OCI_BAD_REQUEST, "malformed query parameter (bad escape, NUL byte or not UTF-8)");
         goto Exit;
     }
-    if (is_api && berth_api_match(&a, "GET", "health")) { /* before any identity (as to anyone): it reports a database that does not answer */
+    if (is_api &&
+        berth_api_match(&a, "GET", "health")) { /* before any identity (as to anyone): it reports a database that does not answer */
         a.c = berth_db_acquire(reg->db, &err);
         berth_api_health(&a);
         goto Exit;

@@ -23,7 +23,7 @@ typedef struct st_berth_api_req_t {
     const char *csrf; /* X-Harbor-CSRF-Token */
     const char *remote;
     const char *origin, *fetch_site, *host; /* Origin, Sec-Fetch-Site, Host (login CSRF check); may be NULL */
-    int secure; /* the client came over TLS: session cookies get Secure */
+    int secure;                             /* the client came over TLS: session cookies get Secure */
     int resource_name; /* X-Is-Resource-Name: true — a {project_name_or_id} segment is a name even when numeric */
 } berth_api_req_t;
 

@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/manifest.h"
 #include "registry/api/internal.h"
 #include "registry/api/routes.h"
-#include "core/manifest.h"
 #include "registry/service/cache.h"
 #include "registry/service/isa.h"
 #include "sql/registry.h"
@@ -69,8 +69,9 @@ static int post_resolve(berth_api_t *a, int batch)
                 status = st;
                 break;
             }
-            json_object_set_new(out, name, st == 200 ? json_pack("{s:o?}", "selected", json_incref(json_object_get(r, "selected")))
-                                                     : json_pack("{s:i,s:o}", "status", st, "error", json_incref(r)));
+            json_object_set_new(out, name,
+                                st == 200 ? json_pack("{s:o?}", "selected", json_incref(json_object_get(r, "selected")))
+                                          : json_pack("{s:i,s:o}", "status", st, "error", json_incref(r)));
             json_decref(r);
         }
     }
@@ -143,16 +144,16 @@ static int assemble(berth_api_t *a, const char *project, const char *repo)
         }
         /* the config says the platform; the level comes from the request or the config's variant */
         char carch[32] = "", cos[32] = "", cvar[32] = "";
-        berth_isa_arch_t arch = berth_isa_config_platform(a->reg, m.content, m.len, carch, cos, cvar) == 0 ? berth_isa_arch_parse(carch)
-                                                                                                         : BERTH_ISA_ARCH_UNKNOWN;
+        berth_isa_arch_t arch = berth_isa_config_platform(a->reg, m.content, m.len, carch, cos, cvar) == 0
+                                    ? berth_isa_arch_parse(carch)
+                                    : BERTH_ISA_ARCH_UNKNOWN;
         berth_isa_level_t l;
         int ok = arch != BERTH_ISA_ARCH_UNKNOWN &&
                  (level != NULL ? berth_isa_level_parse(arch, level, &l) : berth_isa_variant_parse(arch, cvar, &l)) == 0;
         if (ok) {
             char variant[16];
             berth_isa_level_variant(&l, variant, sizeof(variant));
-            json_t *plat = json_pack("{s:s,s:s}", "architecture", berth_isa_arch_name(arch), "os",
-                                     cos[0] ? cos : "linux");
+            json_t *plat = json_pack("{s:s,s:s}", "architecture", berth_isa_arch_name(arch), "os", cos[0] ? cos : "linux");
             if (variant[0])
                 json_object_set_new(plat, "variant", json_string(variant));
             ents[i].desc = json_pack("{s:s,s:s,s:I,s:o}", "mediaType", m.media_type, "digest", m.digest, "size", (json_int_t)m.len,
@@ -195,8 +196,12 @@ static int assemble(berth_api_t *a, const char *project, const char *repo)
         json_t *idx = json_pack("{s:i,s:s,s:o}", "schemaVersion", 2, "mediaType", BERTH_MT_OCI_INDEX, "manifests", mans);
         char *bytes = json_dumps(idx, JSON_COMPACT);
         json_decref(idx);
-        berth_v2_req_t put = {.method = "PUT", .content_type = BERTH_MT_OCI_INDEX, .body = bytes, .body_len = strlen(bytes),
-                              .who = a->who.username, .remote = a->rq->remote};
+        berth_v2_req_t put = {.method = "PUT",
+                              .content_type = BERTH_MT_OCI_INDEX,
+                              .body = bytes,
+                              .body_len = strlen(bytes),
+                              .who = a->who.username,
+                              .remote = a->rq->remote};
         put.route.kind = BERTH_ROUTE_MANIFEST;
         snprintf(put.route.name, sizeof(put.route.name), "%s", repo);
         snprintf(put.route.ref, sizeof(put.route.ref), "%s", tag);
@@ -237,8 +242,8 @@ static size_t pod_images(berth_api_t *a, json_t *pod, berth_image_ref_t *out, si
         json_array_foreach(json_object_get(json_object_get(pod, "spec"), lists[l]), i, c)
         {
             berth_image_ref_t im;
-            if (n < max && berth_ref_image_parse(&im, json_string_value(json_object_get(c, "image"))) == 0 && may_pull(a, im.name) &&
-                berth_db_repo_exists(a->c, im.name, NULL) == 1)
+            if (n < max && berth_ref_image_parse(&im, json_string_value(json_object_get(c, "image"))) == 0 &&
+                may_pull(a, im.name) && berth_db_repo_exists(a->c, im.name, NULL) == 1)
                 out[n++] = im;
         }
     }
@@ -316,8 +321,8 @@ static int k8s(berth_api_t *a, const char *verb)
                 json_array_append(pass, node);
         }
         /* a CPU does not change by preempting pods: every refusal is unresolvable */
-        out = json_pack("{s:{s:o},s:n,s:{},s:o,s:s}", "Nodes", "items", pass, "NodeNames", "FailedNodes", "FailedAndUnresolvableNodes",
-                        failed, "Error", "");
+        out = json_pack("{s:{s:o},s:n,s:{},s:o,s:s}", "Nodes", "items", pass, "NodeNames", "FailedNodes",
+                        "FailedAndUnresolvableNodes", failed, "Error", "");
     } else if (strcmp(verb, "prioritize") == 0) {
         out = json_array();
         json_array_foreach(items, i, node)
@@ -357,7 +362,8 @@ static int affinity(berth_api_t *a)
         berth_image_ref_t im;
         json_t *table = NULL;
         berth_err_t err;
-        if (berth_ref_image_parse(&im, json_string_value(img)) != 0 || !may_pull(a, im.name) || berth_isa_table(a->c, im.name, im.ref, &table, &err) != 0) {
+        if (berth_ref_image_parse(&im, json_string_value(img)) != 0 || !may_pull(a, im.name) ||
+            berth_isa_table(a->c, im.name, im.ref, &table, &err) != 0) {
             rc = berth_api_fail(a, BERTH_OCI_NAME_UNKNOWN, "%s: unknown image", json_string_value(img) ?: "?");
             break;
         }

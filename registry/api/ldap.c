@@ -31,7 +31,8 @@ static int search_param(berth_api_t *a, const char *key, char *out, size_t outsz
 {
     long n = a->rq->query != NULL ? berth_query_get(a->rq->query, a->rq->query_len, key, out, outsz) : -1;
     if (n == -2)
-        return berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "%s: malformed, holds a NUL byte or is longer than %zu bytes", key, outsz - 1);
+        return berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "%s: malformed, holds a NUL byte or is longer than %zu bytes", key,
+                              outsz - 1);
     if (n < 0)
         out[0] = '\0';
     return 0;
@@ -103,8 +104,9 @@ static int ldap_route(berth_api_t *a)
                 return berth_api_err(a, &err);
             }
             if (rc != 0)
-                json_array_append_new(failed, json_pack("{s:s,s:s}", "uid", u != NULL ? u : "", "error",
-                                                        rc == BERTH_ECONFLICT ? "a local user has this name" : "not found in LDAP"));
+                json_array_append_new(failed,
+                                      json_pack("{s:s,s:s}", "uid", u != NULL ? u : "", "error",
+                                                rc == BERTH_ECONFLICT ? "a local user has this name" : "not found in LDAP"));
         }
         json_decref(body);
         if (json_array_size(failed) > 0) /* Harbor answers 404 with the ids it could not import */
@@ -143,8 +145,9 @@ static int usergroups(berth_api_t *a)
             return -1;
         json_t *type = json_object_get(body, "group_type");
         char id[24];
-        int rc = type != NULL && json_integer_value(type) != 1 ? berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "only LDAP groups (group_type 1)")
-                                                              : berth_api_group_id(a, body, id);
+        int rc = type != NULL && json_integer_value(type) != 1
+                     ? berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "only LDAP groups (group_type 1)")
+                     : berth_api_group_id(a, body, id);
         const char *dn = json_string_value(json_object_get(body, "ldap_group_dn"));
         if (rc == 0)
             berth_api_audit(a, "create", "usergroup", dn, NULL, 1);

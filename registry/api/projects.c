@@ -3,10 +3,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "registry/api/internal.h"
-#include "registry/api/routes.h"
 #include "core/digest.h"
 #include "core/log.h"
+#include "registry/api/internal.h"
+#include "registry/api/routes.h"
 #include "registry/service/cache.h"
 #include "sql/registry.h"
 
@@ -47,8 +47,9 @@ static int list_projects(berth_api_t *a)
     char sort[40];
     if (berth_api_sort(a, BERTH_API_SORTS("name", "creation_time", "update_time", "repo_count"), sort) != 0)
         return -1;
-    const char *p[] = {c.id, c.admin, c.robot, exact[0] ? exact : NULL, fuzzy[0] ? fuzzy : NULL, pub[0] ? pub : NULL,
-                       owner[0] ? owner : NULL, limit, offset, sort};
+    const char *p[] = {
+        c.id,  c.admin, c.robot, exact[0] ? exact : NULL, fuzzy[0] ? fuzzy : NULL, pub[0] ? pub : NULL, owner[0] ? owner : NULL,
+        limit, offset,  sort};
     return berth_api_list(a, BERTH_Q_PROJECTS_LIST, p, limit, offset);
 }
 
@@ -84,7 +85,8 @@ static int create_project(berth_api_t *a)
     const char *name = json_string_value(json_object_get(body, "project_name"));
     if (name == NULL || !project_name_ok(name)) {
         json_decref(body);
-        return berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "project_name must be lowercase letters and digits separated by '.', '_' or '-'");
+        return berth_api_fail(a, BERTH_OCI_BAD_REQUEST,
+                              "project_name must be lowercase letters and digits separated by '.', '_' or '-'");
     }
     int pub = public_flag(body);
     char owner[24];
@@ -203,7 +205,8 @@ static int members(berth_api_t *a, const berth_authz_t *z, const char *project)
         json_t *group = json_object_get(body, "member_group");
         if ((user == NULL && !json_is_object(group)) || !role_ok(json_object_get(body, "role_id"))) {
             json_decref(body);
-            return berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "member_user.username or member_group, and role_id (1-5), are required");
+            return berth_api_fail(a, BERTH_OCI_BAD_REQUEST,
+                                  "member_user.username or member_group, and role_id (1-5), are required");
         }
         snprintf(role, sizeof(role), "%d", (int)json_integer_value(json_object_get(body, "role_id")));
         char uname[256], gid[24];
@@ -277,7 +280,8 @@ static int logs(berth_api_t *a, const berth_authz_t *z)
     char sort[40];
     if (berth_api_sort(a, BERTH_API_SORTS("op_time", "id", "username", "operation", "resource", "resource_type"), sort) != 0)
         return -1;
-    const char *p[] = {"0", "false", pid, op[0] ? op : NULL, rtype[0] ? rtype : NULL, user[0] ? user : NULL, res[0] ? res : NULL, limit, offset, sort};
+    const char *p[] = {"0",   "false", pid, op[0] ? op : NULL, rtype[0] ? rtype : NULL, user[0] ? user : NULL, res[0] ? res : NULL,
+                       limit, offset,  sort};
     return berth_api_list(a, BERTH_Q_AUDIT_LIST, p, limit, offset);
 }
 

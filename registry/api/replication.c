@@ -40,10 +40,12 @@ static int registries(berth_api_t *a)
         json_t *body = berth_api_body(a);
         if (body == NULL)
             return -1;
-        const char *name = json_string_value(json_object_get(body, "name")), *type = json_string_value(json_object_get(body, "type"));
+        const char *name = json_string_value(json_object_get(body, "name")),
+                   *type = json_string_value(json_object_get(body, "type"));
         const char *url = json_string_value(json_object_get(body, "url"));
         json_t *cred = json_object_get(body, "credential");
-        const char *key = json_string_value(json_object_get(cred, "access_key")), *secret = json_string_value(json_object_get(cred, "access_secret"));
+        const char *key = json_string_value(json_object_get(cred, "access_key")),
+                   *secret = json_string_value(json_object_get(cred, "access_secret"));
         json_t *ins = json_object_get(body, "insecure");
         const char *ca = json_string_value(json_object_get(body, "ca_file"));
         const char *desc = json_string_value(json_object_get(body, "description"));
@@ -56,25 +58,30 @@ static int registries(berth_api_t *a)
             berth_err_t err;
             rc = url == NULL ? berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "url is required")
                  : berth_repl_ping(type, url, key, secret, json_is_true(ins), ca, &err) != 0 ? berth_api_err(a, &err)
-                                                                                           : berth_api_empty(a, 200);
+                                                                                             : berth_api_empty(a, 200);
             json_decref(body);
             return rc;
         }
         int create = strcmp(a->rq->method, "POST") == 0;
-        if (create && (name == NULL || url == NULL || type == NULL || (strcmp(type, "berth") != 0 && strcmp(type, "docker-registry") != 0))) {
+        if (create &&
+            (name == NULL || url == NULL || type == NULL || (strcmp(type, "berth") != 0 && strcmp(type, "docker-registry") != 0))) {
             json_decref(body);
-            return berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "name, type (berth or docker-registry) and an http(s) url are required");
+            return berth_api_fail(a, BERTH_OCI_BAD_REQUEST,
+                                  "name, type (berth or docker-registry) and an http(s) url are required");
         }
         char *sealed = secret != NULL && secret[0] ? berth_repl_seal(secret) : NULL;
         berth_db_json_t r;
         if (create) {
-            const char *p[] = {name, type, url, key, sealed, json_is_boolean(ins) ? (json_is_true(ins) ? "true" : "false") : NULL, ca, desc};
+            const char *p[] = {name, type, url, key, sealed, json_is_boolean(ins) ? (json_is_true(ins) ? "true" : "false") : NULL,
+                               ca,   desc};
             rc = berth_api_query(a, BERTH_Q_REG_CREATE, p, &r);
             if (rc == 0)
                 berth_api_created(a, r.json, "id", "/api/v2.0/registries");
         } else {
-            const char *p[] = {a->seg[1], name, url, key, sealed, json_is_boolean(ins) ? (json_is_true(ins) ? "true" : "false") : NULL, ca, desc};
-            rc = berth_api_id_ok(a->seg[1]) ? berth_api_query(a, BERTH_Q_REG_UPDATE, p, &r) : berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "bad id");
+            const char *p[] = {
+                a->seg[1], name, url, key, sealed, json_is_boolean(ins) ? (json_is_true(ins) ? "true" : "false") : NULL, ca, desc};
+            rc = berth_api_id_ok(a->seg[1]) ? berth_api_query(a, BERTH_Q_REG_UPDATE, p, &r)
+                                            : berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "bad id");
             if (rc == 0)
                 rc = r.affected == 1 ? berth_api_empty(a, 200) : berth_api_fail(a, BERTH_OCI_NOT_FOUND, "registry not found");
         }
@@ -113,8 +120,8 @@ static int may_manage(berth_api_t *a, const char *scope)
     if (scope == NULL || scope[0] == '\0' || !a->authed)
         return 0;
     berth_authz_t z;
-    return berth_authz_project(a->c, &a->who, scope, &z, NULL) == 0 && z.exists && berth_authz_can(&z, BERTH_RES_PROJECT, BERTH_ACT_UPDATE) &&
-           z.role == 1;
+    return berth_authz_project(a->c, &a->who, scope, &z, NULL) == 0 && z.exists &&
+           berth_authz_can(&z, BERTH_RES_PROJECT, BERTH_ACT_UPDATE) && z.role == 1;
 }
 
 static int deny(berth_api_t *a)
@@ -165,8 +172,8 @@ static int policy_facts(berth_api_t *a, const char *id, char scope[256], char *o
 static json_t *policy_doc(berth_api_t *a, json_t *b, int create)
 {
     json_t *d = json_object();
-    static const char *const copy_keys[] = {"name", "description", "dest_namespace", "filters", "trigger", "override", "enabled",
-                                            "replicate_deletion", "speed", "project_scope"};
+    static const char *const copy_keys[] = {"name",     "description", "dest_namespace",     "filters", "trigger",
+                                            "override", "enabled",     "replicate_deletion", "speed",   "project_scope"};
     for (size_t i = 0; i < sizeof(copy_keys) / sizeof(copy_keys[0]); i++) {
         json_t *v = json_object_get(b, copy_keys[i]);
         if (v != NULL && !json_is_null(v))
@@ -177,7 +184,8 @@ static json_t *policy_doc(berth_api_t *a, json_t *b, int create)
         json_object_set(d, "replace_count", rc);
     else if (create && json_string_value(json_object_get(b, "dest_namespace")) != NULL)
         json_object_set_new(d, "replace_count", json_integer(1)); /* Harbor's default: the project is replaced */
-    json_t *src = json_object_get(json_object_get(b, "src_registry"), "id"), *dst = json_object_get(json_object_get(b, "dest_registry"), "id");
+    json_t *src = json_object_get(json_object_get(b, "src_registry"), "id"),
+           *dst = json_object_get(json_object_get(b, "dest_registry"), "id");
     if (json_is_integer(src) && json_integer_value(src) > 0)
         json_object_set(d, "src", src);
     if (json_is_integer(dst) && json_integer_value(dst) > 0)
@@ -196,8 +204,10 @@ static json_t *policy_doc(berth_api_t *a, json_t *b, int create)
     json_array_foreach(f, i, e)
     {
         const char *type = json_string_value(json_object_get(e, "type")), *v = json_string_value(json_object_get(e, "value"));
-        if (type == NULL || (strcmp(type, "name") != 0 && strcmp(type, "tag") != 0 && strcmp(type, "label") != 0 &&
-                             strcmp(type, "resource") != 0) || v == NULL) {
+        if (type == NULL ||
+            (strcmp(type, "name") != 0 && strcmp(type, "tag") != 0 && strcmp(type, "label") != 0 &&
+             strcmp(type, "resource") != 0) ||
+            v == NULL) {
             json_decref(d);
             berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "filters are {type: name|tag|label|resource, value, decoration}");
             return NULL;

@@ -105,7 +105,8 @@ int berth_api_split(berth_api_t *a, const char *path, size_t len)
         if (a->nseg == BERTH_API_MAX_SEGS || n > 1024)
             return -1;
         char once[1100], twice[1100];
-        if (berth_query_decode(p, n, 0, once, sizeof(once)) < 0 || berth_query_decode(once, strlen(once), 0, twice, sizeof(twice)) < 0)
+        if (berth_query_decode(p, n, 0, once, sizeof(once)) < 0 ||
+            berth_query_decode(once, strlen(once), 0, twice, sizeof(twice)) < 0)
             return -1;
         a->seg[a->nseg++] = strdup(twice);
         p = slash != NULL ? slash + 1 : end;

@@ -14,7 +14,8 @@ static void other_params(berth_api_t *a, char *out, size_t outsz)
     for (const char *p = q; p != NULL && p < end;) {
         const char *amp = memchr(p, '&', (size_t)(end - p));
         const char *item_end = amp != NULL ? amp : end;
-        if (strncmp(p, "page=", 5) != 0 && strncmp(p, "page_size=", 10) != 0 && item_end > p && o + (size_t)(item_end - p) + 2 < outsz) {
+        if (strncmp(p, "page=", 5) != 0 && strncmp(p, "page_size=", 10) != 0 && item_end > p &&
+            o + (size_t)(item_end - p) + 2 < outsz) {
             memcpy(out + o, p, (size_t)(item_end - p));
             o += (size_t)(item_end - p);
             out[o++] = '&';
@@ -48,8 +49,8 @@ int berth_api_list(berth_api_t *a, berth_q_t q, const char *const *params, const
     other_params(a, rest, sizeof(rest));
     int n = 0;
     if (page > 1)
-        n += snprintf(links, sizeof(links), "<%.*s?%spage=%ld&page_size=%ld>; rel=\"prev\"", (int)a->rq->path_len, a->rq->path, rest,
-                      page - 1, size);
+        n += snprintf(links, sizeof(links), "<%.*s?%spage=%ld&page_size=%ld>; rel=\"prev\"", (int)a->rq->path_len, a->rq->path,
+                      rest, page - 1, size);
     if (page * size < r.total && n >= 0 && (size_t)n < sizeof(links))
         snprintf(links + n, sizeof(links) - (size_t)n, "%s<%.*s?%spage=%ld&page_size=%ld>; rel=\"next\"", n > 0 ? " , " : "",
                  (int)a->rq->path_len, a->rq->path, rest, page + 1, size);

@@ -8,10 +8,10 @@
 #include "auth/audit.h"
 #include "auth/header.h"
 #include "auth/service.h"
-#include "registry/api/internal.h"
-#include "registry/api/routes.h"
 #include "core/log.h"
 #include "core/query.h"
+#include "registry/api/internal.h"
+#include "registry/api/routes.h"
 
 extern const char berth_openapi_yaml[]; /* generated from registry/api/openapi.yaml */
 
@@ -29,10 +29,12 @@ int berth_api_health(berth_api_t *a)
                                 "free_bytes", (json_int_t)sp.free_bytes, "total_bytes", (json_int_t)sp.total_bytes,
                                 "min_free_bytes", (json_int_t)sp.reserve_bytes);
     if (!storage_ok)
-        json_object_set_new(storage, "error", json_string(space_ok ? "free space below storage.min_free_bytes: uploads refused"
-                                                                   : "cannot read free space"));
-    json_t *v = json_pack("{s:s,s:[{s:s,s:s},{s:s,s:s},o]}", "status", db_ok && storage_ok ? "healthy" : "unhealthy", "components",
-                          "name", "core", "status", "healthy", "name", "database", "status", db_ok ? "healthy" : "unhealthy", storage);
+        json_object_set_new(
+            storage, "error",
+            json_string(space_ok ? "free space below storage.min_free_bytes: uploads refused" : "cannot read free space"));
+    json_t *v =
+        json_pack("{s:s,s:[{s:s,s:s},{s:s,s:s},o]}", "status", db_ok && storage_ok ? "healthy" : "unhealthy", "components", "name",
+                  "core", "status", "healthy", "name", "database", "status", db_ok ? "healthy" : "unhealthy", storage);
     if (!db_ok)
         berth_resp_header(a->resp, "retry-after", "%d", berth_err_retry_after(BERTH_OCI_UNAVAILABLE));
     return berth_api_jsonv(a, db_ok ? 200 : 503, v);
@@ -44,17 +46,17 @@ static int systeminfo(berth_api_t *a)
 {
     char now[32];
     berth_log_now(now);
-    json_t *v = json_pack("{s:s,s:b,s:b,s:s,s:s}", "auth_mode", a->reg->auth != NULL && a->reg->auth->ldap != NULL ? "ldap_auth" : "db_auth",
-                          "primary_auth_mode", 0, "self_registration", 0, "banner_message", "", "current_time", now);
+    json_t *v = json_pack("{s:s,s:b,s:b,s:s,s:s}", "auth_mode",
+                          a->reg->auth != NULL && a->reg->auth->ldap != NULL ? "ldap_auth" : "db_auth", "primary_auth_mode", 0,
+                          "self_registration", 0, "banner_message", "", "current_time", now);
     if (a->authed) {
         const char *ext = berth_api_conf->external_url != NULL ? berth_api_conf->external_url : "";
         const char *host = strstr(ext, "://");
-        json_object_update_new(v, json_pack("{s:s,s:s,s:s,s:s,s:b,s:b,s:s,s:b,s:b}", "harbor_version", berth_api_conf->version,
-                                            "external_url", ext, "registry_url", host != NULL ? host + 3 : ext,
-                                            "project_creation_restriction",
-                                            berth_api_conf->project_creation_admin_only ? "adminonly" : "everyone", "has_ca_root", 0,
-                                            "read_only", 0, "registry_storage_provider_name", "filesystem", "with_notary", 0,
-                                            "notification_enable", 0));
+        json_object_update_new(
+            v, json_pack("{s:s,s:s,s:s,s:s,s:b,s:b,s:s,s:b,s:b}", "harbor_version", berth_api_conf->version, "external_url", ext,
+                         "registry_url", host != NULL ? host + 3 : ext, "project_creation_restriction",
+                         berth_api_conf->project_creation_admin_only ? "adminonly" : "everyone", "has_ca_root", 0, "read_only", 0,
+                         "registry_storage_provider_name", "filesystem", "with_notary", 0, "notification_enable", 0));
     }
     return berth_api_jsonv(a, 200, v);
 }
@@ -86,8 +88,16 @@ static int audit_logs(berth_api_t *a)
     char sort[40];
     if (berth_api_sort(a, BERTH_API_SORTS("op_time", "id", "username", "operation", "resource", "resource_type"), sort) != 0)
         return -1;
-    const char *p[] = {id, a->who.sysadmin ? "true" : "false", NULL, op[0] ? op : NULL, rtype[0] ? rtype : NULL, user[0] ? user : NULL,
-                       res[0] ? res : NULL, limit, offset, sort};
+    const char *p[] = {id,
+                       a->who.sysadmin ? "true" : "false",
+                       NULL,
+                       op[0] ? op : NULL,
+                       rtype[0] ? rtype : NULL,
+                       user[0] ? user : NULL,
+                       res[0] ? res : NULL,
+                       limit,
+                       offset,
+                       sort};
     return berth_api_list(a, BERTH_Q_AUDIT_LIST, p, limit, offset);
 }
 

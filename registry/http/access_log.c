@@ -73,8 +73,8 @@ int berth_access_log_open(const char *path)
     return 0;
 }
 
-void berth_access_log(const char *remote, const char *method, const char *path, int status, uint64_t bytes_in,
-                      uint64_t bytes_out, double ms, const char *route)
+void berth_access_log(const char *remote, const char *method, const char *path, int status, uint64_t bytes_in, uint64_t bytes_out,
+                      double ms, const char *route)
 {
     if (log_fd < 0)
         return;

@@ -60,8 +60,8 @@ static int write_conf(const berth_edge_conf_t *c, const char *path)
             "  server {\n"
             "    listen %s backlog=%d;\n",
             geteuid() == 0 ? "user root;\n" : "", c->workers, c->run_dir, c->limits->nofile, c->limits->worker_connections,
-            c->run_dir, c->run_dir, c->run_dir, c->run_dir, c->run_dir, c->api_port, c->limits->upstream_max_conns,
-            c->upload_port, c->limits->upstream_max_conns, upload_keepalive, c->upload_idle_timeout, c->listen, c->limits->backlog);
+            c->run_dir, c->run_dir, c->run_dir, c->run_dir, c->run_dir, c->api_port, c->limits->upstream_max_conns, c->upload_port,
+            c->limits->upstream_max_conns, upload_keepalive, c->upload_idle_timeout, c->listen, c->limits->backlog);
     if (c->tls_listen != NULL)
         fprintf(f,
                 "    listen %s ssl http2 backlog=%d;\n"

@@ -16,12 +16,12 @@ typedef struct st_berth_edge_conf_t {
     const char *listen;     /* host:port, plain HTTP/1.1 */
     const char *tls_listen; /* host:port or NULL */
     const char *tls_cert, *tls_key;
-    const char *blob_root;  /* <storage>/blobs */
+    const char *blob_root; /* <storage>/blobs */
     const char *blob_prefix;
-    const char *ui_dir;     /* built web UI served at "/" (registry/http/edge_ui.c), or NULL */
+    const char *ui_dir; /* built web UI served at "/" (registry/http/edge_ui.c), or NULL */
     int api_port, upload_port, workers;
-    int upload_idle_timeout; /* seconds an upload body may stall before the edge cuts it (uploads.idle_timeout_seconds) */
-    int upload_connections;  /* threads of the upload listener (uploads.max_connections) */
+    int upload_idle_timeout;      /* seconds an upload body may stall before the edge cuts it (uploads.idle_timeout_seconds) */
+    int upload_connections;       /* threads of the upload listener (uploads.max_connections) */
     const berth_limits_t *limits; /* descriptors, worker_connections, backlog */
 } berth_edge_conf_t;
 

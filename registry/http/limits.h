@@ -6,7 +6,7 @@
 #define BERTH_HTTP_LIMITS_H
 
 typedef struct st_berth_limits_t {
-    long nofile;            /* descriptor limit after raising the soft limit to the hard one */
+    long nofile; /* descriptor limit after raising the soft limit to the hard one */
     long nofile_hard;
     int backlog;            /* for every listen(): net.core.somaxconn (the kernel caps any larger value to it) */
     int worker_connections; /* per nginx worker: downstream + upstream connections */

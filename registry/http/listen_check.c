@@ -47,7 +47,8 @@ int berth_listen_check(const char *addr, const char *key, const char *env, char 
     if (err == EADDRINUSE)
         snprintf(errbuf, errlen,
                  "%s is already in use by another program (Address already in use): choose another port with %s "
-                 "(%s=host:port), or stop what listens there", addr, key, env);
+                 "(%s=host:port), or stop what listens there",
+                 addr, key, env);
     else if (err == EACCES)
         snprintf(errbuf, errlen, "%s needs privileges to listen on (%s): choose a port above 1023 with %s (%s=host:port)", addr,
                  strerror(err), key, env);

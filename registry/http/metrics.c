@@ -4,9 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "auth/audit.h"
 #include "registry/http/access_log.h"
 #include "registry/service/cache.h"
-#include "auth/audit.h"
 #include "registry/service/upload.h"
 
 enum { M_GET, M_HEAD, M_PUT, M_POST, M_PATCH, M_DELETE, M_OTHER, M__COUNT };
@@ -74,20 +74,24 @@ char *berth_metrics_render(berth_db_t *db, berth_store_t *store, long worker_que
             (unsigned long long)__atomic_load_n(&bytes_in_total, __ATOMIC_RELAXED));
     fprintf(f, "# TYPE berth_http_sent_bytes_total counter\nberth_http_sent_bytes_total %llu\n",
             (unsigned long long)__atomic_load_n(&bytes_out_total, __ATOMIC_RELAXED));
-    fprintf(f, "# HELP berth_audit_dropped_total Audit events lost (queue full or database unreachable).\n"
-               "# TYPE berth_audit_dropped_total counter\nberth_audit_dropped_total %lu\n",
+    fprintf(f,
+            "# HELP berth_audit_dropped_total Audit events lost (queue full or database unreachable).\n"
+            "# TYPE berth_audit_dropped_total counter\nberth_audit_dropped_total %lu\n",
             berth_audit_dropped());
-    fprintf(f, "# HELP berth_upload_streams Upload requests currently streaming a body.\n"
-               "# TYPE berth_upload_streams gauge\nberth_upload_streams %ld\n",
+    fprintf(f,
+            "# HELP berth_upload_streams Upload requests currently streaming a body.\n"
+            "# TYPE berth_upload_streams gauge\nberth_upload_streams %ld\n",
             berth_upload_active());
-    fprintf(f, "# HELP berth_upload_hash_states Upload sessions whose running hash is held in memory.\n"
-               "# TYPE berth_upload_hash_states gauge\nberth_upload_hash_states %ld\n",
+    fprintf(f,
+            "# HELP berth_upload_hash_states Upload sessions whose running hash is held in memory.\n"
+            "# TYPE berth_upload_hash_states gauge\nberth_upload_hash_states %ld\n",
             berth_upload_hash_states());
     fprintf(f, "# TYPE berth_worker_queue gauge\nberth_worker_queue %ld\n", worker_queue);
-    fprintf(f, "# HELP berth_auth_queue Requests waiting for an auth worker (password hashing, LDAP).\n"
-               "# TYPE berth_auth_queue gauge\nberth_auth_queue %ld\n"
-               "# HELP berth_auth_shed_total Requests answered 503 because the auth workers' queue was full.\n"
-               "# TYPE berth_auth_shed_total counter\nberth_auth_shed_total %llu\n",
+    fprintf(f,
+            "# HELP berth_auth_queue Requests waiting for an auth worker (password hashing, LDAP).\n"
+            "# TYPE berth_auth_queue gauge\nberth_auth_queue %ld\n"
+            "# HELP berth_auth_shed_total Requests answered 503 because the auth workers' queue was full.\n"
+            "# TYPE berth_auth_shed_total counter\nberth_auth_shed_total %llu\n",
             auth_queue, (unsigned long long)__atomic_load_n(&auth_shed_total, __ATOMIC_RELAXED));
     fprintf(f, "# TYPE berth_access_log_dropped_total counter\nberth_access_log_dropped_total %lu\n", berth_access_log_dropped());
     uint64_t hits, misses;

@@ -16,16 +16,16 @@
 #include <openssl/crypto.h>
 
 #include "auth/gate.h"
-#include "auth/realm.h"
 #include "auth/offload.h"
+#include "auth/realm.h"
 #include "auth/service.h"
-#include "registry/api/api.h"
-#include "registry/service/isa.h"
 #include "core/log.h"
 #include "core/query.h"
+#include "registry/api/api.h"
 #include "registry/http/access_log.h"
 #include "registry/http/limits.h"
 #include "registry/http/metrics.h"
+#include "registry/service/isa.h"
 
 #define MAX_BODY (8u << 20) /* manifests (4 MiB) and API payloads; blob bodies never come here */
 
@@ -113,8 +113,8 @@ static void send_resp(h2o_req_t *req, berth_resp_t *resp, berth_route_kind_t rou
 {
     if (resp->status == 401) { /* the edge says how the client came: X-Forwarded-Proto, and its Host */
         ssize_t pi = h2o_find_header_by_str(&req->headers, H2O_STRLIT("x-forwarded-proto"), -1);
-        berth_realm_for_client(resp, pi >= 0 ? req->headers.entries[pi].value.base : NULL, pi >= 0 ? req->headers.entries[pi].value.len : 0,
-                               req->authority.base, req->authority.len);
+        berth_realm_for_client(resp, pi >= 0 ? req->headers.entries[pi].value.base : NULL,
+                               pi >= 0 ? req->headers.entries[pi].value.len : 0, req->authority.base, req->authority.len);
     }
     req->res.status = resp->status;
     req->res.reason = reason(resp->status);
@@ -203,8 +203,9 @@ static void run_job(berth_work_t *w)
         berth_authsvc_token(j->reg->auth, &j->token, &j->resp);
     else if (j->kind == JOB_API)
         berth_api_handle(j->reg, &j->api, &j->resp);
-    else if (j->gate_passed || berth_gate_check(j->reg->auth, j->authorization, j->authorization != NULL ? strlen(j->authorization) : 0,
-                                                j->has_need ? &j->need : NULL, j->remote, &j->resp, j->who) == BERTH_GATE_ALLOW) {
+    else if (j->gate_passed ||
+             berth_gate_check(j->reg->auth, j->authorization, j->authorization != NULL ? strlen(j->authorization) : 0,
+                              j->has_need ? &j->need : NULL, j->remote, &j->resp, j->who) == BERTH_GATE_ALLOW) {
         if (j->isa_view[0] != '\0' && j->v2.route.kind == BERTH_ROUTE_MANIFEST)
             berth_isa_view(j->reg, j->isa_view, &j->v2, &j->resp);
         else if (j->isa_view[0] != '\0' || !berth_v2_cached(j->reg, &j->v2, &j->resp)) /* decided here, maybe cached */
@@ -269,8 +270,7 @@ static int manifest_read_of_bad_reference(const berth_route_t *r, const char *me
 {
     if (r->kind != BERTH_ROUTE_MANIFEST || (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0))
         return 0;
-    return err->oci == BERTH_OCI_TAG_INVALID || err->oci == BERTH_OCI_MANIFEST_INVALID ||
-           err->oci == BERTH_OCI_DIGEST_INVALID;
+    return err->oci == BERTH_OCI_TAG_INVALID || err->oci == BERTH_OCI_MANIFEST_INVALID || err->oci == BERTH_OCI_DIGEST_INVALID;
 }
 
 static void send_err(h2o_req_t *req, const berth_err_t *err, berth_route_kind_t route)
@@ -310,7 +310,8 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
     job_t *j = calloc(1, sizeof(*j));
     ssize_t xri = h2o_find_header_by_str(&req->headers, H2O_STRLIT("x-real-ip"), -1);
     if (xri >= 0)
-        snprintf(j->remote, sizeof(j->remote), "%.*s", (int)req->headers.entries[xri].value.len, req->headers.entries[xri].value.base);
+        snprintf(j->remote, sizeof(j->remote), "%.*s", (int)req->headers.entries[xri].value.len,
+                 req->headers.entries[xri].value.base);
     snprintf(j->method, sizeof(j->method), "%.*s", (int)req->method.len, req->method.base);
     int is_token = plen == 14 && memcmp(path, "/service/token", 14) == 0;
     int is_api = (plen > 10 && memcmp(path, "/api/v2.0/", 10) == 0) || (plen > 3 && memcmp(path, "/c/", 3) == 0);
@@ -336,9 +337,14 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
         size_t alen = 0;
         j->authorization = header_dup(req, H2O_TOKEN_AUTHORIZATION, &alen);
         if (is_token) {
-            j->token = (berth_token_req_t){.query = j->query, .query_len = qlen, .authorization = j->authorization,
-                                           .authorization_len = alen, .method = j->method, .body = j->body,
-                                           .body_len = j->body != NULL ? req->entity.len : 0, .remote = j->remote};
+            j->token = (berth_token_req_t){.query = j->query,
+                                           .query_len = qlen,
+                                           .authorization = j->authorization,
+                                           .authorization_len = alen,
+                                           .method = j->method,
+                                           .body = j->body,
+                                           .body_len = j->body != NULL ? req->entity.len : 0,
+                                           .remote = j->remote};
         } else {
             j->path = strndup(path, plen);
             j->cookie = header_dup(req, H2O_TOKEN_COOKIE, NULL);
@@ -347,14 +353,27 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
             j->fetch_site = header_dup_str(req, H2O_STRLIT("sec-fetch-site"));
             j->host = req->authority.base != NULL ? strndup(req->authority.base, req->authority.len) : NULL;
             ssize_t pi = h2o_find_header_by_str(&req->headers, H2O_STRLIT("x-forwarded-proto"), -1);
-            int secure = pi >= 0 && req->headers.entries[pi].value.len == 5 && memcmp(req->headers.entries[pi].value.base, "https", 5) == 0;
+            int secure =
+                pi >= 0 && req->headers.entries[pi].value.len == 5 && memcmp(req->headers.entries[pi].value.base, "https", 5) == 0;
             ssize_t ri = h2o_find_header_by_str(&req->headers, H2O_STRLIT("x-is-resource-name"), -1);
-            int resource_name = ri >= 0 && req->headers.entries[ri].value.len == 4 && strncasecmp(req->headers.entries[ri].value.base, "true", 4) == 0;
-            j->api = (berth_api_req_t){.method = j->method, .path = j->path, .path_len = plen, .query = j->query, .query_len = qlen,
-                                       .body = j->body, .body_len = j->body != NULL ? req->entity.len : 0,
-                                       .authorization = j->authorization, .cookie = j->cookie, .csrf = j->csrf,
-                                       .remote = j->remote, .origin = j->origin, .fetch_site = j->fetch_site, .host = j->host,
-                                       .secure = secure, .resource_name = resource_name};
+            int resource_name = ri >= 0 && req->headers.entries[ri].value.len == 4 &&
+                                strncasecmp(req->headers.entries[ri].value.base, "true", 4) == 0;
+            j->api = (berth_api_req_t){.method = j->method,
+                                       .path = j->path,
+                                       .path_len = plen,
+                                       .query = j->query,
+                                       .query_len = qlen,
+                                       .body = j->body,
+                                       .body_len = j->body != NULL ? req->entity.len : 0,
+                                       .authorization = j->authorization,
+                                       .cookie = j->cookie,
+                                       .csrf = j->csrf,
+                                       .remote = j->remote,
+                                       .origin = j->origin,
+                                       .fetch_site = j->fetch_site,
+                                       .host = j->host,
+                                       .secure = secure,
+                                       .resource_name = resource_name};
         }
         j->guard = h2o_mem_alloc_shared(&req->pool, sizeof(guard_t), on_guard_dispose);
         j->guard->job = j;
@@ -393,7 +412,8 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
         free(j);
         return 0;
     }
-    if (req->query_at != SIZE_MAX && berth_query_check(req->path.base + req->query_at + 1, req->path.len - req->query_at - 1, SIZE_MAX) != 0) {
+    if (req->query_at != SIZE_MAX &&
+        berth_query_check(req->path.base + req->query_at + 1, req->path.len - req->query_at - 1, SIZE_MAX) != 0) {
         /* the edge of every /v2 query parser: what PostgreSQL, JSON and logs see below is text */
         berth_err_set(&err, BERTH_OCI_PARAM_INVALID, "malformed query parameter (bad escape, NUL byte or not UTF-8)");
         send_err(req, &err, j->v2.route.kind);
@@ -427,7 +447,8 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
     berth_resp_t cached;
     j->gate_passed = berth_gate_fast(s->reg->auth, j->authorization, j->authorization != NULL ? strlen(j->authorization) : 0,
                                      j->has_need ? &j->need : NULL, j->who) == BERTH_GATE_ALLOW;
-    if (j->gate_passed && j->isa_view[0] == '\0' && berth_v2_cached(s->reg, &j->v2, &cached)) { /* hot pull path: no worker hop, no SQL */
+    if (j->gate_passed && j->isa_view[0] == '\0' &&
+        berth_v2_cached(s->reg, &j->v2, &cached)) { /* hot pull path: no worker hop, no SQL */
         send_resp(req, &cached, j->v2.route.kind, &j->start);
         berth_resp_dispose(&cached);
         job_free(j);

@@ -38,7 +38,8 @@ static enum MHD_Result send_resp(struct MHD_Connection *conn, conn_state_t *st, 
         const char *host = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
         berth_realm_for_client(resp, proto, proto != NULL ? strlen(proto) : 0, host, host != NULL ? strlen(host) : 0);
     }
-    struct MHD_Response *r = MHD_create_response_from_buffer(resp->len, resp->body != NULL ? resp->body : "", MHD_RESPMEM_MUST_COPY);
+    struct MHD_Response *r =
+        MHD_create_response_from_buffer(resp->len, resp->body != NULL ? resp->body : "", MHD_RESPMEM_MUST_COPY);
     for (size_t i = 0; i < resp->nhdrs; i++)
         MHD_add_response_header(r, resp->hdrs[i].name, resp->hdrs[i].value);
     if (resp->content_type != NULL)
@@ -57,8 +58,8 @@ static enum MHD_Result send_resp(struct MHD_Connection *conn, conn_state_t *st, 
     return ok;
 }
 
-static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
-                                  const char *version, const char *upload_data, size_t *upload_data_size, void **con_cls)
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method, const char *version,
+                                  const char *upload_data, size_t *upload_data_size, void **con_cls)
 {
     berth_upload_server_t *s = cls;
     conn_state_t *st = *con_cls;
@@ -154,13 +155,12 @@ int berth_upload_server_start(berth_upload_server_t **out, berth_registry_t *reg
     struct sockaddr_in addr = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK), .sin_port = 0};
     /* the edge cuts a stalled body after idle_timeout (client_body_timeout) and closes its idle connections to us
      * by then too (keepalive_timeout); our own timeout is the backstop, a little later so the edge acts first */
-    s->daemon = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0, NULL,
-                                 NULL, on_request, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
-                                 MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(1u << 20), MHD_OPTION_CONNECTION_LIMIT,
-                                 max_connections, MHD_OPTION_CONNECTION_TIMEOUT, idle_timeout + 5,
-                                 MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)berth_limits_backlog(), MHD_OPTION_NOTIFY_COMPLETED,
-                                 on_completed, s, MHD_OPTION_UNESCAPE_CALLBACK, no_unescape, NULL, MHD_OPTION_EXTERNAL_LOGGER,
-                                 on_mhd_log, NULL, MHD_OPTION_END);
+    s->daemon = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL,
+                                 on_request, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+                                 (size_t)(1u << 20), MHD_OPTION_CONNECTION_LIMIT, max_connections, MHD_OPTION_CONNECTION_TIMEOUT,
+                                 idle_timeout + 5, MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)berth_limits_backlog(),
+                                 MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_UNESCAPE_CALLBACK, no_unescape, NULL,
+                                 MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL, MHD_OPTION_END);
     if (s->daemon == NULL) {
         free(s);
         return BERTH_ERROR;

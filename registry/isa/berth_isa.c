@@ -13,9 +13,9 @@
 
 #include "core/ref.h"
 #include "registry/isa/detect.h"
-#include "replication/client.h"
 #include "registry/isa/index.h"
 #include "registry/isa/vocab.h"
+#include "replication/client.h"
 
 #define EXIT_NO_VARIANT 3
 
@@ -116,8 +116,8 @@ static int cmd_detect(int argc, char **argv)
         json_t *f = json_array();
         for (int i = 0; i < n.features.n; i++)
             json_array_append_new(f, json_string(n.features.names[i]));
-        json_t *o = json_pack("{s:s,s:s,s:s,s:o,s:s}", "os", n.os, "architecture", berth_isa_arch_name(n.level.arch), "level", level,
-                              "features", f, "source", n.level_source);
+        json_t *o = json_pack("{s:s,s:s,s:s,s:o,s:s}", "os", n.os, "architecture", berth_isa_arch_name(n.level.arch), "level",
+                              level, "features", f, "source", n.level_source);
         char *s = json_dumps(o, JSON_COMPACT);
         printf("%s\n", s);
         free(s);
@@ -130,14 +130,16 @@ static int cmd_detect(int argc, char **argv)
 
 /* ---- resolve ---------------------------------------------------------------------------------------------- */
 
-static int run_resolve(berth_client_t *client, const char *base, const berth_image_ref_t *imp, const berth_isa_node_t *nodep, const char *maxl,
-                       const char *image_arg);
+static int run_resolve(berth_client_t *client, const char *base, const berth_image_ref_t *imp, const berth_isa_node_t *nodep,
+                       const char *maxl, const char *image_arg);
 
 static int cmd_resolve(int argc, char **argv)
 {
     berth_image_ref_t im;
     if (argc < 3 || berth_ref_image_parse(&im, argv[argc - 1]) != 0 || im.host[0] == '\0') {
-        fprintf(stderr, "usage: berth-isa resolve [--registry URL] [--user U --password-file F] [--level L] [--max-level L] HOST/NAME[:TAG]\n");
+        fprintf(
+            stderr,
+            "usage: berth-isa resolve [--registry URL] [--user U --password-file F] [--level L] [--max-level L] HOST/NAME[:TAG]\n");
         return 2;
     }
     berth_isa_node_t node;
@@ -160,15 +162,16 @@ static int cmd_resolve(int argc, char **argv)
         free(pw);
     }
     /* the same registry client replication uses: Basic, or the token dance for registries that want it */
-    berth_client_conf_t cc = {.url = base, .user = pwf != NULL ? user : NULL, .password = password, .insecure = insecure, .timeout_s = 60};
+    berth_client_conf_t cc = {
+        .url = base, .user = pwf != NULL ? user : NULL, .password = password, .insecure = insecure, .timeout_s = 60};
     berth_client_t *client = berth_client_new(&cc);
     int rc = run_resolve(client, base, &im, &node, opt(argc, argv, "--max-level"), argv[argc - 1]);
     berth_client_free(client);
     return rc;
 }
 
-static int run_resolve(berth_client_t *client, const char *base, const berth_image_ref_t *imp, const berth_isa_node_t *nodep, const char *maxl,
-                       const char *image_arg)
+static int run_resolve(berth_client_t *client, const char *base, const berth_image_ref_t *imp, const berth_isa_node_t *nodep,
+                       const char *maxl, const char *image_arg)
 {
     berth_image_ref_t im = *imp;
     berth_isa_node_t node = *nodep;
@@ -189,9 +192,10 @@ static int run_resolve(berth_client_t *client, const char *base, const berth_ima
         snprintf(rest, sizeof(rest), "%s", slash + 1);
         CURL *esc = curl_easy_init();
         char *r1 = curl_easy_escape(esc, rest, 0), *r2 = curl_easy_escape(esc, r1, 0), *fe = curl_easy_escape(esc, extras, 0);
-        snprintf(url, sizeof(url), "/api/v2.0/projects/%.*s/repositories/%s/artifacts/%s/isa/resolve?arch=%s&level=%s&features=%s%s%s",
-                 (int)(slash - im.name), im.name, r2, im.ref, berth_isa_arch_name(node.level.arch), level, fe, maxl != NULL ? "&max_level=" : "",
-                 maxl != NULL ? maxl : "");
+        snprintf(url, sizeof(url),
+                 "/api/v2.0/projects/%.*s/repositories/%s/artifacts/%s/isa/resolve?arch=%s&level=%s&features=%s%s%s",
+                 (int)(slash - im.name), im.name, r2, im.ref, berth_isa_arch_name(node.level.arch), level, fe,
+                 maxl != NULL ? "&max_level=" : "", maxl != NULL ? maxl : "");
         curl_free(r1);
         curl_free(r2);
         curl_free(fe);
@@ -218,8 +222,9 @@ static int run_resolve(berth_client_t *client, const char *base, const berth_ima
     /* any OCI registry: fetch the index and match here, with the same library Berth uses */
     snprintf(url, sizeof(url), "/v2/%s/manifests/%s", im.name, im.ref);
     berth_http_t h;
-    const char *accept = "Accept: application/vnd.oci.image.index.v1+json, application/vnd.docker.distribution.manifest.list.v2+json, "
-                         "application/vnd.oci.image.manifest.v1+json, application/vnd.docker.distribution.manifest.v2+json";
+    const char *accept =
+        "Accept: application/vnd.oci.image.index.v1+json, application/vnd.docker.distribution.manifest.list.v2+json, "
+        "application/vnd.oci.image.manifest.v1+json, application/vnd.docker.distribution.manifest.v2+json";
     if (berth_client_do(client, "GET", url, (const char *const[]){accept, NULL}, NULL, 0, &h) != 0 || h.status != 200) {
         fprintf(stderr, "berth-isa: %s%s: HTTP %ld\n", base, url, h.status);
         berth_http_dispose(&h);
@@ -256,7 +261,9 @@ static int cmd_containerd_hosts(int argc, char **argv)
     const char *host = opt(argc, argv, "--registry"), *dir = opt(argc, argv, "--dir");
     berth_isa_node_t node;
     if (host == NULL || node_of(argc, argv, &node) != 0) {
-        fprintf(stderr, "usage: berth-isa containerd-hosts --registry HOST [--level auto|L] [--dir /etc/containerd/certs.d] [--plain-http]\n");
+        fprintf(
+            stderr,
+            "usage: berth-isa containerd-hosts --registry HOST [--level auto|L] [--dir /etc/containerd/certs.d] [--plain-http]\n");
         return 2;
     }
     char level[24], path[1024];
@@ -279,10 +286,12 @@ static int cmd_containerd_hosts(int argc, char **argv)
         fprintf(stderr, "berth-isa: %s: %s\n", path, strerror(errno));
         return 1;
     }
-    fprintf(f, "# written by berth-isa containerd-hosts: pulls go through Berth's ISA view for %s;\n"
-               "# if the view fails, containerd falls back to server (the baseline build).\n"
-               "server = \"%s://%s\"\n\n[host.\"%s://%s/v2/_isa/%s\"]\n  capabilities = [\"pull\", \"resolve\"]\n  override_path = true\n",
-            level, scheme, host, scheme, host, level);
+    fprintf(
+        f,
+        "# written by berth-isa containerd-hosts: pulls go through Berth's ISA view for %s;\n"
+        "# if the view fails, containerd falls back to server (the baseline build).\n"
+        "server = \"%s://%s\"\n\n[host.\"%s://%s/v2/_isa/%s\"]\n  capabilities = [\"pull\", \"resolve\"]\n  override_path = true\n",
+        level, scheme, host, scheme, host, level);
     fclose(f);
     printf("%s\n", path);
     return 0;

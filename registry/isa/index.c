@@ -21,12 +21,12 @@ static void note(char (*list)[BERTH_ISA_NOTE_LEN], int *n, const char *fmt, ...)
 #define ERR(...) note(out->errors, &out->nerrors, __VA_ARGS__)
 #define WARN(...) note(out->warnings, &out->nwarnings, __VA_ARGS__)
 /* a rule that policy decides: a warning under warn, an error under strict */
-#define POLICY(...)                                                                                                    \
-    do {                                                                                                               \
-        if (mode == BERTH_ISA_POLICY_STRICT)                                                                           \
-            ERR(__VA_ARGS__);                                                                                          \
-        else                                                                                                           \
-            WARN(__VA_ARGS__);                                                                                         \
+#define POLICY(...)                                                                                                                \
+    do {                                                                                                                           \
+        if (mode == BERTH_ISA_POLICY_STRICT)                                                                                       \
+            ERR(__VA_ARGS__);                                                                                                      \
+        else                                                                                                                       \
+            WARN(__VA_ARGS__);                                                                                                     \
     } while (0)
 
 static const char *annotation(json_t *desc, const char *suffix)
@@ -40,8 +40,8 @@ static int has_isa_annotation(json_t *desc)
 {
     const char *key;
     json_t *v;
-    json_object_foreach(json_object_get(desc, "annotations"), key, v) if (strncmp(key, BERTH_ISA_ANNOTATION_PREFIX,
-                                                                                  strlen(BERTH_ISA_ANNOTATION_PREFIX)) == 0) return 1;
+    json_object_foreach(json_object_get(desc, "annotations"), key,
+                        v) if (strncmp(key, BERTH_ISA_ANNOTATION_PREFIX, strlen(BERTH_ISA_ANNOTATION_PREFIX)) == 0) return 1;
     return 0;
 }
 
@@ -60,7 +60,8 @@ static int carries_isa(json_t *desc)
         return 0;
     if (has_isa_annotation(desc) || json_object_get(plat, "features") != NULL)
         return 1;
-    return variant != NULL && variant[0] != '\0' && (berth_isa_variant_parse(arch, variant, &l) != 0 || !berth_isa_level_is_baseline(&l));
+    return variant != NULL && variant[0] != '\0' &&
+           (berth_isa_variant_parse(arch, variant, &l) != 0 || !berth_isa_level_is_baseline(&l));
 }
 
 /* The entry's annotations without Berth's own: what else tells two copies apart (podman's compression marker) */
@@ -68,8 +69,8 @@ static json_t *other_annotations(json_t *desc)
 {
     json_t *o = json_object(), *v;
     const char *key;
-    json_object_foreach(json_object_get(desc, "annotations"), key, v) if (strncmp(key, BERTH_ISA_ANNOTATION_PREFIX,
-                                                                                  strlen(BERTH_ISA_ANNOTATION_PREFIX)) != 0)
+    json_object_foreach(json_object_get(desc, "annotations"), key,
+                        v) if (strncmp(key, BERTH_ISA_ANNOTATION_PREFIX, strlen(BERTH_ISA_ANNOTATION_PREFIX)) != 0)
         json_object_set(o, key, v);
     return o;
 }
@@ -81,8 +82,9 @@ static json_t *other_annotations(json_t *desc)
  */
 static int same_build(const berth_isa_variant_t *a, json_t *da, const berth_isa_variant_t *b, json_t *db)
 {
-    if (strcmp(a->os, b->os) != 0 || a->level.arch != b->level.arch || berth_isa_level_rank(&a->level) != berth_isa_level_rank(&b->level) ||
-        strcmp(a->target, b->target) != 0 || a->features.n != b->features.n)
+    if (strcmp(a->os, b->os) != 0 || a->level.arch != b->level.arch ||
+        berth_isa_level_rank(&a->level) != berth_isa_level_rank(&b->level) || strcmp(a->target, b->target) != 0 ||
+        a->features.n != b->features.n)
         return 0;
     for (int i = 0; i < a->features.n; i++)
         if (strcmp(a->features.names[i], b->features.names[i]) != 0)
@@ -107,7 +109,8 @@ static int same_build(const berth_isa_variant_t *a, json_t *da, const berth_isa_
 /* The (os, os.version, arch) group of a descriptor: the unit the baseline and ordering rules apply to */
 static int same_group(const berth_isa_variant_t *a, json_t *da, const berth_isa_variant_t *b, json_t *db)
 {
-    json_t *x = json_object_get(json_object_get(da, "platform"), "os.version"), *y = json_object_get(json_object_get(db, "platform"), "os.version");
+    json_t *x = json_object_get(json_object_get(da, "platform"), "os.version"),
+           *y = json_object_get(json_object_get(db, "platform"), "os.version");
     return a->level.arch == b->level.arch && strcmp(a->os, b->os) == 0 && ((x == NULL && y == NULL) || json_equal(x, y));
 }
 
@@ -198,7 +201,7 @@ int berth_isa_index_check(const char *json, size_t len, berth_isa_policy_mode_t 
     size_t n = json_array_size(mans), i;
     out->variants = calloc(n + 1, sizeof(berth_isa_variant_t));
     json_t **descs = calloc(n + 1, sizeof(json_t *)); /* descs[k]: the descriptor of variants[k] */
-    int *isa = calloc(n + 1, sizeof(int));             /* isa[k]: its (os, os.version, arch) group carries ISA data */
+    int *isa = calloc(n + 1, sizeof(int));            /* isa[k]: its (os, os.version, arch) group carries ISA data */
     json_t *desc;
     json_array_foreach(mans, i, desc) if (carries_isa(desc)) out->is_isa = 1;
     json_array_foreach(mans, i, desc)
@@ -244,9 +247,9 @@ int berth_isa_index_check(const char *json, size_t len, berth_isa_policy_mode_t 
                         POLICY("manifests[%d]: the baseline is spelled \"v1\"; skopeo and podman will not match it (omit variant)",
                                w->position);
                 }
-                if (prev != NULL && (berth_isa_level_rank(&w->level) < berth_isa_level_rank(&prev->level) ||
-                                     (berth_isa_level_rank(&w->level) == berth_isa_level_rank(&prev->level) &&
-                                      w->features.n < prev->features.n)))
+                if (prev != NULL &&
+                    (berth_isa_level_rank(&w->level) < berth_isa_level_rank(&prev->level) ||
+                     (berth_isa_level_rank(&w->level) == berth_isa_level_rank(&prev->level) && w->features.n < prev->features.n)))
                     ordered = 0;
                 prev = w;
             }
@@ -254,7 +257,8 @@ int berth_isa_index_check(const char *json, size_t len, berth_isa_policy_mode_t 
             if (!has_base)
                 POLICY("%s/%s has variants but no baseline entry: plain containerd and podman nodes find no match", v->os, arch);
             else if (!(berth_isa_level_is_baseline(&v->level) && v->features.n == 0))
-                POLICY("%s/%s: the baseline must come first (first-match clients such as enroot take the first entry)", v->os, arch);
+                POLICY("%s/%s: the baseline must come first (first-match clients such as enroot take the first entry)", v->os,
+                       arch);
             if (!ordered)
                 POLICY("%s/%s: entries must ascend by level, fewer extra features first", v->os, arch);
         }
@@ -317,7 +321,8 @@ int berth_isa_variants_parse(const char *json, berth_isa_variant_t **out, size_t
     json_array_foreach(arr, i, e)
     {
         berth_isa_arch_t arch = berth_isa_arch_parse(json_string_value(json_object_get(e, "architecture")));
-        if (arch == BERTH_ISA_ARCH_UNKNOWN || berth_isa_level_parse(arch, json_string_value(json_object_get(e, "level")), &v[k].level) != 0)
+        if (arch == BERTH_ISA_ARCH_UNKNOWN ||
+            berth_isa_level_parse(arch, json_string_value(json_object_get(e, "level")), &v[k].level) != 0)
             continue;
         v[k].position = (int)json_integer_value(json_object_get(e, "position"));
         snprintf(v[k].digest, sizeof(v[k].digest), "%s", json_string_value(json_object_get(e, "digest")) ?: "");

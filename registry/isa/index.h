@@ -15,7 +15,7 @@ typedef enum { BERTH_ISA_POLICY_OFF = 0, BERTH_ISA_POLICY_WARN, BERTH_ISA_POLICY
 #define BERTH_ISA_NOTE_LEN 200
 
 typedef struct st_berth_isa_report_t {
-    int is_isa; /* a non-baseline variant or an io.berth.isa.* annotation: the checks apply */
+    int is_isa;                    /* a non-baseline variant or an io.berth.isa.* annotation: the checks apply */
     berth_isa_variant_t *variants; /* entries of known architectures, in index order (malloc'd) */
     size_t nvariants;
     char errors[BERTH_ISA_MAX_NOTES][BERTH_ISA_NOTE_LEN];

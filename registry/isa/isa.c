@@ -94,8 +94,7 @@ int berth_isa_level_parse(berth_isa_arch_t arch, const char *name, berth_isa_lev
         if (strncmp(name, "power", 5) != 0 || parse_version(name + 5, &major, &minor) != 0 || minor != 0)
             return -1;
         return set_level(out, arch, major, 0);
-    default:
-        return -1;
+    default: return -1;
     }
 }
 
@@ -115,19 +114,15 @@ int berth_isa_variant_parse(berth_isa_arch_t arch, const char *variant, berth_is
         if (variant[0] != 'v' || parse_version(variant + 1, &major, &minor) != 0)
             return -1;
         return set_level(out, arch, major, minor);
-    case BERTH_ISA_PPC64LE:
-        return berth_isa_level_parse(arch, variant, out);
-    default:
-        return -1;
+    case BERTH_ISA_PPC64LE: return berth_isa_level_parse(arch, variant, out);
+    default: return -1;
     }
 }
 
 void berth_isa_level_name(const berth_isa_level_t *l, char *out, size_t outsz)
 {
     switch (l->arch) {
-    case BERTH_ISA_AMD64:
-        snprintf(out, outsz, l->major == 1 ? "x86-64" : "x86-64-v%d", l->major);
-        break;
+    case BERTH_ISA_AMD64: snprintf(out, outsz, l->major == 1 ? "x86-64" : "x86-64-v%d", l->major); break;
     case BERTH_ISA_ARM64: snprintf(out, outsz, "armv%d.%d-a", l->major, l->minor); break;
     case BERTH_ISA_PPC64LE: snprintf(out, outsz, "power%d", l->major); break;
     default: snprintf(out, outsz, "unknown");
@@ -284,21 +279,21 @@ static const char *const amd64_levels[4][10] = {
  * mandatory at that step (FEAT_* in parentheses) and that user code compiled with GCC's -march=armv8.x-a may use, so a
  * node with every feature up to a row runs code built for that level. Features that only the kernel uses (PAN, VHE,
  * ECV, DIT, BTI hints) are left out: a node whose kernel hides one must not lose its level. So is FEAT_PAuth: RHEL
- * kernels hide paca/pacg on Neoverse V1/V2, yet every Armv8.3 part has it and its instructions execute there. Armv9.x is Armv8.(x+5)
- * plus SVE and SVE2 (FEAT_SVE2 is mandatory in Armv9.0). Rows were written from the Arm ARM's feature lists; when a
+ * kernels hide paca/pacg on Neoverse V1/V2, yet every Armv8.3 part has it and its instructions execute there. Armv9.x is
+ * Armv8.(x+5) plus SVE and SVE2 (FEAT_SVE2 is mandatory in Armv9.0). Rows were written from the Arm ARM's feature lists; when a
  * kernel does not print a name (older kernels), the node is placed lower, which is the safe side.
  */
 static const char *const arm64_steps[10][6] = {
-    {NULL},                                         /* 8.0: fp, asimd (baseline) */
-    {"crc32", "atomics", "asimdrdm", NULL},         /* 8.1: FEAT_CRC32, FEAT_LSE, FEAT_RDM */
-    {"dcpop", NULL},                                /* 8.2: FEAT_DPB */
-    {"jscvt", "fcma", "lrcpc", NULL},               /* 8.3: FEAT_JSCVT, FEAT_FCMA, FEAT_LRCPC (FEAT_PAuth: see above) */
-    {"asimddp", "ilrcpc", "flagm", "uscat", NULL},  /* 8.4: FEAT_DotProd, FEAT_LRCPC2, FEAT_FlagM, FEAT_LSE2 */
-    {"sb", "frint", "flagm2", "dcpodp", NULL},      /* 8.5: FEAT_SB, FEAT_FRINTTS, FEAT_FlagM2, FEAT_DPB2 */
-    {"i8mm", "bf16", NULL},                         /* 8.6: FEAT_I8MM, FEAT_BF16 */
-    {"wfxt", "afp", NULL},                          /* 8.7: FEAT_WFxT, FEAT_AFP */
-    {"mops", "hbc", NULL},                          /* 8.8: FEAT_MOPS, FEAT_HBC */
-    {"cssc", NULL},                                 /* 8.9: FEAT_CSSC */
+    {NULL},                                        /* 8.0: fp, asimd (baseline) */
+    {"crc32", "atomics", "asimdrdm", NULL},        /* 8.1: FEAT_CRC32, FEAT_LSE, FEAT_RDM */
+    {"dcpop", NULL},                               /* 8.2: FEAT_DPB */
+    {"jscvt", "fcma", "lrcpc", NULL},              /* 8.3: FEAT_JSCVT, FEAT_FCMA, FEAT_LRCPC (FEAT_PAuth: see above) */
+    {"asimddp", "ilrcpc", "flagm", "uscat", NULL}, /* 8.4: FEAT_DotProd, FEAT_LRCPC2, FEAT_FlagM, FEAT_LSE2 */
+    {"sb", "frint", "flagm2", "dcpodp", NULL},     /* 8.5: FEAT_SB, FEAT_FRINTTS, FEAT_FlagM2, FEAT_DPB2 */
+    {"i8mm", "bf16", NULL},                        /* 8.6: FEAT_I8MM, FEAT_BF16 */
+    {"wfxt", "afp", NULL},                         /* 8.7: FEAT_WFxT, FEAT_AFP */
+    {"mops", "hbc", NULL},                         /* 8.8: FEAT_MOPS, FEAT_HBC */
+    {"cssc", NULL},                                /* 8.9: FEAT_CSSC */
 };
 
 /* the Armv8 minor a level stands for (v9.x = v8.(x+5)) */

@@ -61,20 +61,58 @@ static int x86_set(const char *set, int *level, const char **feature, int *feat_
         int level;
         const char *feature;
     } map[] = {
-        {"SSE3", 2, NULL}, {"SSSE3", 2, NULL}, {"SSE4", 2, NULL}, {"SSE42", 2, NULL}, {"POPCNT", 2, NULL}, {"CMPXCHG16B", 2, NULL},
+        {"SSE3", 2, NULL},
+        {"SSSE3", 2, NULL},
+        {"SSE4", 2, NULL},
+        {"SSE42", 2, NULL},
+        {"POPCNT", 2, NULL},
+        {"CMPXCHG16B", 2, NULL},
         {"LAHF", 2, NULL},
-        {"AVX512_VNNI", 4, "avx512_vnni"}, {"AVX512_BF16", 4, "avx512_bf16"}, {"AVX512_FP16", 4, "avx512_fp16"},
-        {"AVX512_IFMA", 4, "avx512ifma"}, {"AVX512_VBMI2", 4, "avx512_vbmi2"}, {"AVX512_VBMI", 4, "avx512vbmi"},
-        {"AVX512_BITALG", 4, "avx512_bitalg"}, {"AVX512_VPOPCNTDQ", 4, "avx512_vpopcntdq"}, {"AVX512_GFNI", 4, "gfni"},
-        {"AVX512_VAES", 4, "vaes"}, {"AVX512_VPCLMULQDQ", 4, "vpclmulqdq"}, {"AVX512_VP2INTERSECT", 4, "avx512_vp2intersect"},
-        {"AVX512ER", 4, "avx512er"}, {"AVX512PF", 4, "avx512pf"}, {"AVX512_4", 4, "avx512_4fmaps"},
-        {"AVX512F", 4, NULL}, {"AVX512BW", 4, NULL}, {"AVX512CD", 4, NULL}, {"AVX512DQ", 4, NULL},
-        {"AMX_TILE", 1, "amx_tile"}, {"AMX_BF16", 1, "amx_bf16"}, {"AMX_INT8", 1, "amx_int8"},
-        {"AVX_VNNI", 3, "avx_vnni"}, {"AVX_GFNI", 3, "gfni"}, {"AVXAES", 3, "aes"}, {"AVX2GATHER", 3, NULL}, {"AVX2", 3, NULL},
-        {"AVX", 3, NULL}, {"BMI1", 3, NULL}, {"BMI2", 3, NULL}, {"F16C", 3, NULL}, {"FMA4", 1, "fma4"}, {"FMA", 3, NULL},
-        {"LZCNT", 3, NULL}, {"MOVBE", 3, NULL},
-        {"GFNI", 2, "gfni"}, {"VAES", 3, "vaes"}, {"VPCLMULQDQ", 3, "vpclmulqdq"}, {"SHA", 1, "sha_ni"}, {"AES", 1, "aes"},
-        {"PCLMULQDQ", 1, "pclmulqdq"}, {"ADOX_ADCX", 1, "adx"}, {"XOP", 1, "xop"}, {"TBM", 1, "tbm"}, {"SSE4A", 1, "sse4a"},
+        {"AVX512_VNNI", 4, "avx512_vnni"},
+        {"AVX512_BF16", 4, "avx512_bf16"},
+        {"AVX512_FP16", 4, "avx512_fp16"},
+        {"AVX512_IFMA", 4, "avx512ifma"},
+        {"AVX512_VBMI2", 4, "avx512_vbmi2"},
+        {"AVX512_VBMI", 4, "avx512vbmi"},
+        {"AVX512_BITALG", 4, "avx512_bitalg"},
+        {"AVX512_VPOPCNTDQ", 4, "avx512_vpopcntdq"},
+        {"AVX512_GFNI", 4, "gfni"},
+        {"AVX512_VAES", 4, "vaes"},
+        {"AVX512_VPCLMULQDQ", 4, "vpclmulqdq"},
+        {"AVX512_VP2INTERSECT", 4, "avx512_vp2intersect"},
+        {"AVX512ER", 4, "avx512er"},
+        {"AVX512PF", 4, "avx512pf"},
+        {"AVX512_4", 4, "avx512_4fmaps"},
+        {"AVX512F", 4, NULL},
+        {"AVX512BW", 4, NULL},
+        {"AVX512CD", 4, NULL},
+        {"AVX512DQ", 4, NULL},
+        {"AMX_TILE", 1, "amx_tile"},
+        {"AMX_BF16", 1, "amx_bf16"},
+        {"AMX_INT8", 1, "amx_int8"},
+        {"AVX_VNNI", 3, "avx_vnni"},
+        {"AVX_GFNI", 3, "gfni"},
+        {"AVXAES", 3, "aes"},
+        {"AVX2GATHER", 3, NULL},
+        {"AVX2", 3, NULL},
+        {"AVX", 3, NULL},
+        {"BMI1", 3, NULL},
+        {"BMI2", 3, NULL},
+        {"F16C", 3, NULL},
+        {"FMA4", 1, "fma4"},
+        {"FMA", 3, NULL},
+        {"LZCNT", 3, NULL},
+        {"MOVBE", 3, NULL},
+        {"GFNI", 2, "gfni"},
+        {"VAES", 3, "vaes"},
+        {"VPCLMULQDQ", 3, "vpclmulqdq"},
+        {"SHA", 1, "sha_ni"},
+        {"AES", 1, "aes"},
+        {"PCLMULQDQ", 1, "pclmulqdq"},
+        {"ADOX_ADCX", 1, "adx"},
+        {"XOP", 1, "xop"},
+        {"TBM", 1, "tbm"},
+        {"SSE4A", 1, "sse4a"},
     };
     for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++) {
         size_t n = strlen(map[i].prefix);
@@ -108,8 +146,8 @@ static int x86_set(const char *set, int *level, const char **feature, int *feat_
 #define MAX_FINDINGS 200000UL
 
 typedef struct {
-    unsigned fi;        /* function (canonical symbol index; nsyms for code no symbol covers) */
-    unsigned long to;   /* target address */
+    unsigned fi;      /* function (canonical symbol index; nsyms for code no symbol covers) */
+    unsigned long to; /* target address */
 } edge_t;
 
 typedef struct {
@@ -123,7 +161,7 @@ typedef struct {
 typedef struct {
     sym_t *syms;
     size_t nsyms;
-    unsigned *canon;         /* first symbol at the same address */
+    unsigned *canon; /* first symbol at the same address */
     unsigned char *guard, *reached, *referenced;
     unsigned char *fn_level; /* highest amd64 level recorded per function */
     unsigned long long *fn_feats;
@@ -227,7 +265,8 @@ static void reach(graph_t *g, unsigned long entry)
     for (size_t i = 0; i < n; i++) {
         if (g->canon[i] != i)
             continue;
-        int exported = g->syms[i].exported, is_entry = entry != 0 && g->syms[i].addr <= entry && entry < g->syms[i].addr + (g->syms[i].size ? g->syms[i].size : 1);
+        int exported = g->syms[i].exported,
+            is_entry = entry != 0 && g->syms[i].addr <= entry && entry < g->syms[i].addr + (g->syms[i].size ? g->syms[i].size : 1);
         if ((!g->referenced[i] || exported || is_entry) && !g->reached[i]) {
             g->reached[i] = 1;
             stack[top++] = (unsigned)i;
@@ -299,7 +338,8 @@ static void read_symbols(const unsigned char *d, size_t len, const Elf64_Ehdr *e
     static const char *const probe_vars[] = {"__cpu_model", "__cpu_features2", "__aarch64_cpu_features", "_dl_x86_cpu_features"};
     static const char *const probe_calls[] = {"__cpu_indicator_init", "getauxval", "__getauxval", "__init_cpu_features_resolver"};
     for (unsigned i = 0; i < eh->e_shnum; i++) {
-        if ((sh[i].sh_type != SHT_SYMTAB && sh[i].sh_type != SHT_DYNSYM) || sh[i].sh_entsize != sizeof(Elf64_Sym) || sh[i].sh_link >= eh->e_shnum)
+        if ((sh[i].sh_type != SHT_SYMTAB && sh[i].sh_type != SHT_DYNSYM) || sh[i].sh_entsize != sizeof(Elf64_Sym) ||
+            sh[i].sh_link >= eh->e_shnum)
             continue;
         const Elf64_Shdr *strs = &sh[sh[i].sh_link];
         unsigned long n = sh[i].sh_size / sizeof(Elf64_Sym);
@@ -333,7 +373,10 @@ static void read_symbols(const unsigned char *d, size_t len, const Elf64_Ehdr *e
                 continue;
             if (g->syms == NULL)
                 g->syms = calloc(MAX_SYMS, sizeof(*g->syms));
-            g->syms[g->nsyms++] = (sym_t){.addr = s.st_value, .size = s.st_size, .name = name, .ifunc = type == STT_GNU_IFUNC,
+            g->syms[g->nsyms++] = (sym_t){.addr = s.st_value,
+                                          .size = s.st_size,
+                                          .name = name,
+                                          .ifunc = type == STT_GNU_IFUNC,
                                           .exported = sh[i].sh_type == SHT_DYNSYM && ELF64_ST_BIND(s.st_info) != STB_LOCAL};
         }
     }
@@ -376,7 +419,8 @@ static void plt_probes(const unsigned char *d, size_t len, const Elf64_Ehdr *eh,
         const char *n = str_at(d, len, shstr->sh_offset, shstr->sh_size, sh[i].sh_name);
         if (n == NULL)
             continue;
-        if (strcmp(n, ".rela.plt") == 0 && sh[i].sh_type == SHT_RELA && sh[i].sh_entsize == sizeof(Elf64_Rela) && sh[i].sh_link < eh->e_shnum)
+        if (strcmp(n, ".rela.plt") == 0 && sh[i].sh_type == SHT_RELA && sh[i].sh_entsize == sizeof(Elf64_Rela) &&
+            sh[i].sh_link < eh->e_shnum)
             rela = &sh[i];
         else if (strcmp(n, ".plt") == 0)
             plt = &sh[i];
@@ -399,14 +443,14 @@ static void plt_probes(const unsigned char *d, size_t len, const Elf64_Ehdr *eh,
         for (size_t p = 0; name != NULL && p < sizeof(probe_calls) / sizeof(probe_calls[0]); p++)
             if (strcmp(name, probe_calls[p]) == 0 && g->ncall < 8)
                 g->call_probe[g->ncall++] = eh->e_machine == EM_AARCH64 ? plt->sh_addr + 32 + 16 * i
-                                            : plt_sec != NULL          ? plt_sec->sh_addr + 16 * i
-                                                                       : plt->sh_addr + 16 * (i + 1);
+                                            : plt_sec != NULL           ? plt_sec->sh_addr + 16 * i
+                                                                        : plt->sh_addr + 16 * (i + 1);
     }
 }
 
 /* x86-64: findings per function, edges, guards */
-static void decode_x86(const unsigned char *code, unsigned long size, unsigned long addr, unsigned long file_off, unsigned long max_insn,
-                       graph_t *g, berth_elf_report_t *out)
+static void decode_x86(const unsigned char *code, unsigned long size, unsigned long addr, unsigned long file_off,
+                       unsigned long max_insn, graph_t *g, berth_elf_report_t *out)
 {
     ZydisDecoder dec;
     ZydisDecoderInit(&dec, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64);
@@ -445,8 +489,8 @@ static void decode_x86(const unsigned char *code, unsigned long size, unsigned l
 }
 
 /* arm64: SVE/SME words, bl/b edges, adrp+add/ldr addresses, ID-register reads */
-static void decode_arm64(const unsigned char *code, unsigned long size, unsigned long addr, unsigned long file_off, unsigned long max_insn,
-                         graph_t *g, berth_elf_report_t *out)
+static void decode_arm64(const unsigned char *code, unsigned long size, unsigned long addr, unsigned long file_off,
+                         unsigned long max_insn, graph_t *g, berth_elf_report_t *out)
 {
     unsigned long page[32] = {0};
     unsigned char has_page[32] = {0};
@@ -540,7 +584,8 @@ int berth_elf_scan(const unsigned char *d, size_t len, unsigned long max_insn, b
         int soft = f->fi < g.nsyms ? (g.guard[f->fi] || !g.reached[f->fi] || (out->arch == BERTH_ISA_ARM64 && unwinder(fn)))
                                    : out->dispatched; /* no symbol covers it: only other evidence can excuse it */
         int lv = f->level ? f->level : 1;
-        int new_level = !soft && lv > hard, new_feat = f->feature != NULL && !soft && !berth_isa_features_has(&out->features, f->feature);
+        int new_level = !soft && lv > hard,
+            new_feat = f->feature != NULL && !soft && !berth_isa_features_has(&out->features, f->feature);
         if (lv > out->max_level.major && out->arch == BERTH_ISA_AMD64)
             out->max_level.major = lv;
         if (soft) {

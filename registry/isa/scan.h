@@ -22,14 +22,14 @@ typedef struct st_berth_elf_finding_t {
 
 typedef struct st_berth_elf_report_t {
     berth_isa_arch_t arch;
-    int is_static;         /* no PT_INTERP: the loader's ISA check does not apply */
-    int needed_level;      /* amd64: from the ISA_1_NEEDED note (1..4), 0 when absent */
-    berth_isa_level_t max_level; /* highest level its instructions use */
-    berth_isa_features_t features; /* named features beyond the level (avx512_vnni, amx_tile, sve, sme …) */
-    int dispatched;        /* the file checks the CPU somewhere (a guard, an IFUNC, a probing import) */
-    int soft_level;        /* amd64: the highest level in code that only runs after a CPU check (0 when none) */
+    int is_static;                      /* no PT_INTERP: the loader's ISA check does not apply */
+    int needed_level;                   /* amd64: from the ISA_1_NEEDED note (1..4), 0 when absent */
+    berth_isa_level_t max_level;        /* highest level its instructions use */
+    berth_isa_features_t features;      /* named features beyond the level (avx512_vnni, amx_tile, sve, sme …) */
+    int dispatched;                     /* the file checks the CPU somewhere (a guard, an IFUNC, a probing import) */
+    int soft_level;                     /* amd64: the highest level in code that only runs after a CPU check (0 when none) */
     berth_isa_features_t soft_features; /* features used only inside dispatched code */
-    berth_elf_finding_t evidence[4]; /* the first instructions found at max_level / with features */
+    berth_elf_finding_t evidence[4];    /* the first instructions found at max_level / with features */
     int nevidence;
     unsigned long instructions;
 } berth_elf_report_t;

@@ -5,15 +5,15 @@
 #include <string.h>
 #include <time.h>
 
-#define SLOTS 1024          /* epoch slots */
+#define SLOTS 1024 /* epoch slots */
 #define BUCKETS 8192
-#define WAYS 4              /* entries per bucket; the oldest is replaced */
+#define WAYS 4 /* entries per bucket; the oldest is replaced */
 #define MAX_ITEM (256u << 10)
 #define MAX_BYTES (32u << 20)
-#define TTL_SECONDS 300     /* a safety net behind the notifications, not the mechanism */
+#define TTL_SECONDS 300 /* a safety net behind the notifications, not the mechanism */
 
 typedef struct {
-    char *key; /* kind, repo, NUL, ref */
+    char *key;               /* kind, repo, NUL, ref */
     size_t key_len, charged; /* bytes counted against MAX_BYTES */
     uint64_t epoch, global;
     time_t born;

@@ -42,7 +42,8 @@ static char *read_blob(berth_registry_t *reg, const char *digest, size_t *len)
     return buf;
 }
 
-int berth_isa_config_platform(berth_registry_t *reg, const char *manifest, size_t mlen, char arch[32], char os[32], char variant[32])
+int berth_isa_config_platform(berth_registry_t *reg, const char *manifest, size_t mlen, char arch[32], char os[32],
+                              char variant[32])
 {
     json_t *man = json_loadb(manifest, mlen, 0, NULL);
     const char *cd = json_string_value(json_object_get(json_object_get(man, "config"), "digest"));
@@ -154,7 +155,8 @@ static int node_from_json(json_t *j, berth_isa_node_t *n, char *why, size_t whys
     size_t i;
     json_t *f;
     json_array_foreach(flags, i, f) if (json_is_string(f)) berth_isa_features_add(&extra, json_string_value(f));
-    json_array_foreach(json_object_get(j, "features"), i, f) if (json_is_string(f)) berth_isa_features_add(&extra, json_string_value(f));
+    json_array_foreach(json_object_get(j, "features"), i, f) if (json_is_string(f))
+        berth_isa_features_add(&extra, json_string_value(f));
     berth_isa_level_t given;
     if (level != NULL && berth_isa_level_parse(arch, level, &given) != 0) {
         snprintf(why, whysz, "unknown %s level %s", arch_s, level);
@@ -197,8 +199,8 @@ static json_t *oci_error(const char *code, const char *msg)
 }
 
 /* select for one node over rows already loaded; the response object and status */
-static int resolve_rows(const char *host, const char *repo, const char *index_digest, berth_isa_variant_t *v, size_t n, json_t *nodej,
-                        json_t *policy, int project_scan, json_t **result)
+static int resolve_rows(const char *host, const char *repo, const char *index_digest, berth_isa_variant_t *v, size_t n,
+                        json_t *nodej, json_t *policy, int project_scan, json_t **result)
 {
     berth_isa_node_t node;
     char why[160];
@@ -227,9 +229,9 @@ static int resolve_rows(const char *host, const char *repo, const char *index_di
     for (size_t i = 0; i < n; i++) {
         char vl[24];
         berth_isa_level_name(&v[i].level, vl, sizeof(vl));
-        json_t *c = json_pack("{s:s,s:s,s:s,s:o,s:i,s:b}", "digest", v[i].digest, "architecture", berth_isa_arch_name(v[i].level.arch),
-                              "level", vl, "features", features_json(&v[i].features), "position", v[i].position, "compatible",
-                              ch[i].compatible);
+        json_t *c = json_pack("{s:s,s:s,s:s,s:o,s:i,s:b}", "digest", v[i].digest, "architecture",
+                              berth_isa_arch_name(v[i].level.arch), "level", vl, "features", features_json(&v[i].features),
+                              "position", v[i].position, "compatible", ch[i].compatible);
         if (ch[i].compatible)
             json_object_set_new(c, "rank", json_integer(ch[i].rank));
         else {
@@ -241,8 +243,8 @@ static int resolve_rows(const char *host, const char *repo, const char *index_di
         json_object_set_new(c, "scan", json_pack("{s:s}", "status", v[i].scan_status[0] ? v[i].scan_status : "none"));
         json_array_append_new(cands, c);
     }
-    json_t *nodeout = json_pack("{s:s,s:s,s:s,s:o,s:s}", "os", node.os, "architecture", berth_isa_arch_name(node.level.arch), "level", lname,
-                                "features", features_json(&node.features), "level_source", node.level_source);
+    json_t *nodeout = json_pack("{s:s,s:s,s:s,s:o,s:s}", "os", node.os, "architecture", berth_isa_arch_name(node.level.arch),
+                                "level", lname, "features", features_json(&node.features), "level_source", node.level_source);
     *result = json_pack("{s:s,s:o,s:o}", "index_digest", index_digest, "node", nodeout, "candidates", cands);
     int status = 200;
     if (best < 0) {
@@ -255,8 +257,8 @@ static int resolve_rows(const char *host, const char *repo, const char *index_di
         snprintf(ref, sizeof(ref), "%s%s%s@%s", host != NULL ? host : "", host != NULL && host[0] ? "/" : "", repo, v[best].digest);
         json_object_set_new(*result, "selected",
                             json_pack("{s:s,s:s,s:s,s:o,s:s?,s:i,s:{s:s}}", "digest", v[best].digest, "reference", ref, "level", vl,
-                                      "features", features_json(&v[best].features), "target", v[best].target[0] ? v[best].target : NULL,
-                                      "position", v[best].position, "scan", "status",
+                                      "features", features_json(&v[best].features), "target",
+                                      v[best].target[0] ? v[best].target : NULL, "position", v[best].position, "scan", "status",
                                       v[best].scan_status[0] ? v[best].scan_status : "none"));
     }
     free(ch);
@@ -305,8 +307,9 @@ int berth_isa_resolve(berth_registry_t *reg, berth_dbconn_t *c, const char *host
     project_of(repo, project, sizeof(project));
     berth_db_isa_policy(c, project, pol, sizeof(pol), NULL);
     int status = resolve_rows(host, repo, digest, v, n, node, policy, strstr(pol, "+scan") != NULL, result);
-    json_object_set_new(*result, "image", json_sprintf("%s%s%s%s%s", host != NULL ? host : "", host != NULL && host[0] ? "/" : "", repo,
-                                                       strchr(ref, ':') != NULL ? "@" : ":", ref));
+    json_object_set_new(*result, "image",
+                        json_sprintf("%s%s%s%s%s", host != NULL ? host : "", host != NULL && host[0] ? "/" : "", repo,
+                                     strchr(ref, ':') != NULL ? "@" : ":", ref));
     free(v);
     return status;
 }
@@ -334,9 +337,10 @@ static int view_node(const char *view, berth_isa_node_t *n)
         return -1;
     memcpy(lvl, view, len);
     lvl[len] = '\0';
-    berth_isa_arch_t arch = strncmp(lvl, "x86-64", 6) == 0 ? BERTH_ISA_AMD64 : strncmp(lvl, "armv", 4) == 0 ? BERTH_ISA_ARM64
-                                                                            : strncmp(lvl, "power", 5) == 0 ? BERTH_ISA_PPC64LE
-                                                                                                            : BERTH_ISA_ARCH_UNKNOWN;
+    berth_isa_arch_t arch = strncmp(lvl, "x86-64", 6) == 0  ? BERTH_ISA_AMD64
+                            : strncmp(lvl, "armv", 4) == 0  ? BERTH_ISA_ARM64
+                            : strncmp(lvl, "power", 5) == 0 ? BERTH_ISA_PPC64LE
+                                                            : BERTH_ISA_ARCH_UNKNOWN;
     if (berth_isa_level_parse(arch, lvl, &n->level) != 0)
         return -1;
     snprintf(n->os, sizeof(n->os), "linux");
@@ -362,7 +366,8 @@ static int view_node(const char *view, berth_isa_node_t *n)
  * The derived index: per (os, arch) of the view, only the best variant, its platform reduced to {architecture,
  * os} so containerd's default matcher takes it; other entries unchanged. Deterministic bytes.
  */
-static char *derive(const char *content, size_t len, const char *view, const berth_isa_node_t *node, const char *source, size_t *out_len)
+static char *derive(const char *content, size_t len, const char *view, const berth_isa_node_t *node, const char *source,
+                    size_t *out_len)
 {
     berth_isa_report_t r;
     if (berth_isa_index_check(content, len, BERTH_ISA_POLICY_OFF, NULL, NULL, &r) != 0)

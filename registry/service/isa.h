@@ -30,7 +30,8 @@ int berth_isa_resolve(berth_registry_t *reg, berth_dbconn_t *c, const char *host
 
 /** The variant table of an artifact as JSON (with scan status); 404 / MANIFEST_UNKNOWN in err when absent. */
 /** The platform (architecture, os, variant; "" when absent) in the config blob of an image manifest. Returns 0 or -1. */
-int berth_isa_config_platform(berth_registry_t *reg, const char *manifest, size_t mlen, char arch[32], char os[32], char variant[32]);
+int berth_isa_config_platform(berth_registry_t *reg, const char *manifest, size_t mlen, char arch[32], char os[32],
+                              char variant[32]);
 int berth_isa_table(berth_dbconn_t *c, const char *repo, const char *ref, json_t **out, berth_err_t *err);
 
 /** /v2/_isa/<view>/<name>/manifests/<ref>: a derived index keeping, per arch, the best variant for `view`. */

@@ -17,7 +17,7 @@
 #include "registry/service/cache.h"
 #include "sql/registry.h"
 
-#define MAX_FILES 20000           /* entries tracked per image */
+#define MAX_FILES 20000            /* entries tracked per image */
 #define MAX_FILE_BYTES (256 << 20) /* larger files are not read */
 #define MAX_SCAN_BYTES (2048L << 20)
 #define MAX_INSN_PER_FILE 20000000UL
@@ -182,7 +182,8 @@ static void judge(verdict_t *v, const char *path, const berth_elf_report_t *r)
             snprintf(whybuf, sizeof(whybuf), "uses x86-64-v%d instructions (%s in %s)", r->max_level.major, mn, fn[0] ? fn : "?");
         else
             snprintf(whybuf, sizeof(whybuf), "uses %s (%s in %s)", feats, mn, fn[0] ? fn : "?");
-    } else if (r->dispatched && (r->soft_level > allowed_level || !berth_isa_features_subset(&r->soft_features, &v->allowed, NULL))) {
+    } else if (r->dispatched &&
+               (r->soft_level > allowed_level || !berth_isa_features_subset(&r->soft_features, &v->allowed, NULL))) {
         status = "warn";
         snprintf(whybuf, sizeof(whybuf), "runtime-dispatched code above the declared level");
     }
@@ -191,7 +192,8 @@ static void judge(verdict_t *v, const char *path, const berth_elf_report_t *r)
         v->fails++;
     else if (strcmp(status, "warn") == 0)
         v->warns++;
-    if ((v->declared.arch == BERTH_ISA_AMD64 && r->max_level.major > 1) || (v->declared.arch != BERTH_ISA_AMD64 && r->features.n > 0))
+    if ((v->declared.arch == BERTH_ISA_AMD64 && r->max_level.major > 1) ||
+        (v->declared.arch != BERTH_ISA_AMD64 && r->features.n > 0))
         v->above_baseline = 1;
     if (r->max_level.major > v->max_level.major)
         v->max_level.major = r->max_level.major;
@@ -201,15 +203,16 @@ static void judge(verdict_t *v, const char *path, const berth_elf_report_t *r)
     berth_isa_level_name(&r->max_level, lvl, sizeof(lvl));
     json_t *ev = json_array();
     for (int k = 0; k < r->nevidence; k++)
-        json_array_append_new(ev, json_pack("{s:s,s:s,s:s,s:I}", "function", r->evidence[k].function, "mnemonic", r->evidence[k].mnemonic,
-                                            "isa_set", r->evidence[k].isa_set, "offset", (json_int_t)r->evidence[k].offset));
+        json_array_append_new(ev, json_pack("{s:s,s:s,s:s,s:I}", "function", r->evidence[k].function, "mnemonic",
+                                            r->evidence[k].mnemonic, "isa_set", r->evidence[k].isa_set, "offset",
+                                            (json_int_t)r->evidence[k].offset));
     json_t *f = json_array();
     for (int k = 0; k < r->features.n; k++)
         json_array_append_new(f, json_string(r->features.names[k]));
     if (json_array_size(v->files_json) < 200)
-        json_array_append_new(v->files_json, json_pack("{s:s,s:s,s:s,s:o,s:b,s:b,s:s,s:o}", "path", path, "status", status, "max_level", lvl,
-                                                       "features", f, "dispatched", r->dispatched, "static", r->is_static, "reason", why,
-                                                       "evidence", ev));
+        json_array_append_new(v->files_json, json_pack("{s:s,s:s,s:s,s:o,s:b,s:b,s:s,s:o}", "path", path, "status", status,
+                                                       "max_level", lvl, "features", f, "dispatched", r->dispatched, "static",
+                                                       r->is_static, "reason", why, "evidence", ev));
     else {
         json_decref(ev);
         json_decref(f);
@@ -235,7 +238,10 @@ static int judge_entry(struct archive *a, struct archive_entry *ae, int layer, v
     if (e != NULL && e->layer == layer) {
         unsigned char *buf = malloc((size_t)size);
         la_ssize_t got = archive_read_data(a, buf, (size_t)size);
-        if (got == size && memcmp(buf, "\x7f" "ELF", 4) == 0) {
+        if (got == size && memcmp(buf,
+                                  "\x7f"
+                                  "ELF",
+                                  4) == 0) {
             berth_elf_report_t r;
             x->v->bytes += size;
             if (berth_elf_scan(buf, (size_t)size, MAX_INSN_PER_FILE, &r) == 0)
@@ -280,12 +286,12 @@ static int push_referrer(berth_registry_t *reg, berth_dbconn_t *c, const char *r
     berth_digest_t rd, ed;
     if (put_blob(reg, c, repo, report, strlen(report), &rd) != 0 || put_blob(reg, c, repo, "{}", 2, &ed) != 0)
         return -1;
-    json_t *m = json_pack("{s:i,s:s,s:s,s:{s:s,s:s,s:i},s:[{s:s,s:s,s:I}],s:{s:s,s:s,s:I},s:{s:s,s:s,s:s,s:s}}", "schemaVersion", 2, "mediaType",
-                          BERTH_MT_OCI_MANIFEST, "artifactType", BERTH_ISA_SCAN_ARTIFACT_TYPE, "config", "mediaType",
+    json_t *m = json_pack("{s:i,s:s,s:s,s:{s:s,s:s,s:i},s:[{s:s,s:s,s:I}],s:{s:s,s:s,s:I},s:{s:s,s:s,s:s,s:s}}", "schemaVersion", 2,
+                          "mediaType", BERTH_MT_OCI_MANIFEST, "artifactType", BERTH_ISA_SCAN_ARTIFACT_TYPE, "config", "mediaType",
                           "application/vnd.oci.empty.v1+json", "digest", ed.str, "size", 2, "layers", "mediaType",
-                          BERTH_ISA_SCAN_ARTIFACT_TYPE, "digest", rd.str, "size", (json_int_t)strlen(report), "subject", "mediaType",
-                          subject_mt, "digest", subject, "size", (json_int_t)subject_size, "annotations", "io.berth.isa.scan.status",
-                          status, "io.berth.isa.scan.scanner", SCANNER_VERSION,
+                          BERTH_ISA_SCAN_ARTIFACT_TYPE, "digest", rd.str, "size", (json_int_t)strlen(report), "subject",
+                          "mediaType", subject_mt, "digest", subject, "size", (json_int_t)subject_size, "annotations",
+                          "io.berth.isa.scan.status", status, "io.berth.isa.scan.scanner", SCANNER_VERSION,
                           /* one verdict per declaration: a manifest declared two ways has two reports */
                           "io.berth.isa.scan.declared-level", level, "io.berth.isa.scan.declared-features", features);
     char *body = json_dumps(m, JSON_COMPACT | JSON_SORT_KEYS);
@@ -316,7 +322,9 @@ int berth_isa_scan_variant(berth_registry_t *reg, const char *repo, const char *
     int rc = berth_db_manifest_get(c, repo, digest, 1, &m, &err);
     json_t *man = rc == 0 ? json_loadb(m.content, m.len, 0, NULL) : NULL;
     verdict_t v = {0};
-    const char *arch_name = strncmp(declared_level, "x86-64", 6) == 0 ? "amd64" : strncmp(declared_level, "armv", 4) == 0 ? "arm64" : "ppc64le";
+    const char *arch_name = strncmp(declared_level, "x86-64", 6) == 0 ? "amd64"
+                            : strncmp(declared_level, "armv", 4) == 0 ? "arm64"
+                                                                      : "ppc64le";
     if (man == NULL || berth_isa_level_parse(berth_isa_arch_parse(arch_name), declared_level, &v.declared) != 0) {
         json_decref(man);
         berth_db_manifest_dispose(&m);
@@ -333,7 +341,8 @@ int berth_isa_scan_variant(berth_registry_t *reg, const char *repo, const char *
     each_entry(reg, layers, note_entry, &fs);
     pass2_t p2 = {.fs = &fs, .v = &v};
     each_entry(reg, layers, judge_entry, &p2);
-    int under = (!berth_isa_level_is_baseline(&v.declared) || (declared_features != NULL && declared_features[0])) && !v.above_baseline;
+    int under =
+        (!berth_isa_level_is_baseline(&v.declared) || (declared_features != NULL && declared_features[0])) && !v.above_baseline;
     const char *status = v.fails ? "fail" : (v.warns || under) ? "warn" : "pass";
     char maxl[24];
     if (v.declared.arch != BERTH_ISA_AMD64)
@@ -341,18 +350,18 @@ int berth_isa_scan_variant(berth_registry_t *reg, const char *repo, const char *
     berth_isa_level_name(&v.max_level, maxl, sizeof(maxl));
     if (declared_features == NULL)
         declared_features = "";
-    json_t *report = json_pack("{s:s,s:s,s:s,s:s,s:s,s:b,s:i,s:I,s:o,s:s}", "subject", digest, "declared_level", declared_level,
-                               "declared_features", declared_features,
-                               "max_level", maxl, "status", status, "under_built", under, "elf_files", v.files, "bytes_scanned",
-                               (json_int_t)v.bytes, "files", v.files_json, "scanner", SCANNER_VERSION);
+    json_t *report =
+        json_pack("{s:s,s:s,s:s,s:s,s:s,s:b,s:i,s:I,s:o,s:s}", "subject", digest, "declared_level", declared_level,
+                  "declared_features", declared_features, "max_level", maxl, "status", status, "under_built", under, "elf_files",
+                  v.files, "bytes_scanned", (json_int_t)v.bytes, "files", v.files_json, "scanner", SCANNER_VERSION);
     char *text = json_dumps(report, JSON_COMPACT | JSON_SORT_KEYS);
     json_decref(report);
     /* the referrer first: once the verdict row is visible, its report is too */
     if (push_referrer(reg, c, repo, digest, m.len, m.media_type, text, status, declared_level, declared_features) != 0)
         berth_log_warn("isa scan of %s@%s: the referrer artifact could not be written", repo, digest);
     rc = berth_db_isa_scan_put(c, digest, declared_level, declared_features, status, maxl, text, &err);
-    berth_log_info("isa scan %s@%s declared %s%s%s: %s (%d ELF files)", repo, digest, declared_level, declared_features[0] ? "+" : "",
-                   declared_features, status, v.files);
+    berth_log_info("isa scan %s@%s declared %s%s%s: %s (%d ELF files)", repo, digest, declared_level,
+                   declared_features[0] ? "+" : "", declared_features, status, v.files);
     snprintf(status_out, 12, "%s", status);
     free(text);
     for (size_t i = 0; i < fs.n; i++)
@@ -391,9 +400,9 @@ static void requeue_unscanned(void)
     if (berth_db_isa_unscanned(c, MAX_QUEUED, &rows, &err) == 0) {
         json_t *arr = json_loads(rows, 0, NULL), *r;
         size_t i;
-        json_array_foreach(arr, i, r) enqueue_one(json_string_value(json_object_get(r, "repository")), json_string_value(json_object_get(r, "digest")),
-                                                  json_string_value(json_object_get(r, "level")),
-                                                  json_string_value(json_object_get(r, "features")));
+        json_array_foreach(arr, i, r)
+            enqueue_one(json_string_value(json_object_get(r, "repository")), json_string_value(json_object_get(r, "digest")),
+                        json_string_value(json_object_get(r, "level")), json_string_value(json_object_get(r, "features")));
         if (json_array_size(arr) > 0)
             berth_log_info("isa scan: %zu variant declarations without a verdict queued", json_array_size(arr));
         json_decref(arr);

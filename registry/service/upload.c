@@ -6,8 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <zstd.h>
 #include <unistd.h>
+#include <zstd.h>
 
 #include "auth/gate.h"
 #include "core/digest.h"
@@ -26,17 +26,17 @@ struct st_berth_upload_t {
     char id[40];
     berth_digest_t want; /* PUT / monolithic POST */
     int fd;
-    int64_t offset;      /* file length when the request started */
+    int64_t offset; /* file length when the request started */
     int64_t written;
-    int64_t expect;      /* bytes announced by Content-Length / Content-Range, -1 unknown */
+    int64_t expect; /* bytes announced by Content-Length / Content-Range, -1 unknown */
     int finished;
-    int released;        /* out of space: the session's bytes are gone and the session ends (the client restarts) */
-    ZSTD_DStream *zstd;  /* Content-Encoding: zstd (replication between Berth sites) */
+    int released;       /* out of space: the session's bytes are gone and the session ends (the client restarts) */
+    ZSTD_DStream *zstd; /* Content-Encoding: zstd (replication between Berth sites) */
     char *zbuf;
-    int zdone;           /* the last frame ended */
-    berth_hash_t *hash;  /* sha256 of the file's first offset+written bytes */
-    berth_err_t err;     /* first failure */
-    int limited;         /* holds a slot of upload_limits.c for principal and address */
+    int zdone;          /* the last frame ended */
+    berth_hash_t *hash; /* sha256 of the file's first offset+written bytes */
+    berth_err_t err;    /* first failure */
+    int limited;        /* holds a slot of upload_limits.c for principal and address */
     char principal[BERTH_GATE_WHO_MAX], address[64];
 };
 
@@ -152,8 +152,8 @@ static void new_id(char out[40])
         abort();
     r[6] = (r[6] & 0x0f) | 0x40; /* UUID v4 */
     r[8] = (r[8] & 0x3f) | 0x80;
-    snprintf(out, 40, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", r[0], r[1], r[2], r[3], r[4],
-             r[5], r[6], r[7], r[8], r[9], r[10], r[11], r[12], r[13], r[14], r[15]);
+    snprintf(out, 40, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", r[0], r[1], r[2], r[3], r[4], r[5],
+             r[6], r[7], r[8], r[9], r[10], r[11], r[12], r[13], r[14], r[15]);
 }
 
 static void session_headers(berth_resp_t *resp, const char *repo, const char *id, int64_t size)
@@ -279,8 +279,8 @@ berth_upload_t *berth_upload_begin(berth_registry_t *reg, const berth_upload_req
     }
     berth_resp_dispose(resp);
     char who[BERTH_GATE_WHO_MAX] = "";
-    if (berth_gate_check_all(reg->auth, rq->authorization, rq->authorization != NULL ? strlen(rq->authorization) : 0, need, nneed, rq->remote,
-                             resp, who) != BERTH_GATE_ALLOW)
+    if (berth_gate_check_all(reg->auth, rq->authorization, rq->authorization != NULL ? strlen(rq->authorization) : 0, need, nneed,
+                             rq->remote, resp, who) != BERTH_GATE_ALLOW)
         return NULL;
     berth_resp_init(resp);
     berth_dbconn_t *c = berth_db_acquire(reg->db, &err);

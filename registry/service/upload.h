@@ -18,11 +18,11 @@ typedef struct st_berth_upload_req_t {
     const berth_route_t *route; /* kind BERTH_ROUTE_UPLOAD */
     const char *query;
     size_t query_len;
-    const char *content_range;  /* may be NULL */
-    int64_t content_length;     /* -1 when unknown (chunked) */
-    const char *authorization;  /* header value or NULL */
+    const char *content_range;    /* may be NULL */
+    int64_t content_length;       /* -1 when unknown (chunked) */
+    const char *authorization;    /* header value or NULL */
     const char *content_encoding; /* "zstd": the body is compressed; ranges and digests are of the decoded bytes */
-    const char *remote;         /* client address (the edge's X-Real-IP) or NULL: counted by upload_limits.c */
+    const char *remote;           /* client address (the edge's X-Real-IP) or NULL: counted by upload_limits.c */
 } berth_upload_req_t;
 
 /**

@@ -146,8 +146,7 @@ static void audit_ok(const berth_v2_req_t *rq, const char *op, const char *rtype
     berth_audit(rq->who, rq->remote, op, rtype, resource, project, 1, "");
 }
 
-static int do_manifest_get(berth_registry_t *reg, berth_dbconn_t *c, const berth_v2_req_t *rq, berth_resp_t *resp,
-                           berth_err_t *err)
+static int do_manifest_get(berth_registry_t *reg, berth_dbconn_t *c, const berth_v2_req_t *rq, berth_resp_t *resp, berth_err_t *err)
 {
     berth_db_manifest_t m = {0};
     uint64_t epoch = berth_cache_epoch(rq->route.name); /* before the read: see cache.h */
@@ -217,8 +216,7 @@ int berth_v2_cached(berth_registry_t *reg, const berth_v2_req_t *rq, berth_resp_
     return 0;
 }
 
-static int do_manifest_put(berth_registry_t *reg, berth_dbconn_t *c, const berth_v2_req_t *rq, berth_resp_t *resp,
-                           berth_err_t *err)
+static int do_manifest_put(berth_registry_t *reg, berth_dbconn_t *c, const berth_v2_req_t *rq, berth_resp_t *resp, berth_err_t *err)
 {
     if (rq->body_len > BERTH_MANIFEST_MAX)
         return berth_err_set(err, BERTH_OCI_MANIFEST_TOO_BIG, "manifest exceeds %u bytes", BERTH_MANIFEST_MAX);
@@ -242,8 +240,8 @@ static int do_manifest_put(berth_registry_t *reg, berth_dbconn_t *c, const berth
     if (is_index_type(info.media_type) &&
         (rc = berth_isa_push_check(reg, c, rq->route.name, rq->body, rq->body_len, &isa_rows, resp, err)) != 0)
         goto Exit;
-    rc = berth_db_manifest_put(c, rq->route.name, rq->route.ref_is_digest ? NULL : rq->route.ref, &d, &info, rq->body,
-                               rq->body_len, isa_rows, err);
+    rc = berth_db_manifest_put(c, rq->route.name, rq->route.ref_is_digest ? NULL : rq->route.ref, &d, &info, rq->body, rq->body_len,
+                               isa_rows, err);
     if (rc == 0 && isa_rows != NULL)
         berth_isa_scan_enqueue(rq->route.name, isa_rows); /* verdicts arrive later as referrers; the PUT never waits */
     if (rc == 0 && !rq->route.ref_is_digest)
@@ -312,8 +310,7 @@ static int do_blob(berth_registry_t *reg, berth_dbconn_t *c, const berth_v2_req_
     return berth_err_set(err, BERTH_OCI_METHOD, NULL);
 }
 
-static int do_referrers(berth_registry_t *reg, berth_dbconn_t *c, const berth_v2_req_t *rq, berth_resp_t *resp,
-                        berth_err_t *err)
+static int do_referrers(berth_registry_t *reg, berth_dbconn_t *c, const berth_v2_req_t *rq, berth_resp_t *resp, berth_err_t *err)
 {
     char at[256];
     const char *filter = NULL;
@@ -331,8 +328,8 @@ static int do_referrers(berth_registry_t *reg, berth_dbconn_t *c, const berth_v2
         return rc;
     json_t *arr = json_array();
     for (size_t i = 0; i < n; i++) {
-        json_t *d = json_pack("{s:s,s:s,s:I}", "mediaType", refs[i].media_type, "digest", refs[i].digest, "size",
-                              (json_int_t)refs[i].size);
+        json_t *d =
+            json_pack("{s:s,s:s,s:I}", "mediaType", refs[i].media_type, "digest", refs[i].digest, "size", (json_int_t)refs[i].size);
         if (refs[i].artifact_type != NULL)
             json_object_set_new(d, "artifactType", json_string(refs[i].artifact_type));
         if (refs[i].annotations != NULL)
@@ -369,23 +366,12 @@ void berth_v2_handle(berth_registry_t *reg, const berth_v2_req_t *rq, berth_resp
         return;
     }
     switch (rq->route.kind) {
-    case BERTH_ROUTE_CATALOG:
-        rc = do_catalog(reg, c, rq, resp, &err);
-        break;
-    case BERTH_ROUTE_TAGS:
-        rc = do_tags(reg, c, rq, resp, &err);
-        break;
-    case BERTH_ROUTE_MANIFEST:
-        rc = do_manifest(reg, c, rq, resp, &err);
-        break;
-    case BERTH_ROUTE_BLOB:
-        rc = do_blob(reg, c, rq, resp, &err);
-        break;
-    case BERTH_ROUTE_REFERRERS:
-        rc = do_referrers(reg, c, rq, resp, &err);
-        break;
-    default:
-        rc = berth_err_set(&err, BERTH_OCI_NOT_FOUND, NULL);
+    case BERTH_ROUTE_CATALOG: rc = do_catalog(reg, c, rq, resp, &err); break;
+    case BERTH_ROUTE_TAGS: rc = do_tags(reg, c, rq, resp, &err); break;
+    case BERTH_ROUTE_MANIFEST: rc = do_manifest(reg, c, rq, resp, &err); break;
+    case BERTH_ROUTE_BLOB: rc = do_blob(reg, c, rq, resp, &err); break;
+    case BERTH_ROUTE_REFERRERS: rc = do_referrers(reg, c, rq, resp, &err); break;
+    default: rc = berth_err_set(&err, BERTH_OCI_NOT_FOUND, NULL);
     }
     berth_db_release(reg->db, c);
     if (rc != 0) {

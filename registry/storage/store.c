@@ -1,12 +1,12 @@
 #include "registry/storage/store.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
-#include <dirent.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/statvfs.h>
@@ -214,9 +214,9 @@ static const char *fs_name(const char *root, char *buf, size_t bufsz)
     static const struct {
         unsigned long magic;
         const char *name;
-    } names[] = {{0xEF53, "ext4"},        {0x58465342, "xfs"},    {0x01021994, "tmpfs"},  {0x9123683E, "btrfs"},
-                 {0x6969, "nfs"},         {0x794c7630, "overlay"}, {0x2fc12fc1, "zfs"},   {0x00c36400, "ceph"},
-                 {0x0BD00BD0, "lustre"},  {0x47504653, "gpfs"},   {0x65735546, "fuse"},   {0xF2F52010, "f2fs"}};
+    } names[] = {{0xEF53, "ext4"},       {0x58465342, "xfs"},     {0x01021994, "tmpfs"}, {0x9123683E, "btrfs"},
+                 {0x6969, "nfs"},        {0x794c7630, "overlay"}, {0x2fc12fc1, "zfs"},   {0x00c36400, "ceph"},
+                 {0x0BD00BD0, "lustre"}, {0x47504653, "gpfs"},    {0x65735546, "fuse"},  {0xF2F52010, "f2fs"}};
     struct statfs f;
     if (statfs(root, &f) != 0)
         return "unknown";

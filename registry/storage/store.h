@@ -56,7 +56,7 @@ void berth_store_upload_remove(const berth_store_t *s, const char *id);
  * operator can free space through Berth itself.
  */
 typedef struct st_berth_store_space_t {
-    int64_t free_bytes;  /* available to berthd (f_bavail) */
+    int64_t free_bytes; /* available to berthd (f_bavail) */
     int64_t total_bytes;
     int64_t reserve_bytes;
     int below_reserve;

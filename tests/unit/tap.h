@@ -6,15 +6,15 @@
 
 static int tap_n, tap_failed;
 
-#define ok(cond, ...)                                                                                                          \
-    do {                                                                                                                       \
-        int ok_ = (cond);                                                                                                      \
-        tap_n++;                                                                                                               \
-        if (!ok_)                                                                                                              \
-            tap_failed++;                                                                                                      \
-        printf("%s %d - ", ok_ ? "ok" : "not ok", tap_n);                                                                      \
-        printf(__VA_ARGS__);                                                                                                   \
-        printf("%s\n", ok_ ? "" : "  (" __FILE__ ")");                                                                         \
+#define ok(cond, ...)                                                                                                              \
+    do {                                                                                                                           \
+        int ok_ = (cond);                                                                                                          \
+        tap_n++;                                                                                                                   \
+        if (!ok_)                                                                                                                  \
+            tap_failed++;                                                                                                          \
+        printf("%s %d - ", ok_ ? "ok" : "not ok", tap_n);                                                                          \
+        printf(__VA_ARGS__);                                                                                                       \
+        printf("%s\n", ok_ ? "" : "  (" __FILE__ ")");                                                                             \
     } while (0)
 
 static inline int tap_done(void)

@@ -9,11 +9,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "auth/authz.h"
 #include "auth/backoff.h"
 #include "auth/header.h"
 #include "auth/ldap.h"
 #include "auth/password.h"
-#include "auth/authz.h"
 #include "auth/rbac.h"
 #include "auth/scope.h"
 #include "auth/token.h"
@@ -55,11 +55,11 @@ static void test_headers(void)
     /* u:p:with:colons */
     ok(berth_auth_header_parse(&h, S("basic dTpwOndpdGg6Y29sb25z")) == 0 && strcmp(h.secret, "p:with:colons") == 0,
        "password may contain colons; scheme is case-insensitive");
-    ok(berth_auth_header_parse(&h, S("Basic bm9jb2xvbg==")) != 0, "no colon");        /* nocolon */
-    ok(berth_auth_header_parse(&h, S("Basic YQBiOmM=")) == -2, "NUL in user refused as such"); /* a\0b:c */
-    ok(berth_auth_header_parse(&h, S("Basic YTpiAGM=")) == -2, "NUL in the password refused");  /* a:b\0c */
-    ok(berth_auth_header_parse(&h, S("Basic YTpiAWM=")) == -2, "control byte in the password refused"); /* a:b\1c */
-    ok(berth_auth_header_parse(&h, S("Basic /zp4")) == -2, "user name not UTF-8 refused as bad input"); /* \xff:x */
+    ok(berth_auth_header_parse(&h, S("Basic bm9jb2xvbg==")) != 0, "no colon");                               /* nocolon */
+    ok(berth_auth_header_parse(&h, S("Basic YQBiOmM=")) == -2, "NUL in user refused as such");               /* a\0b:c */
+    ok(berth_auth_header_parse(&h, S("Basic YTpiAGM=")) == -2, "NUL in the password refused");               /* a:b\0c */
+    ok(berth_auth_header_parse(&h, S("Basic YTpiAWM=")) == -2, "control byte in the password refused");      /* a:b\1c */
+    ok(berth_auth_header_parse(&h, S("Basic /zp4")) == -2, "user name not UTF-8 refused as bad input");      /* \xff:x */
     ok(berth_auth_header_parse(&h, S("Basic dTrD")) == -2, "secret cut mid-character refused as bad input"); /* u:\xc3 */
     ok(berth_auth_header_parse(&h, S("Basic w6k6eA==")) == 0 && strcmp(h.user, "\xc3\xa9") == 0, "UTF-8 user name accepted");
     ok(berth_auth_header_parse(&h, S("Basic !!!!")) != 0, "bad base64");
@@ -120,19 +120,18 @@ static void test_tokens(void)
     char *tok = berth_token_issue(k, "berth", "berth-registry", "alice", 7, &grant, 1, now, 300), *tok2 = NULL;
     berth_token_claims_t c;
     ok(tok != NULL && berth_token_verify(k, tok, "berth", "berth-registry", now, &c, &err) == 0, "round trip");
-    ok(strcmp(c.subject, "alice") == 0 && c.account_id == 7 && berth_token_allowed(&c, "repository", "lib/app") == BERTH_ACTION_PULL &&
+    ok(strcmp(c.subject, "alice") == 0 && c.account_id == 7 &&
+           berth_token_allowed(&c, "repository", "lib/app") == BERTH_ACTION_PULL &&
            berth_token_allowed(&c, "repository", "lib/other") == 0,
        "exactly the granted access");
     berth_token_claims_dispose(&c);
     ok(berth_token_verify(again, tok, "berth", "berth-registry", now, &c, &err) == 0, "verifies after reload");
     berth_token_claims_dispose(&c);
-    ok(berth_token_verify(k, tok, "berth", "berth-registry", now + 300 + BERTH_TOKEN_LEEWAY + 1, &c, &err) != 0,
-       "expired refused");
+    ok(berth_token_verify(k, tok, "berth", "berth-registry", now + 300 + BERTH_TOKEN_LEEWAY + 1, &c, &err) != 0, "expired refused");
     ok(berth_token_verify(k, tok, "berth", "berth-registry", now + 300 + BERTH_TOKEN_LEEWAY - 1, &c, &err) == 0,
        "within leeway accepted");
     berth_token_claims_dispose(&c);
-    ok(berth_token_verify(k, tok, "berth", "berth-registry", now - BERTH_TOKEN_LEEWAY - 5, &c, &err) != 0,
-       "not yet valid refused");
+    ok(berth_token_verify(k, tok, "berth", "berth-registry", now - BERTH_TOKEN_LEEWAY - 5, &c, &err) != 0, "not yet valid refused");
     ok(berth_token_verify(k, tok, "berth", "other-service", now, &c, &err) != 0, "wrong audience refused");
     ok(berth_token_verify(k, tok, "mallory", "berth-registry", now, &c, &err) != 0, "wrong issuer refused");
     ok(berth_token_verify(foreign, tok, "berth", "berth-registry", now, &c, &err) != 0, "foreign key refused");
@@ -203,7 +202,8 @@ static void test_rbac(void)
                     guest = {1, 0, BERTH_ROLE_GUEST}, lg = {1, 0, BERTH_ROLE_LIMITED_GUEST}, outsider = {1, 0, BERTH_ROLE_NONE};
     unsigned pp = BERTH_ACTION_PULL | BERTH_ACTION_PUSH, all = pp | BERTH_ACTION_DELETE;
     ok(berth_rbac_repository_scope(&admin, 0) == all, "system admin: everything");
-    ok(berth_rbac_repository_scope(&pa, 0) == all && berth_rbac_repository_scope(&mt, 0) == all, "projectAdmin, maintainer: delete");
+    ok(berth_rbac_repository_scope(&pa, 0) == all && berth_rbac_repository_scope(&mt, 0) == all,
+       "projectAdmin, maintainer: delete");
     ok(berth_rbac_repository_scope(&dev, 0) == pp, "developer: push, no delete");
     ok(berth_rbac_repository_scope(&guest, 0) == BERTH_ACTION_PULL && berth_rbac_repository_scope(&lg, 0) == BERTH_ACTION_PULL,
        "guest, limitedGuest: pull only");
@@ -212,7 +212,8 @@ static void test_rbac(void)
     ok(berth_rbac_repository_scope(&anon, 1) == BERTH_ACTION_PULL && berth_rbac_repository_scope(&outsider, 1) == BERTH_ACTION_PULL,
        "public project: pull for everyone");
     ok(berth_rbac_repository_scope(&dev, 1) == pp, "public adds to a role, never removes");
-    ok(!berth_rbac_allows(&lg, 0, BERTH_RES_MEMBER, BERTH_ACT_LIST) && berth_rbac_allows(&guest, 0, BERTH_RES_MEMBER, BERTH_ACT_LIST),
+    ok(!berth_rbac_allows(&lg, 0, BERTH_RES_MEMBER, BERTH_ACT_LIST) &&
+           berth_rbac_allows(&guest, 0, BERTH_RES_MEMBER, BERTH_ACT_LIST),
        "limitedGuest cannot list members, guest can");
     ok(berth_rbac_allows(&pa, 0, BERTH_RES_LOG, BERTH_ACT_LIST) && !berth_rbac_allows(&mt, 0, BERTH_RES_LOG, BERTH_ACT_LIST),
        "project logs: projectAdmin only");
@@ -231,8 +232,8 @@ static void test_permission_names(void)
        "robot permission parsed");
     ok(berth_authz_parse_permission("repository", "fly", &r, &a) != 0 && berth_authz_parse_permission("user", "read", &r, &a) != 0,
        "names outside the matrix refused");
-    ok(strcmp(berth_authz_resource_name(BERTH_RES_MEMBER), "member") == 0 && strcmp(berth_authz_action_name(BERTH_ACT_LIST), "list") == 0 &&
-           berth_authz_action_name(3) == NULL,
+    ok(strcmp(berth_authz_resource_name(BERTH_RES_MEMBER), "member") == 0 &&
+           strcmp(berth_authz_action_name(BERTH_ACT_LIST), "list") == 0 && berth_authz_action_name(3) == NULL,
        "names round trip");
     berth_authz_t z = {.exists = 1};
     z.actions[BERTH_RES_REPOSITORY] = BERTH_ACT_PUSH;

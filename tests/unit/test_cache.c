@@ -30,7 +30,8 @@ int main(void)
     berth_cache_put(BERTH_CACHE_MANIFEST, "p/r", "v1", berth_cache_epoch("p/r"), &v);
     ok(berth_cache_get(BERTH_CACHE_MANIFEST, "p/r", "v1", &out) == 1, "on: a put is a hit");
     ok(out.len == v.len && memcmp(out.content, v.content, v.len) == 0 && strcmp(out.digest, v.digest) == 0 &&
-           strcmp(out.media_type, v.media_type) == 0, "the hit is a copy of what was put");
+           strcmp(out.media_type, v.media_type) == 0,
+       "the hit is a copy of what was put");
     berth_cache_val_dispose(&out);
     ok(berth_cache_get(BERTH_CACHE_BLOB, "p/r", "v1", &out) == 0, "kinds are separate keys");
     ok(berth_cache_get(BERTH_CACHE_MANIFEST, "p/other", "v1", &out) == 0, "repositories are separate keys");
@@ -54,7 +55,7 @@ int main(void)
 
     berth_cache_set_enabled(0);
     berth_cache_stats(&hits, &misses, &enabled);
-    ok(hits == 1 && misses == 5 && enabled == 0, "stats count hits and misses while on (%llu/%llu)",
-       (unsigned long long)hits, (unsigned long long)misses);
+    ok(hits == 1 && misses == 5 && enabled == 0, "stats count hits and misses while on (%llu/%llu)", (unsigned long long)hits,
+       (unsigned long long)misses);
     return tap_done();
 }

@@ -5,11 +5,11 @@
 
 #include "core/digest.h"
 #include "core/err.h"
-#include "core/resp.h"
 #include "core/manifest.h"
 #include "core/query.h"
 #include "core/range.h"
 #include "core/ref.h"
+#include "core/resp.h"
 #include "core/utf8.h"
 #include "tests/unit/tap.h"
 
@@ -47,10 +47,12 @@ static void test_image_refs(void)
     ok(berth_ref_image_parse(&im, "localhost/a@sha256:" HEX64) == 0 && strcmp(im.host, "localhost") == 0 && im.ref_is_digest &&
            strcmp(im.ref, "sha256:" HEX64) == 0,
        "localhost and digest");
-    ok(berth_ref_image_parse(&im, "reg.example/a/b/c:x") == 0 && strcmp(im.name, "a/b/c") == 0, "a dotted first component is a host");
+    ok(berth_ref_image_parse(&im, "reg.example/a/b/c:x") == 0 && strcmp(im.name, "a/b/c") == 0,
+       "a dotted first component is a host");
     ok(berth_ref_image_parse(&im, "myhost/app") == 0 && im.host[0] == '\0' && strcmp(im.name, "myhost/app") == 0,
        "a plain first component is part of the name");
-    const char *bad[] = {"", "Proj/app", "proj/app:", "proj/app:.x", "proj/app@sha256:abc", "reg.example/", "a//b", "proj/app@", NULL};
+    const char *bad[] = {"",     "Proj/app",  "proj/app:", "proj/app:.x", "proj/app@sha256:abc", "reg.example/",
+                         "a//b", "proj/app@", NULL};
     for (size_t i = 0; bad[i] != NULL; i++)
         ok(berth_ref_image_parse(&im, bad[i]) != 0, "image '%s' is refused", bad[i]);
     ok(berth_ref_image_parse(&im, NULL) != 0, "NULL is refused");
@@ -100,8 +102,7 @@ static void test_digests(void)
        "sha256 parses");
     ok(berth_digest_parse(&d, S("sha512:" HEX64 HEX64), &err) == 0 && d.alg == BERTH_DIGEST_SHA512, "sha512 parses");
     ok(berth_digest_parse(&d, S("sha256:" HEX64 "0"), &err) == BERTH_EDIGEST, "too long");
-    ok(berth_digest_parse(&d, S("sha256:ABCDEF0123456789abcdef0123456789abcdef0123456789abcdef0123456789"), &err) ==
-           BERTH_EDIGEST,
+    ok(berth_digest_parse(&d, S("sha256:ABCDEF0123456789abcdef0123456789abcdef0123456789abcdef0123456789"), &err) == BERTH_EDIGEST,
        "uppercase hex refused");
     ok(berth_digest_parse(&d, S("sha256" HEX64), &err) == BERTH_EDIGEST, "no colon");
     ok(berth_digest_parse(&d, S("sha1:0123456789abcdef0123456789abcdef01234567"), &err) == BERTH_EDIGEST, "sha1 refused");
@@ -157,17 +158,44 @@ static void test_query(void)
 
 static void test_utf8(void)
 {
-    const char *good[] = {"", "plain", "\xc3\xa9", "\xe2\x82\xac", "\xf0\x9f\x98\x80", "\xef\xbf\xbf", "\xf4\x8f\xbf\xbf",
-                          "\xed\x9f\xbf", "\xee\x80\x80"};
-    const char *bad[] = {"\xff", "\x80", "\xc3", "a\xc3", "\xe2\x82", "\xf0\x9f\x98", "\xc0\xaf", "\xc1\xbf",
-                         "\xe0\x80\xaf", "\xe0\x9f\xbf", "\xed\xa0\x80", "\xed\xbf\xbf", "\xf0\x8f\xbf\xbf",
-                         "\xf4\x90\x80\x80", "\xf5\x80\x80\x80", "\xf8\x88\x80\x80\x80", "\xc3\x28", "\xe2\x28\xa1"};
+    const char *good[] = {"",
+                          "plain",
+                          "\xc3\xa9",
+                          "\xe2\x82\xac",
+                          "\xf0\x9f\x98\x80",
+                          "\xef\xbf\xbf",
+                          "\xf4\x8f\xbf\xbf",
+                          "\xed\x9f\xbf",
+                          "\xee\x80\x80"};
+    const char *bad[] = {"\xff",
+                         "\x80",
+                         "\xc3",
+                         "a\xc3",
+                         "\xe2\x82",
+                         "\xf0\x9f\x98",
+                         "\xc0\xaf",
+                         "\xc1\xbf",
+                         "\xe0\x80\xaf",
+                         "\xe0\x9f\xbf",
+                         "\xed\xa0\x80",
+                         "\xed\xbf\xbf",
+                         "\xf0\x8f\xbf\xbf",
+                         "\xf4\x90\x80\x80",
+                         "\xf5\x80\x80\x80",
+                         "\xf8\x88\x80\x80\x80",
+                         "\xc3\x28",
+                         "\xe2\x28\xa1"};
     for (size_t i = 0; i < sizeof(good) / sizeof(*good); i++)
         ok(berth_utf8_valid(S(good[i])), "well-formed #%zu", i);
     for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++)
         ok(!berth_utf8_valid(S(bad[i])), "ill-formed #%zu (cut, overlong, surrogate, > U+10FFFF or not UTF-8)", i);
     char out[16];
-    ok(berth_utf8_scrub("a\xff" "b", out, sizeof(out)) == 5 && strcmp(out, "a\xef\xbf\xbd" "b") == 0, "scrub replaces with U+FFFD");
+    ok(berth_utf8_scrub("a\xff"
+                        "b",
+                        out, sizeof(out)) == 5 &&
+           strcmp(out, "a\xef\xbf\xbd"
+                       "b") == 0,
+       "scrub replaces with U+FFFD");
     ok(berth_utf8_scrub("\xc3\xa9\xc3\xa9", out, 4) == 2 && strcmp(out, "\xc3\xa9") == 0, "scrub never cuts a character");
     ok(berth_utf8_scrub("\xe2\x82", out, sizeof(out)) == 6 && berth_utf8_valid(out, strlen(out)), "cut sequence scrubbed");
 

@@ -35,12 +35,14 @@ static void test_levels(void)
 {
     berth_isa_level_t l;
     char name[32], var[16];
-    ok(berth_isa_variant_parse(BERTH_ISA_AMD64, NULL, &l) == 0 && berth_isa_level_is_baseline(&l), "amd64: no variant is the baseline");
+    ok(berth_isa_variant_parse(BERTH_ISA_AMD64, NULL, &l) == 0 && berth_isa_level_is_baseline(&l),
+       "amd64: no variant is the baseline");
     ok(berth_isa_variant_parse(BERTH_ISA_AMD64, "v3", &l) == 0 && l.major == 3, "amd64 v3");
     ok(berth_isa_variant_parse(BERTH_ISA_AMD64, "v5", &l) != 0 && berth_isa_variant_parse(BERTH_ISA_AMD64, "avx2", &l) != 0 &&
            berth_isa_variant_parse(BERTH_ISA_AMD64, "x86-64-v3", &l) != 0,
        "amd64: v5, avx2, x86-64-v3 are not variants");
-    ok(berth_isa_level_parse(BERTH_ISA_AMD64, "x86-64-v4", &l) == 0 && (berth_isa_level_name(&l, name, sizeof(name)), strcmp(name, "x86-64-v4") == 0) &&
+    ok(berth_isa_level_parse(BERTH_ISA_AMD64, "x86-64-v4", &l) == 0 &&
+           (berth_isa_level_name(&l, name, sizeof(name)), strcmp(name, "x86-64-v4") == 0) &&
            (berth_isa_level_variant(&l, var, sizeof(var)), strcmp(var, "v4") == 0),
        "amd64 names round trip");
     ok(berth_isa_variant_parse(BERTH_ISA_ARM64, "v8.2", &l) == 0 && l.major == 8 && l.minor == 2 &&
@@ -48,17 +50,21 @@ static void test_levels(void)
        "arm64 v8.2 is armv8.2-a");
     ok(berth_isa_variant_parse(BERTH_ISA_ARM64, "v9", &l) == 0 && l.major == 9 && l.minor == 0, "arm64 v9");
     ok(berth_isa_variant_parse(BERTH_ISA_PPC64LE, "power9", &l) == 0 && l.major == 9, "ppc64le power9");
-    berth_isa_level_t v2 = L(BERTH_ISA_AMD64, "x86-64-v2"), v3 = L(BERTH_ISA_AMD64, "x86-64-v3"), v4 = L(BERTH_ISA_AMD64, "x86-64-v4");
-    ok(berth_isa_level_runs(&v4, &v3) && berth_isa_level_runs(&v3, &v3) && !berth_isa_level_runs(&v2, &v3), "amd64 levels are cumulative");
-    berth_isa_level_t a92 = L(BERTH_ISA_ARM64, "armv9.2-a"), a87 = L(BERTH_ISA_ARM64, "armv8.7-a"), a88 = L(BERTH_ISA_ARM64, "armv8.8-a"),
-                      a93 = L(BERTH_ISA_ARM64, "armv9.3-a"), a85 = L(BERTH_ISA_ARM64, "armv8.5-a");
+    berth_isa_level_t v2 = L(BERTH_ISA_AMD64, "x86-64-v2"), v3 = L(BERTH_ISA_AMD64, "x86-64-v3"),
+                      v4 = L(BERTH_ISA_AMD64, "x86-64-v4");
+    ok(berth_isa_level_runs(&v4, &v3) && berth_isa_level_runs(&v3, &v3) && !berth_isa_level_runs(&v2, &v3),
+       "amd64 levels are cumulative");
+    berth_isa_level_t a92 = L(BERTH_ISA_ARM64, "armv9.2-a"), a87 = L(BERTH_ISA_ARM64, "armv8.7-a"),
+                      a88 = L(BERTH_ISA_ARM64, "armv8.8-a"), a93 = L(BERTH_ISA_ARM64, "armv9.3-a"),
+                      a85 = L(BERTH_ISA_ARM64, "armv8.5-a");
     ok(berth_isa_level_runs(&a92, &a87) && !berth_isa_level_runs(&a92, &a88) && !berth_isa_level_runs(&a92, &a93) &&
            !berth_isa_level_runs(&a85, &a92),
        "arm64: v9.y runs v8.(y+5) and below, not v9.(y+1); v8 never runs v9");
     berth_isa_features_t f;
     berth_isa_features_clear(&f);
     berth_isa_features_add_list(&f, "SSE3, lzcnt avx2,avx2");
-    ok(f.n == 3 && berth_isa_features_has(&f, "pni") && berth_isa_features_has(&f, "abm"), "features: aliases folded, case, duplicates");
+    ok(f.n == 3 && berth_isa_features_has(&f, "pni") && berth_isa_features_has(&f, "abm"),
+       "features: aliases folded, case, duplicates");
     ok(berth_isa_feature_known(BERTH_ISA_AMD64, "avx512_bf16") && !berth_isa_feature_known(BERTH_ISA_AMD64, "sve") &&
            berth_isa_feature_known(BERTH_ISA_ARM64, "sve") && !berth_isa_feature_known(BERTH_ISA_ARM64, "avx"),
        "feature vocabularies per arch");
@@ -70,12 +76,18 @@ static void test_cpuinfo(const char *dir)
         const char *file, *level;
         const char *has;
     } cases[] = {
-        {"linux-rhel7-ivybridge", "x86-64-v2", NULL},    {"linux-rhel7-haswell", "x86-64-v3", "avx2"},
-        {"linux-rhel7-broadwell", "x86-64-v3", NULL},    {"linux-rhel7-zen", "x86-64-v3", NULL},
-        {"linux-rhel6-piledriver", "x86-64-v2", "fma"},  {"linux-rhel7-x86_64_v3", "x86-64-v3", NULL},
-        {"linux-rhel7-skylake_avx512", "x86-64-v4", "avx512vl"}, {"linux-centos7-cascadelake", "x86-64-v4", "avx512_vnni"},
-        {"linux-rhel9-neoverse_v2", "armv9.1-a", "sve2"}, {"linux-amazon-neoverse_n1", "armv8.2-a", "asimddp"},
-        {"linux-rocky8-a64fx", "armv8.2-a", "sve"},     {"linux-amazon-cortex_a72", "armv8.0-a", "asimd"},
+        {"linux-rhel7-ivybridge", "x86-64-v2", NULL},
+        {"linux-rhel7-haswell", "x86-64-v3", "avx2"},
+        {"linux-rhel7-broadwell", "x86-64-v3", NULL},
+        {"linux-rhel7-zen", "x86-64-v3", NULL},
+        {"linux-rhel6-piledriver", "x86-64-v2", "fma"},
+        {"linux-rhel7-x86_64_v3", "x86-64-v3", NULL},
+        {"linux-rhel7-skylake_avx512", "x86-64-v4", "avx512vl"},
+        {"linux-centos7-cascadelake", "x86-64-v4", "avx512_vnni"},
+        {"linux-rhel9-neoverse_v2", "armv9.1-a", "sve2"},
+        {"linux-amazon-neoverse_n1", "armv8.2-a", "asimddp"},
+        {"linux-rocky8-a64fx", "armv8.2-a", "sve"},
+        {"linux-amazon-cortex_a72", "armv8.0-a", "asimd"},
         {"linux-rhel8-power9", "power9", "altivec"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -86,7 +98,8 @@ static void test_cpuinfo(const char *dir)
         int rc = text != NULL ? berth_isa_node_from_cpuinfo(text, &n) : -1;
         if (rc == 0)
             berth_isa_level_name(&n.level, name, sizeof(name));
-        ok(rc == 0 && strcmp(name, cases[i].level) == 0 && (cases[i].has == NULL || berth_isa_features_has(&n.features, cases[i].has)),
+        ok(rc == 0 && strcmp(name, cases[i].level) == 0 &&
+               (cases[i].has == NULL || berth_isa_features_has(&n.features, cases[i].has)),
            "%s: %s", cases[i].file, cases[i].level);
         free(text);
     }
@@ -102,21 +115,22 @@ static void test_cpuinfo(const char *dir)
 
 static void test_labels(void)
 {
-    const char *k1[] = {"kubernetes.io/arch", "feature.node.kubernetes.io/cpu-cpuid.X86_64_V3", "feature.node.kubernetes.io/cpu-cpuid.X86_64_V2",
-                        "feature.node.kubernetes.io/cpu-cpuid.AVX512VNNI"};
+    const char *k1[] = {"kubernetes.io/arch", "feature.node.kubernetes.io/cpu-cpuid.X86_64_V3",
+                        "feature.node.kubernetes.io/cpu-cpuid.X86_64_V2", "feature.node.kubernetes.io/cpu-cpuid.AVX512VNNI"};
     const char *v1[] = {"amd64", "true", "true", "true"};
     berth_isa_node_t n;
     ok(berth_isa_node_from_labels(k1, v1, 4, &n) == 0 && n.level.major == 3 && strcmp(n.level_source, "labels") == 0 &&
            berth_isa_features_has(&n.features, "avx512_vnni") && berth_isa_features_has(&n.features, "bmi2"),
        "NFD >= 0.19: X86_64_V3 label gives v3 and its features");
-    const char *k2[] = {"kubernetes.io/arch", "feature.node.kubernetes.io/cpu-cpuid.AVX", "feature.node.kubernetes.io/cpu-cpuid.AVX2",
-                        "feature.node.kubernetes.io/cpu-cpuid.FMA3"};
+    const char *k2[] = {"kubernetes.io/arch", "feature.node.kubernetes.io/cpu-cpuid.AVX",
+                        "feature.node.kubernetes.io/cpu-cpuid.AVX2", "feature.node.kubernetes.io/cpu-cpuid.FMA3"};
     const char *v2[] = {"amd64", "true", "true", "true"};
     ok(berth_isa_node_from_labels(k2, v2, 4, &n) == 0 && n.level.major == 3 && strcmp(n.level_source, "labels-approx") == 0,
        "older NFD: AVX+AVX2+FMA3 approximates v3");
     const char *k3[] = {"kubernetes.io/arch", "feature.node.kubernetes.io/cpu-cpuid.SVE"};
     const char *v3[] = {"arm64", "true"};
-    ok(berth_isa_node_from_labels(k3, v3, 2, &n) == 0 && n.level.arch == BERTH_ISA_ARM64 && berth_isa_features_has(&n.features, "sve"),
+    ok(berth_isa_node_from_labels(k3, v3, 2, &n) == 0 && n.level.arch == BERTH_ISA_ARM64 &&
+           berth_isa_features_has(&n.features, "sve"),
        "arm64 SVE label");
     ok(berth_isa_node_from_labels(k3 + 1, v3 + 1, 1, &n) != 0, "no arch label: refused");
 }
@@ -136,9 +150,9 @@ static berth_isa_variant_t V(int pos, const char *digest, berth_isa_arch_t arch,
 static void test_select(void)
 {
     berth_isa_variant_t vs[] = {
-        V(0, "base", BERTH_ISA_AMD64, "x86-64", ""),         V(1, "v3", BERTH_ISA_AMD64, "x86-64-v3", ""),
-        V(2, "v4", BERTH_ISA_AMD64, "x86-64-v4", ""),         V(3, "spr", BERTH_ISA_AMD64, "x86-64-v4", "amx_tile,avx512_bf16"),
-        V(4, "arm", BERTH_ISA_ARM64, "armv8.0-a", ""),        V(5, "sve", BERTH_ISA_ARM64, "armv8.2-a", "sve"),
+        V(0, "base", BERTH_ISA_AMD64, "x86-64", ""),   V(1, "v3", BERTH_ISA_AMD64, "x86-64-v3", ""),
+        V(2, "v4", BERTH_ISA_AMD64, "x86-64-v4", ""),  V(3, "spr", BERTH_ISA_AMD64, "x86-64-v4", "amx_tile,avx512_bf16"),
+        V(4, "arm", BERTH_ISA_ARM64, "armv8.0-a", ""), V(5, "sve", BERTH_ISA_ARM64, "armv8.2-a", "sve"),
     };
     size_t n = sizeof(vs) / sizeof(vs[0]);
     berth_isa_choice_t ch[8];
@@ -146,7 +160,8 @@ static void test_select(void)
     node.level = L(BERTH_ISA_AMD64, "x86-64-v4");
     berth_isa_level_features(&node.level, &node.features);
     int best = berth_isa_select(vs, n, &node, NULL, ch);
-    ok(best == 2 && ch[3].compatible == 0 && ch[3].missing.n == 2 && ch[1].rank == 2 && ch[0].rank == 3, "v4 node: plain v4, SPR build misses two");
+    ok(best == 2 && ch[3].compatible == 0 && ch[3].missing.n == 2 && ch[1].rank == 2 && ch[0].rank == 3,
+       "v4 node: plain v4, SPR build misses two");
     berth_isa_features_add(&node.features, "amx_tile");
     berth_isa_features_add(&node.features, "avx512_bf16");
     ok(berth_isa_select(vs, n, &node, NULL, ch) == 3, "a node with AMX gets the more specific build");
@@ -168,7 +183,8 @@ static void test_select(void)
     berth_isa_variant_t only[] = {V(0, "v4", BERTH_ISA_AMD64, "x86-64-v4", "")};
     node.level = L(BERTH_ISA_AMD64, "x86-64-v3");
     berth_isa_level_features(&node.level, &node.features);
-    ok(berth_isa_select(only, 1, &node, NULL, ch) == -1 && berth_isa_features_has(&ch[0].missing, "avx512f"), "nothing fits: -1 with what is missing");
+    ok(berth_isa_select(only, 1, &node, NULL, ch) == -1 && berth_isa_features_has(&ch[0].missing, "avx512f"),
+       "nothing fits: -1 with what is missing");
     vs[1].scan_status[0] = '\0';
     snprintf(vs[2].scan_status, sizeof(vs[2].scan_status), "fail");
     snprintf(vs[0].scan_status, sizeof(vs[0].scan_status), "pass");
@@ -186,7 +202,8 @@ static int fake_config(void *ctx, const char *digest, char arch[32], char os[32]
     return 0;
 }
 
-#define D(d, plat, ann) "{\"mediaType\":\"application/vnd.oci.image.manifest.v1+json\",\"digest\":\"" d "\",\"size\":1,\"platform\":" plat ann "}"
+#define D(d, plat, ann)                                                                                                            \
+    "{\"mediaType\":\"application/vnd.oci.image.manifest.v1+json\",\"digest\":\"" d "\",\"size\":1,\"platform\":" plat ann "}"
 #define AMD(v) "{\"architecture\":\"amd64\",\"os\":\"linux\"" v "}"
 
 static int check(const char *json, berth_isa_policy_mode_t mode, berth_isa_report_t *r)
@@ -199,8 +216,8 @@ static void test_index(void)
     berth_isa_report_t r;
     const char *good = "{\"manifests\":[" D("sha256:aa", AMD(""), "") "," D("sha256:bb", AMD(",\"variant\":\"v3\""), "") "," D(
         "sha256:cc", AMD(",\"variant\":\"v4\""), "") "," D("sha256:dd", AMD(",\"variant\":\"v4\""),
-                                                          ",\"annotations\":{\"io.berth.isa.features\":\"amx_tile,avx512_bf16\","
-                                                          "\"io.berth.isa.target\":\"sapphirerapids\"}") "]}";
+                                                           ",\"annotations\":{\"io.berth.isa.features\":\"amx_tile,avx512_bf16\","
+                                                           "\"io.berth.isa.target\":\"sapphirerapids\"}") "]}";
     ok(check(good, BERTH_ISA_POLICY_STRICT, &r) == 0 && r.is_isa && r.nerrors == 0 && r.nwarnings == 0 && r.nvariants == 4 &&
            r.variants[3].features.n == 2 && strcmp(r.variants[3].target, "sapphirerapids") == 0,
        "the canonical layout passes strict");
@@ -215,40 +232,49 @@ static void test_index(void)
     const char *v5 = "{\"manifests\":[" D("sha256:aa", AMD(""), "") "," D("sha256:bb", AMD(",\"variant\":\"v5\""), "") "]}";
     ok(check(v5, BERTH_ISA_POLICY_WARN, &r) == 0 && r.nerrors == 1 && strstr(r.errors[0], "v5") != NULL, "unknown variant: error");
     berth_isa_report_dispose(&r);
-    const char *disagree = "{\"manifests\":[" D("sha256:aa", AMD(""), "") "," D("sha256:bb", AMD(",\"variant\":\"v3\""),
-                                                                               ",\"annotations\":{\"io.berth.isa.level\":\"x86-64-v4\"}") "]}";
+    const char *disagree = "{\"manifests\":[" D("sha256:aa", AMD(""), "") "," D(
+        "sha256:bb", AMD(",\"variant\":\"v3\""), ",\"annotations\":{\"io.berth.isa.level\":\"x86-64-v4\"}") "]}";
     ok(check(disagree, BERTH_ISA_POLICY_WARN, &r) == 0 && r.nerrors == 1 && strstr(r.errors[0], "disagrees") != NULL,
        "level annotation vs variant: error");
     berth_isa_report_dispose(&r);
-    const char *unknown = "{\"manifests\":[" D("sha256:aa", AMD(""), "") "," D("sha256:bb", AMD(",\"variant\":\"v3\""),
-                                                                              ",\"annotations\":{\"io.berth.isa.features\":\"warp_drive\"}") "]}";
-    ok(check(unknown, BERTH_ISA_POLICY_WARN, &r) == 0 && r.nerrors == 1 && strstr(r.errors[0], "warp_drive") != NULL, "unknown feature: error");
+    const char *unknown = "{\"manifests\":[" D("sha256:aa", AMD(""), "") "," D(
+        "sha256:bb", AMD(",\"variant\":\"v3\""), ",\"annotations\":{\"io.berth.isa.features\":\"warp_drive\"}") "]}";
+    ok(check(unknown, BERTH_ISA_POLICY_WARN, &r) == 0 && r.nerrors == 1 && strstr(r.errors[0], "warp_drive") != NULL,
+       "unknown feature: error");
     berth_isa_report_dispose(&r);
-    const char *implied = "{\"manifests\":[" D("sha256:aa", AMD(""), "") "," D("sha256:bb", AMD(",\"variant\":\"v3\""),
-                                                                              ",\"annotations\":{\"io.berth.isa.features\":\"avx2\"}") "]}";
+    const char *implied = "{\"manifests\":[" D("sha256:aa", AMD(""), "") "," D(
+        "sha256:bb", AMD(",\"variant\":\"v3\""), ",\"annotations\":{\"io.berth.isa.features\":\"avx2\"}") "]}";
     ok(check(implied, BERTH_ISA_POLICY_WARN, &r) == 0 && r.nerrors == 0 && r.nwarnings == 1 && r.variants[1].features.n == 0,
        "implied feature: warned and dropped");
     berth_isa_report_dispose(&r);
     const char *dup = "{\"manifests\":[" D("sha256:aa", AMD(""), "") "," D("sha256:bb", AMD(",\"variant\":\"v3\""), "") "," D(
         "sha256:b2", AMD(",\"variant\":\"v3\""), "") "]}";
-    ok(check(dup, BERTH_ISA_POLICY_WARN, &r) == 0 && r.nerrors == 1 && strstr(r.errors[0], "same build") != NULL, "ambiguous duplicate: error");
+    ok(check(dup, BERTH_ISA_POLICY_WARN, &r) == 0 && r.nerrors == 1 && strstr(r.errors[0], "same build") != NULL,
+       "ambiguous duplicate: error");
     berth_isa_report_dispose(&r);
-    const char *nobase = "{\"manifests\":[" D("sha256:bb", AMD(",\"variant\":\"v3\""), "") "," D("sha256:cc", AMD(",\"variant\":\"v4\""), "") "]}";
-    ok(check(nobase, BERTH_ISA_POLICY_WARN, &r) == 0 && r.nerrors == 0 && r.nwarnings == 1 && strstr(r.warnings[0], "no baseline") != NULL,
+    const char *nobase =
+        "{\"manifests\":[" D("sha256:bb", AMD(",\"variant\":\"v3\""), "") "," D("sha256:cc", AMD(",\"variant\":\"v4\""), "") "]}";
+    ok(check(nobase, BERTH_ISA_POLICY_WARN, &r) == 0 && r.nerrors == 0 && r.nwarnings == 1 &&
+           strstr(r.warnings[0], "no baseline") != NULL,
        "missing baseline: warning under warn");
     berth_isa_report_dispose(&r);
     ok(check(nobase, BERTH_ISA_POLICY_STRICT, &r) == 0 && r.nerrors == 1, "missing baseline: error under strict");
     berth_isa_report_dispose(&r);
-    ok(check(nobase, BERTH_ISA_POLICY_OFF, &r) == 0 && r.nerrors == 0 && r.nwarnings == 0 && r.nvariants == 2, "policy off: rows only");
+    ok(check(nobase, BERTH_ISA_POLICY_OFF, &r) == 0 && r.nerrors == 0 && r.nwarnings == 0 && r.nvariants == 2,
+       "policy off: rows only");
     berth_isa_report_dispose(&r);
-    const char *v1 = "{\"manifests\":[" D("sha256:aa", AMD(",\"variant\":\"v1\""), "") "," D("sha256:bb", AMD(",\"variant\":\"v3\""), "") "]}";
-    ok(check(v1, BERTH_ISA_POLICY_WARN, &r) == 0 && r.nwarnings == 1 && strstr(r.warnings[0], "\"v1\"") != NULL, "baseline spelled v1: warning");
+    const char *v1 =
+        "{\"manifests\":[" D("sha256:aa", AMD(",\"variant\":\"v1\""), "") "," D("sha256:bb", AMD(",\"variant\":\"v3\""), "") "]}";
+    ok(check(v1, BERTH_ISA_POLICY_WARN, &r) == 0 && r.nwarnings == 1 && strstr(r.warnings[0], "\"v1\"") != NULL,
+       "baseline spelled v1: warning");
     berth_isa_report_dispose(&r);
     const char *order = "{\"manifests\":[" D("sha256:aa", AMD(""), "") "," D("sha256:cc", AMD(",\"variant\":\"v4\""), "") "," D(
         "sha256:bb", AMD(",\"variant\":\"v3\""), "") "]}";
-    ok(check(order, BERTH_ISA_POLICY_WARN, &r) == 0 && r.nwarnings == 1 && strstr(r.warnings[0], "ascend") != NULL, "ordering: warning");
+    ok(check(order, BERTH_ISA_POLICY_WARN, &r) == 0 && r.nwarnings == 1 && strstr(r.warnings[0], "ascend") != NULL,
+       "ordering: warning");
     berth_isa_report_dispose(&r);
-    const char *plain = "{\"manifests\":[" D("sha256:aa", AMD(""), "") "," D("sha256:ee", "{\"architecture\":\"arm64\",\"os\":\"linux\"}", "") "]}";
+    const char *plain =
+        "{\"manifests\":[" D("sha256:aa", AMD(""), "") "," D("sha256:ee", "{\"architecture\":\"arm64\",\"os\":\"linux\"}", "") "]}";
     ok(check(plain, BERTH_ISA_POLICY_STRICT, &r) == 0 && !r.is_isa && r.nerrors == 0, "a plain multi-arch index is not ISA-tagged");
     berth_isa_report_dispose(&r);
     ok(berth_isa_index_check(good, strlen(good), BERTH_ISA_POLICY_WARN, fake_config, NULL, &r) == 0 && r.nerrors == 1 &&
@@ -270,27 +296,33 @@ static void test_index_intent(void)
     berth_isa_policy_mode_t modes[] = {BERTH_ISA_POLICY_WARN, BERTH_ISA_POLICY_STRICT};
     /* a Docker official image's shared tag: linux amd64 + arm64/v8, and windows builds differing only in os.version */
     const char *official = "{\"manifests\":[" D("sha256:a1", AMD(""), "") "," D("sha256:a2", ARM8, "") "," D(
-        "sha256:w1", WIN("10.0.17763.6893"), "") "," D("sha256:w2", WIN("10.0.20348.3207"), "") "," D("sha256:w3", WIN("10.0.26100.3194"), "") "]}";
+        "sha256:w1", WIN("10.0.17763.6893"), "") "," D("sha256:w2", WIN("10.0.20348.3207"),
+                                                       "") "," D("sha256:w3", WIN("10.0.26100.3194"), "") "]}";
     /* podman push --add-compression zstd: gzip and zstd copies of one build per platform */
-    const char *podman = "{\"manifests\":[" D("sha256:g1", AMD(""), "") "," D("sha256:g2", ARM8, "") "," D("sha256:z1", AMD(""), ZSTD) "," D(
-        "sha256:z2", ARM8, ZSTD) "]}";
+    const char *podman = "{\"manifests\":[" D("sha256:g1", AMD(""), "") "," D("sha256:g2", ARM8, "") "," D(
+        "sha256:z1", AMD(""), ZSTD) "," D("sha256:z2", ARM8, ZSTD) "]}";
     for (int m = 0; m < 2; m++) {
-        ok(check(official, modes[m], &r) == 0 && !r.is_isa && r.nerrors == 0 && r.nwarnings == 0, "windows entries per os.version, arm64/v8: no ISA intent, accepted (%s)",
-           m ? "strict" : "warn");
+        ok(check(official, modes[m], &r) == 0 && !r.is_isa && r.nerrors == 0 && r.nwarnings == 0,
+           "windows entries per os.version, arm64/v8: no ISA intent, accepted (%s)", m ? "strict" : "warn");
         berth_isa_report_dispose(&r);
-        ok(check(podman, modes[m], &r) == 0 && !r.is_isa && r.nerrors == 0 && r.nwarnings == 0, "podman gzip+zstd copies: accepted (%s)",
-           m ? "strict" : "warn");
+        ok(check(podman, modes[m], &r) == 0 && !r.is_isa && r.nerrors == 0 && r.nwarnings == 0,
+           "podman gzip+zstd copies: accepted (%s)", m ? "strict" : "warn");
         berth_isa_report_dispose(&r);
     }
     /* the same with ISA variants beside them: only the groups that carry ISA data are judged */
     const char *mixed = "{\"manifests\":[" D("sha256:a1", AMD(""), "") "," D("sha256:a3", AMD(",\"variant\":\"v3\""), "") "," D(
-        "sha256:z1", AMD(""), ZSTD) "," D("sha256:z3", AMD(",\"variant\":\"v3\""), ZSTD) "," D("sha256:w1", WIN("10.0.17763.6893"), "") "," D(
-        "sha256:w2", WIN("10.0.20348.3207"), "") "," D("sha256:a2", ARM8, "") "," D("sha256:a4", ARM8, ZSTD) "]}";
-    ok(check(mixed, BERTH_ISA_POLICY_WARN, &r) == 0 && r.is_isa && r.nerrors == 0, "ISA variants beside windows and zstd copies: no duplicate error");
+        "sha256:z1", AMD(""), ZSTD) "," D("sha256:z3", AMD(",\"variant\":\"v3\""),
+                                          ZSTD) "," D("sha256:w1", WIN("10.0.17763.6893"),
+                                                      "") "," D("sha256:w2", WIN("10.0.20348.3207"),
+                                                                "") "," D("sha256:a2", ARM8, "") "," D("sha256:a4", ARM8,
+                                                                                                       ZSTD) "]}";
+    ok(check(mixed, BERTH_ISA_POLICY_WARN, &r) == 0 && r.is_isa && r.nerrors == 0,
+       "ISA variants beside windows and zstd copies: no duplicate error");
     berth_isa_report_dispose(&r);
     /* arm64 v8 and amd64 v1 are how plain images spell the baseline: no intent, so no baseline/order rules */
     const char *arm_only = "{\"manifests\":[" D("sha256:a2", ARM8, "") "]}";
-    ok(check(arm_only, BERTH_ISA_POLICY_STRICT, &r) == 0 && !r.is_isa && r.nerrors == 0 && r.nwarnings == 0, "arm64/v8 alone: no intent");
+    ok(check(arm_only, BERTH_ISA_POLICY_STRICT, &r) == 0 && !r.is_isa && r.nerrors == 0 && r.nwarnings == 0,
+       "arm64/v8 alone: no intent");
     berth_isa_report_dispose(&r);
     /* a media type or os.features difference separates entries; identical entries with two digests stay an error */
     const char *mt = "{\"manifests\":[" D("sha256:a1", AMD(""), "") "," D("sha256:a3", AMD(",\"variant\":\"v3\""), "") "," DM(
@@ -389,15 +421,18 @@ static void test_vocab(const char *dir)
     berth_isa_features_clear(&node);
     berth_isa_features_add_list(&want, "avx512fp16,AMX-TILE,sse4.2");
     berth_isa_features_add_list(&node, "avx512_fp16 amx_tile sse4_2");
-    ok(berth_isa_features_subset(&want, &node, NULL) && want.n == 3, "avx512fp16/AMX-TILE/sse4.2 are the node's avx512_fp16/amx_tile/sse4_2");
-    const char *keys[] = {"kubernetes.io/arch", "feature.node.kubernetes.io/cpu-cpuid.AVX512FP16", "feature.node.kubernetes.io/cpu-cpuid.SSE42"};
+    ok(berth_isa_features_subset(&want, &node, NULL) && want.n == 3,
+       "avx512fp16/AMX-TILE/sse4.2 are the node's avx512_fp16/amx_tile/sse4_2");
+    const char *keys[] = {"kubernetes.io/arch", "feature.node.kubernetes.io/cpu-cpuid.AVX512FP16",
+                          "feature.node.kubernetes.io/cpu-cpuid.SSE42"};
     const char *vals[] = {"amd64", "true", "true"};
     berth_isa_node_t nd;
     ok(berth_isa_node_from_labels(keys, vals, 3, &nd) == 0 && berth_isa_features_has(&nd.features, "avx512_fp16") &&
            berth_isa_features_has(&nd.features, "sse4_2"),
        "NFD labels AVX512FP16 and SSE42 are avx512_fp16 and sse4_2");
     ok(!berth_isa_feature_known(BERTH_ISA_AMD64, "sve") && berth_isa_feature_known(BERTH_ISA_ARM64, "SVE") &&
-           !berth_isa_feature_known(BERTH_ISA_ARM64, "avx512_fp16") && berth_isa_vocab_canonical(BERTH_ISA_AMD64, "warp_drive") == NULL,
+           !berth_isa_feature_known(BERTH_ISA_ARM64, "avx512_fp16") &&
+           berth_isa_vocab_canonical(BERTH_ISA_AMD64, "warp_drive") == NULL,
        "names are known only for their architecture");
     /* every x86 dump, written as NFD labels in NFD's spelling, reads back as the same level and features */
     const char *dumps[] = {"linux-centos7-cascadelake", "linux-rhel7-haswell", "linux-rhel6-piledriver", "linux-rhel7-zen"};
@@ -430,7 +465,8 @@ static void test_vocab(const char *dir)
         }
         for (size_t j = 0; j < k; j++)
             kp[j] = keys[j];
-        round_trips += berth_isa_node_from_labels(kp, vp, k, &from_labels) == 0 && from_labels.level.major == from_flags.level.major &&
+        round_trips += berth_isa_node_from_labels(kp, vp, k, &from_labels) == 0 &&
+                       from_labels.level.major == from_flags.level.major &&
                        berth_isa_features_subset(&named, &from_labels.features, NULL) && named.n > 10;
     }
     ok(round_trips == 4, "x86 dumps round-trip through NFD labels in NFD's spelling (%d of 4)", round_trips);
@@ -448,18 +484,28 @@ static void test_arm64_dumps(const char *dir)
     static const struct {
         const char *file, *level;
     } want[] = {
-        {"linux-amazon-cortex_a72", "armv8.0-a"},         {"linux-centos7-thunderx2", "armv8.1-a"},
-        {"linux-amazon-neoverse_n1", "armv8.2-a"},        {"linux-rocky8-a64fx", "armv8.2-a"},
-        {"linux-amazon-neoverse_v1", "armv8.4-a"},        {"linux-rhel8-neoverse_v1", "armv8.4-a"}, /* paca/pacg hidden by RHEL */
-        {"linux-asahi-m1", "armv8.5-a"},                  {"linux-asahi-m2", "armv8.6-a"},
-        {"linux-ubuntu22.04-ampere1", "armv8.6-a"},       {"linux-ubuntu22.04-ampere1a", "armv8.6-a"},
-        {"linux-rhel9-neoverse_n2", "armv9.1-a"},         {"linux-ubuntu22.04-neoverse_n2", "armv9.1-a"}, /* v9.0 + i8mm/bf16 */
-        {"linux-rhel9-neoverse_v2", "armv9.1-a"},         {"linux-ubuntu22.04-neoverse_v2", "armv9.1-a"},
-        {"linux-unknown-neoverse_v2", "armv9.1-a"},       {"linux-ubuntu24.04-neoverse_v3ae", "armv9.2-a"},
+        {"linux-amazon-cortex_a72", "armv8.0-a"},
+        {"linux-centos7-thunderx2", "armv8.1-a"},
+        {"linux-amazon-neoverse_n1", "armv8.2-a"},
+        {"linux-rocky8-a64fx", "armv8.2-a"},
+        {"linux-amazon-neoverse_v1", "armv8.4-a"},
+        {"linux-rhel8-neoverse_v1", "armv8.4-a"}, /* paca/pacg hidden by RHEL */
+        {"linux-asahi-m1", "armv8.5-a"},
+        {"linux-asahi-m2", "armv8.6-a"},
+        {"linux-ubuntu22.04-ampere1", "armv8.6-a"},
+        {"linux-ubuntu22.04-ampere1a", "armv8.6-a"},
+        {"linux-rhel9-neoverse_n2", "armv9.1-a"},
+        {"linux-ubuntu22.04-neoverse_n2", "armv9.1-a"}, /* v9.0 + i8mm/bf16 */
+        {"linux-rhel9-neoverse_v2", "armv9.1-a"},
+        {"linux-ubuntu22.04-neoverse_v2", "armv9.1-a"},
+        {"linux-unknown-neoverse_v2", "armv9.1-a"},
+        {"linux-ubuntu24.04-neoverse_v3ae", "armv9.2-a"},
     };
     const char *idx = "{\"manifests\":[" D("sha256:a0", "{\"architecture\":\"arm64\",\"os\":\"linux\"}", "") "," D(
-        "sha256:a2", "{\"architecture\":\"arm64\",\"os\":\"linux\",\"variant\":\"v8.2\"}", ",\"annotations\":{\"io.berth.isa.features\":\"sve\"}") "," D(
-        "sha256:a9", "{\"architecture\":\"arm64\",\"os\":\"linux\",\"variant\":\"v9.0\"}", "") "]}";
+        "sha256:a2", "{\"architecture\":\"arm64\",\"os\":\"linux\",\"variant\":\"v8.2\"}",
+        ",\"annotations\":{\"io.berth.isa.features\":\"sve\"}") "," D("sha256:a9",
+                                                                      "{\"architecture\":\"arm64\",\"os\":\"linux\",\"variant\":\"v9.0\"}",
+                                                                      "") "]}";
     berth_isa_report_t r;
     ok(berth_isa_index_check(idx, strlen(idx), BERTH_ISA_POLICY_STRICT, NULL, NULL, &r) == 0 && r.nerrors == 0 && r.nvariants == 3,
        "arm64 index: baseline, armv8.2-a+sve, armv9.0-a");

@@ -11,7 +11,8 @@ int main(void)
     ok(berth_repl_glob("team/*", "team/app") && !berth_repl_glob("team/*", "team/a/b"), "* stays in one component");
     ok(berth_repl_glob("{team,ops}/app", "ops/app") && !berth_repl_glob("{team,ops}/app", "dev/app"), "alternatives");
     ok(berth_repl_glob("v1.?", "v1.2") && !berth_repl_glob("v1.?", "v1.10"), "? is one character");
-    ok(berth_repl_glob("a/**/b", "a/b") && berth_repl_glob("a/**/b", "a/x/y/b") && !berth_repl_glob("a/**/b", "a/x/c"), "**/ may be empty");
+    ok(berth_repl_glob("a/**/b", "a/b") && berth_repl_glob("a/**/b", "a/x/y/b") && !berth_repl_glob("a/**/b", "a/x/c"),
+       "**/ may be empty");
     ok(!berth_repl_glob("team", "team2") && berth_repl_glob("", "") && !berth_repl_glob("", "x"), "whole-name matches");
     struct tm tm = {.tm_min = 30, .tm_hour = 2, .tm_mday = 15, .tm_mon = 5, .tm_wday = 3};
     ok(berth_repl_cron_matches("30 2 * * *", &tm) && berth_repl_cron_matches("0 30 2 * * *", &tm), "five and six fields");

@@ -41,7 +41,8 @@ int main(void)
     berth_err_clear(&err);
     ok(berth_store_upload_open(s, "u1", 1, &fd, &size, &err) == BERTH_OK && size == 0, "created, empty");
     ok(berth_store_write_all(fd, data, sizeof(data) - 1) == 0, "bytes appended");
-    ok(berth_store_upload_open(s, "u1", 0, &fd2, &size, &err) == BERTH_ECONFLICT, "a second writer is refused while the first holds it");
+    ok(berth_store_upload_open(s, "u1", 0, &fd2, &size, &err) == BERTH_ECONFLICT,
+       "a second writer is refused while the first holds it");
     berth_err_clear(&err);
     ok(berth_store_upload_size(s, "u1", &size) == BERTH_OK && size == (int64_t)sizeof(data) - 1, "its size is what was written");
     ok(berth_store_upload_each(s, count, &n) == 1 && n == 1, "the purge walk sees one upload");
