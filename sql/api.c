@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/log.h"
 #include "sql/db_internal.h"
 
 /*
@@ -140,9 +141,9 @@
     "SELECT coalesce((SELECT json_agg(" row " ORDER BY " order ") FROM (SELECT * FROM f ORDER BY " order " LIMIT " lim             \
     "::bigint OFFSET " off "::bigint) " alias "), '[]')::text, (SELECT count(*) FROM f)"
 
-#define Q(id, sql, n) [id] = {100 + id, sql, n}
+#define Q(id, sql, n) BERTH_DB__STMT(id, sql, n)
 
-static const berth_db__stmt_t queries[BERTH_Q__COUNT] = {
+const berth_db__stmt_t berth_db__api_stmts[BERTH_SQL__COUNT] = {
     /* $1 uid, $2 admin, $3 robot, $4 name exact, $5 name substring, $6 public, $7 owner, $8 limit, $9 offset, $10 sort */
     Q(BERTH_Q_PROJECTS_LIST,
       "WITH f AS (SELECT p.*, CASE WHEN $10::text IN ('repo_count', '-repo_count') THEN (SELECT count(*) FROM repositories r "
@@ -573,9 +574,12 @@ int berth_db_api(berth_dbconn_t *c, berth_q_t q, const char *const *params, bert
 {
     memset(out, 0, sizeof(*out));
     out->total = -1;
-    if ((unsigned)q >= BERTH_Q__COUNT || queries[q].sql == NULL)
+    /* only the JSON-shaped queries: another file's statement would answer in another shape */
+    if ((unsigned)q >= BERTH_SQL__COUNT || berth_db__api_stmts[q].sql == NULL) {
+        berth_log_err("sql: %d (%s) is not a REST query", (int)q, berth_sql_name((int)q));
         return berth_err_set(err, BERTH_OCI_INTERNAL, "unknown query %d", (int)q);
-    PGresult *res = berth_db__run(c, &queries[q], params, NULL, NULL, 0, err);
+    }
+    PGresult *res = berth_db__run(c, q, params, NULL, NULL, 0, err);
     if (res == NULL)
         return err != NULL ? err->code : BERTH_ERROR;
     const char *aff = PQcmdTuples(res);

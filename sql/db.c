@@ -189,7 +189,16 @@ int berth_db_open(berth_db_t **out, const char *conninfo, int size, berth_err_t 
         db->conns[i].next_free = db->free_list;
         db->free_list = &db->conns[i];
     }
-    int rc = ensure_connected(db, &db->conns[0], err);
+    /* a statement table that breaks the one id space would run the wrong SQL: refuse to start instead */
+    berth_err_t bad;
+    berth_err_clear(&bad);
+    int rc = berth_db_statements_check(&bad);
+    if (rc != 0) {
+        berth_log_err("sql: %s", bad.msg);
+        berth_err_set(err, BERTH_OCI_INTERNAL, "%s", bad.msg);
+    } else {
+        rc = ensure_connected(db, &db->conns[0], err);
+    }
     if (rc != 0) {
         berth_db_close(db);
         return rc;
@@ -435,9 +444,15 @@ static PGresult *run_checked(berth_dbconn_t *c, int sent, berth_err_t *err)
     return res;
 }
 
-PGresult *berth_db__run(berth_dbconn_t *c, const berth_db__stmt_t *st, const char *const *values, const int *lengths,
-                        const int *formats, int binary_result, berth_err_t *err)
+PGresult *berth_db__run(berth_dbconn_t *c, berth_sql_id_t id, const char *const *values, const int *lengths, const int *formats,
+                        int binary_result, berth_err_t *err)
 {
+    const berth_db__stmt_t *st = berth_db__stmt(id);
+    if (st == NULL) {
+        berth_log_err("sql: no statement with id %d (%s)", (int)id, berth_sql_name(id));
+        berth_err_set(err, BERTH_OCI_INTERNAL, "unknown statement %d", (int)id);
+        return NULL;
+    }
     char name[16];
     snprintf(name, sizeof(name), "s%d", st->id);
     if (!c->prepared[st->id]) {

@@ -12,7 +12,8 @@ typedef struct st_berth_dbconn_t berth_dbconn_t;
 /**
  * Create a pool of up to `size` connections to `conninfo` (a libpq conninfo string or URI).
  * Connections open lazily; the first one is opened here so that a bad URL fails at start.
- * Returns 0 or BERTH_EUNAVAIL (err says why, without the password).
+ * Returns 0 or BERTH_EUNAVAIL (err says why, without the password); BERTH_ERROR when sql/'s statement tables
+ * break the one id space (berth_db_statements_check).
  */
 int berth_db_open(berth_db_t **out, const char *conninfo, int size, berth_err_t *err);
 void berth_db_close(berth_db_t *db);

@@ -7,176 +7,132 @@
 #include "core/ref.h"
 #include "sql/db_internal.h"
 
-enum {
-    S_REPO_ID,
-    S_PROJECT_ENSURE,
-    S_REPO_ENSURE,
-    S_BLOB_IN_REPO,
-    S_BLOB_INSERT,
-    S_BLOB_LINK,
-    S_BLOB_UNLINK,
-    S_MANIFEST_INSERT,
-    S_MANIFEST_ID,
-    S_REF_INSERT,
-    S_TAG_UPSERT,
-    S_MISSING_BLOB,
-    S_MISSING_MANIFEST,
-    S_MANIFEST_BY_TAG,
-    S_MANIFEST_BY_DIGEST,
-    S_MANIFEST_DELETE,
-    S_TAG_DELETE,
-    S_TAGS_LIST,
-    S_CATALOG,
-    S_REFERRERS,
-    S_UPLOAD_CREATE,
-    S_UPLOAD_GET,
-    S_UPLOAD_DELETE,
-    S_UPLOAD_TOUCH,
-    S_BLOB_SIZE,
-    S_REPO_TOUCH,
-    S_PROJECT_ID,
-    S_NOTIFY,
-    S_UPLOAD_EXPIRE,
-    S_ISA_INSERT,
-    S_ISA_POLICY,
-    S_ISA_VARIANTS,
-    S_ISA_VIEW_PUT,
-    S_ISA_VIEW_GET,
-    S_ISA_SCAN_PUT,
-    S_ISA_UNSCANNED,
-};
-
 /* All SQL of this file, parameters always out of line. */
-static const berth_db__stmt_t stmts[] = {
-    [S_REPO_ID] = {S_REPO_ID, "SELECT id FROM repositories WHERE name = $1", 1},
+const berth_db__stmt_t berth_db__registry_stmts[BERTH_SQL__COUNT] = {
+    BERTH_DB__STMT(BERTH_SQL_REPO_ID, "SELECT id FROM repositories WHERE name = $1", 1),
     /* DO UPDATE (not DO NOTHING) so RETURNING yields the id even when a concurrent push created the row */
-    [S_PROJECT_ENSURE] =
-        {S_PROJECT_ENSURE,
-         "INSERT INTO projects (name) VALUES ($1) ON CONFLICT (name) DO UPDATE SET name = EXCLUDED.name RETURNING id", 1},
-    [S_REPO_ENSURE] =
-        {S_REPO_ENSURE,
-         "INSERT INTO repositories (project_id, name) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE SET name = EXCLUDED.name "
-         "RETURNING id",
-         2},
-    [S_PROJECT_ID] = {S_PROJECT_ID, "SELECT id FROM projects WHERE name = $1", 1},
+    BERTH_DB__STMT(BERTH_SQL_PROJECT_ENSURE,
+                   "INSERT INTO projects (name) VALUES ($1) ON CONFLICT (name) DO UPDATE SET name = EXCLUDED.name RETURNING id", 1),
+    BERTH_DB__STMT(
+        BERTH_SQL_REPO_ENSURE,
+        "INSERT INTO repositories (project_id, name) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE SET name = EXCLUDED.name "
+        "RETURNING id",
+        2),
+    BERTH_DB__STMT(BERTH_SQL_PROJECT_ID, "SELECT id FROM projects WHERE name = $1", 1),
     /* delivered at COMMIT to every berthd listening (sql/listen.c), never for a rolled-back change */
-    [S_NOTIFY] = {S_NOTIFY, "SELECT pg_notify('berth_invalidate', $1)", 1},
-    [S_UPLOAD_EXPIRE] = {S_UPLOAD_EXPIRE,
-                         "DELETE FROM upload_sessions WHERE updated_at < now() - make_interval(secs => $1::int) RETURNING id", 1},
-    [S_BLOB_IN_REPO] = {S_BLOB_IN_REPO,
-                        "SELECT b.size FROM repositories r JOIN repository_blobs rb ON rb.repository_id = r.id "
-                        "JOIN blobs b ON b.digest = rb.digest WHERE r.name = $1 AND rb.digest = $2",
-                        2},
-    [S_BLOB_INSERT] = {S_BLOB_INSERT, "INSERT INTO blobs (digest, size) VALUES ($1, $2) ON CONFLICT (digest) DO NOTHING", 2},
-    [S_BLOB_LINK] = {S_BLOB_LINK, "INSERT INTO repository_blobs (repository_id, digest) VALUES ($1, $2) ON CONFLICT DO NOTHING", 2},
-    [S_BLOB_UNLINK] =
-        {S_BLOB_UNLINK,
-         "DELETE FROM repository_blobs rb USING repositories r WHERE r.id = rb.repository_id AND r.name = $1 AND rb.digest = $2",
-         2},
-    [S_MANIFEST_INSERT] =
-        {S_MANIFEST_INSERT,
-         "INSERT INTO manifests (repository_id, digest, media_type, artifact_type, subject_digest, annotations, size, content) "
-         "VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7, $8) ON CONFLICT (repository_id, digest) DO NOTHING RETURNING id",
-         8},
-    [S_MANIFEST_ID] = {S_MANIFEST_ID, "SELECT id FROM manifests WHERE repository_id = $1 AND digest = $2", 2},
-    [S_REF_INSERT] = {S_REF_INSERT,
-                      "INSERT INTO manifest_refs (manifest_id, digest, kind, size) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
-                      4},
-    [S_TAG_UPSERT] = {S_TAG_UPSERT,
-                      "INSERT INTO tags (repository_id, name, manifest_id) VALUES ($1, $2, $3) ON CONFLICT (repository_id, name) "
-                      "DO UPDATE SET manifest_id = EXCLUDED.manifest_id, updated_at = now()",
-                      3},
-    [S_MISSING_BLOB] = {S_MISSING_BLOB,
-                        "SELECT d FROM unnest($2::text[]) AS d WHERE NOT EXISTS "
-                        "(SELECT 1 FROM repository_blobs WHERE repository_id = $1 AND digest = d) LIMIT 1",
-                        2},
-    [S_MISSING_MANIFEST] = {S_MISSING_MANIFEST,
-                            "SELECT d FROM unnest($2::text[]) AS d WHERE NOT EXISTS "
-                            "(SELECT 1 FROM manifests WHERE repository_id = $1 AND digest = d) LIMIT 1",
-                            2},
-    [S_MANIFEST_BY_TAG] = {S_MANIFEST_BY_TAG,
-                           "SELECT m.digest, m.media_type, m.content FROM repositories r JOIN tags t ON t.repository_id = r.id "
-                           "JOIN manifests m ON m.id = t.manifest_id WHERE r.name = $1 AND t.name = $2",
-                           2},
-    [S_MANIFEST_BY_DIGEST] =
-        {S_MANIFEST_BY_DIGEST,
-         "SELECT m.digest, m.media_type, m.content FROM repositories r JOIN manifests m ON m.repository_id = r.id "
-         "WHERE r.name = $1 AND m.digest = $2",
-         2},
-    [S_MANIFEST_DELETE] =
-        {S_MANIFEST_DELETE,
-         "DELETE FROM manifests m USING repositories r WHERE r.id = m.repository_id AND r.name = $1 AND m.digest = $2", 2},
-    [S_TAG_DELETE] = {S_TAG_DELETE,
-                      "DELETE FROM tags t USING repositories r WHERE r.id = t.repository_id AND r.name = $1 AND t.name = $2", 2},
-    [S_TAGS_LIST] = {S_TAGS_LIST, "SELECT name FROM tags WHERE repository_id = $1 AND name > $2 ORDER BY name LIMIT $3", 3},
-    [S_CATALOG] = {S_CATALOG, "SELECT name FROM repositories WHERE name > $1 ORDER BY name LIMIT $2", 2},
-    [S_REFERRERS] = {S_REFERRERS,
-                     "SELECT m.digest, m.media_type, m.artifact_type, m.size, m.annotations::text FROM repositories r "
-                     "JOIN manifests m ON m.repository_id = r.id WHERE r.name = $1 AND m.subject_digest = $2 "
-                     "AND ($3::text IS NULL OR m.artifact_type = $3) ORDER BY m.digest",
-                     3},
-    [S_UPLOAD_CREATE] = {S_UPLOAD_CREATE, "INSERT INTO upload_sessions (id, repository) VALUES ($1, $2)", 2},
-    [S_UPLOAD_GET] = {S_UPLOAD_GET, "SELECT repository FROM upload_sessions WHERE id = $1", 1},
-    [S_UPLOAD_DELETE] = {S_UPLOAD_DELETE, "DELETE FROM upload_sessions WHERE id = $1", 1},
-    [S_UPLOAD_TOUCH] = {S_UPLOAD_TOUCH, "UPDATE upload_sessions SET updated_at = now() WHERE id = $1", 1},
-    [S_BLOB_SIZE] = {S_BLOB_SIZE, "SELECT size FROM blobs WHERE digest = $1", 1},
-    [S_REPO_TOUCH] = {S_REPO_TOUCH, "UPDATE repositories SET updated_at = now() WHERE id = $1", 1},
-    [S_ISA_INSERT] =
-        {S_ISA_INSERT,
-         "INSERT INTO isa_variants (manifest_id, position, digest, os, architecture, variant, level, features, target, priority) "
-         "SELECT $1, x.position, x.digest, x.os, x.architecture, x.variant, x.level, x.features, x.target, x.priority "
-         "FROM json_to_recordset($2::json) AS x(position int, digest text, os text, architecture text, variant text, level text, "
-         "features text, target text, priority int) ON CONFLICT DO NOTHING",
-         2},
+    BERTH_DB__STMT(BERTH_SQL_NOTIFY, "SELECT pg_notify('berth_invalidate', $1)", 1),
+    BERTH_DB__STMT(BERTH_SQL_UPLOAD_EXPIRE,
+                   "DELETE FROM upload_sessions WHERE updated_at < now() - make_interval(secs => $1::int) RETURNING id", 1),
+    BERTH_DB__STMT(BERTH_SQL_BLOB_IN_REPO,
+                   "SELECT b.size FROM repositories r JOIN repository_blobs rb ON rb.repository_id = r.id "
+                   "JOIN blobs b ON b.digest = rb.digest WHERE r.name = $1 AND rb.digest = $2",
+                   2),
+    BERTH_DB__STMT(BERTH_SQL_BLOB_INSERT, "INSERT INTO blobs (digest, size) VALUES ($1, $2) ON CONFLICT (digest) DO NOTHING", 2),
+    BERTH_DB__STMT(BERTH_SQL_BLOB_LINK,
+                   "INSERT INTO repository_blobs (repository_id, digest) VALUES ($1, $2) ON CONFLICT DO NOTHING", 2),
+    BERTH_DB__STMT(
+        BERTH_SQL_BLOB_UNLINK,
+        "DELETE FROM repository_blobs rb USING repositories r WHERE r.id = rb.repository_id AND r.name = $1 AND rb.digest = $2", 2),
+    BERTH_DB__STMT(
+        BERTH_SQL_MANIFEST_INSERT,
+        "INSERT INTO manifests (repository_id, digest, media_type, artifact_type, subject_digest, annotations, size, content) "
+        "VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7, $8) ON CONFLICT (repository_id, digest) DO NOTHING RETURNING id",
+        8),
+    BERTH_DB__STMT(BERTH_SQL_MANIFEST_ID, "SELECT id FROM manifests WHERE repository_id = $1 AND digest = $2", 2),
+    BERTH_DB__STMT(BERTH_SQL_REF_INSERT,
+                   "INSERT INTO manifest_refs (manifest_id, digest, kind, size) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING", 4),
+    BERTH_DB__STMT(BERTH_SQL_TAG_UPSERT,
+                   "INSERT INTO tags (repository_id, name, manifest_id) VALUES ($1, $2, $3) ON CONFLICT (repository_id, name) "
+                   "DO UPDATE SET manifest_id = EXCLUDED.manifest_id, updated_at = now()",
+                   3),
+    BERTH_DB__STMT(BERTH_SQL_MISSING_BLOB,
+                   "SELECT d FROM unnest($2::text[]) AS d WHERE NOT EXISTS "
+                   "(SELECT 1 FROM repository_blobs WHERE repository_id = $1 AND digest = d) LIMIT 1",
+                   2),
+    BERTH_DB__STMT(BERTH_SQL_MISSING_MANIFEST,
+                   "SELECT d FROM unnest($2::text[]) AS d WHERE NOT EXISTS "
+                   "(SELECT 1 FROM manifests WHERE repository_id = $1 AND digest = d) LIMIT 1",
+                   2),
+    BERTH_DB__STMT(BERTH_SQL_MANIFEST_BY_TAG,
+                   "SELECT m.digest, m.media_type, m.content FROM repositories r JOIN tags t ON t.repository_id = r.id "
+                   "JOIN manifests m ON m.id = t.manifest_id WHERE r.name = $1 AND t.name = $2",
+                   2),
+    BERTH_DB__STMT(BERTH_SQL_MANIFEST_BY_DIGEST,
+                   "SELECT m.digest, m.media_type, m.content FROM repositories r JOIN manifests m ON m.repository_id = r.id "
+                   "WHERE r.name = $1 AND m.digest = $2",
+                   2),
+    BERTH_DB__STMT(BERTH_SQL_MANIFEST_DELETE,
+                   "DELETE FROM manifests m USING repositories r WHERE r.id = m.repository_id AND r.name = $1 AND m.digest = $2",
+                   2),
+    BERTH_DB__STMT(BERTH_SQL_TAG_DELETE,
+                   "DELETE FROM tags t USING repositories r WHERE r.id = t.repository_id AND r.name = $1 AND t.name = $2", 2),
+    BERTH_DB__STMT(BERTH_SQL_TAGS_LIST, "SELECT name FROM tags WHERE repository_id = $1 AND name > $2 ORDER BY name LIMIT $3", 3),
+    BERTH_DB__STMT(BERTH_SQL_CATALOG, "SELECT name FROM repositories WHERE name > $1 ORDER BY name LIMIT $2", 2),
+    BERTH_DB__STMT(BERTH_SQL_REFERRERS,
+                   "SELECT m.digest, m.media_type, m.artifact_type, m.size, m.annotations::text FROM repositories r "
+                   "JOIN manifests m ON m.repository_id = r.id WHERE r.name = $1 AND m.subject_digest = $2 "
+                   "AND ($3::text IS NULL OR m.artifact_type = $3) ORDER BY m.digest",
+                   3),
+    BERTH_DB__STMT(BERTH_SQL_UPLOAD_CREATE, "INSERT INTO upload_sessions (id, repository) VALUES ($1, $2)", 2),
+    BERTH_DB__STMT(BERTH_SQL_UPLOAD_GET, "SELECT repository FROM upload_sessions WHERE id = $1", 1),
+    BERTH_DB__STMT(BERTH_SQL_UPLOAD_DELETE, "DELETE FROM upload_sessions WHERE id = $1", 1),
+    BERTH_DB__STMT(BERTH_SQL_UPLOAD_TOUCH, "UPDATE upload_sessions SET updated_at = now() WHERE id = $1", 1),
+    BERTH_DB__STMT(BERTH_SQL_BLOB_SIZE, "SELECT size FROM blobs WHERE digest = $1", 1),
+    BERTH_DB__STMT(BERTH_SQL_REPO_TOUCH, "UPDATE repositories SET updated_at = now() WHERE id = $1", 1),
+    BERTH_DB__STMT(
+        BERTH_SQL_ISA_INSERT,
+        "INSERT INTO isa_variants (manifest_id, position, digest, os, architecture, variant, level, features, target, priority) "
+        "SELECT $1, x.position, x.digest, x.os, x.architecture, x.variant, x.level, x.features, x.target, x.priority "
+        "FROM json_to_recordset($2::json) AS x(position int, digest text, os text, architecture text, variant text, level text, "
+        "features text, target text, priority int) ON CONFLICT DO NOTHING",
+        2),
     /* the policy of the project a repository belongs to (or would be created in) */
-    [S_ISA_POLICY] =
-        {S_ISA_POLICY,
-         "SELECT coalesce((SELECT isa_policy || CASE WHEN isa_require_scan_pass THEN '+scan' ELSE '' END FROM projects "
-         "WHERE name = $1), 'warn')",
-         1},
+    BERTH_DB__STMT(BERTH_SQL_ISA_POLICY,
+                   "SELECT coalesce((SELECT isa_policy || CASE WHEN isa_require_scan_pass THEN '+scan' ELSE '' END FROM projects "
+                   "WHERE name = $1), 'warn')",
+                   1),
     /* the variant rows of the index a tag or digest names, with scan verdicts, as JSON rows */
-    [S_ISA_VARIANTS] =
-        {S_ISA_VARIANTS,
-         "SELECT m.digest, coalesce((SELECT json_agg(json_build_object('position', v.position, 'digest', v.digest, 'os', v.os, "
-         "'architecture', v.architecture, 'variant', v.variant, 'level', v.level, 'features', v.features, 'target', v.target, "
-         "'priority', v.priority, 'scan_status', coalesce(s.status, ''), 'scan_max_level', s.max_level, "
-         /* the first files with findings (function, instruction, ISA set) for the UI's variant table */
-         "'scan_files', jsonb_path_query_array(s.report, '$.files[0 to 9]')) ORDER BY v.position) "
-         "FROM isa_variants v LEFT JOIN isa_scans s ON " ISA_SCAN_OF_ENTRY
-         " WHERE v.manifest_id = m.id), '[]')::text, m.media_type "
-         "FROM repositories r JOIN manifests m ON m.repository_id = r.id WHERE r.name = $1 AND (m.digest = $2 OR m.id = "
-         "(SELECT t.manifest_id FROM tags t WHERE t.repository_id = r.id AND t.name = $2))",
-         2},
-    [S_ISA_VIEW_PUT] =
-        {S_ISA_VIEW_PUT,
-         "INSERT INTO isa_views (repository_id, digest, source_manifest_id, content) SELECT r.id, $2, m.id, $4 FROM repositories r "
-         "JOIN manifests m ON m.repository_id = r.id WHERE r.name = $1 AND m.digest = $3 ON CONFLICT DO NOTHING",
-         4},
-    [S_ISA_SCAN_PUT] =
-        {S_ISA_SCAN_PUT,
-         "INSERT INTO isa_scans (digest, declared_level, declared_features, status, max_level, report, scanned_at) "
-         "VALUES ($1, $2, $3, $4, $5, $6::jsonb, now()) ON CONFLICT (digest, declared_level, declared_features) DO UPDATE SET "
-         "status = EXCLUDED.status, max_level = EXCLUDED.max_level, report = EXCLUDED.report, scanned_at = now()",
-         6},
+    BERTH_DB__STMT(
+        BERTH_SQL_ISA_VARIANTS,
+        "SELECT m.digest, coalesce((SELECT json_agg(json_build_object('position', v.position, 'digest', v.digest, 'os', v.os, "
+        "'architecture', v.architecture, 'variant', v.variant, 'level', v.level, 'features', v.features, 'target', v.target, "
+        "'priority', v.priority, 'scan_status', coalesce(s.status, ''), 'scan_max_level', s.max_level, "
+        /* the first files with findings (function, instruction, ISA set) for the UI's variant table */
+        "'scan_files', jsonb_path_query_array(s.report, '$.files[0 to 9]')) ORDER BY v.position) "
+        "FROM isa_variants v LEFT JOIN isa_scans s ON " ISA_SCAN_OF_ENTRY " WHERE v.manifest_id = m.id), '[]')::text, m.media_type "
+        "FROM repositories r JOIN manifests m ON m.repository_id = r.id WHERE r.name = $1 AND (m.digest = $2 OR m.id = "
+        "(SELECT t.manifest_id FROM tags t WHERE t.repository_id = r.id AND t.name = $2))",
+        2),
+    BERTH_DB__STMT(
+        BERTH_SQL_ISA_VIEW_PUT,
+        "INSERT INTO isa_views (repository_id, digest, source_manifest_id, content) SELECT r.id, $2, m.id, $4 FROM repositories r "
+        "JOIN manifests m ON m.repository_id = r.id WHERE r.name = $1 AND m.digest = $3 ON CONFLICT DO NOTHING",
+        4),
+    BERTH_DB__STMT(
+        BERTH_SQL_ISA_SCAN_PUT,
+        "INSERT INTO isa_scans (digest, declared_level, declared_features, status, max_level, report, scanned_at) "
+        "VALUES ($1, $2, $3, $4, $5, $6::jsonb, now()) ON CONFLICT (digest, declared_level, declared_features) DO UPDATE SET "
+        "status = EXCLUDED.status, max_level = EXCLUDED.max_level, report = EXCLUDED.report, scanned_at = now()",
+        6),
     /* entries no verdict covers yet (pushed while berthd stopped mid-queue, or dropped by migration 0090) */
-    [S_ISA_UNSCANNED] =
-        {S_ISA_UNSCANNED,
-         "SELECT coalesce(json_agg(x), '[]')::text FROM (SELECT DISTINCT r.name AS repository, v.digest, v.level, v.features "
-         "FROM isa_variants v JOIN manifests m ON m.id = v.manifest_id JOIN repositories r ON r.id = m.repository_id "
-         "LEFT JOIN isa_scans s ON " ISA_SCAN_OF_ENTRY " WHERE s.digest IS NULL LIMIT $1::int) x",
-         1},
-    [S_ISA_VIEW_GET] =
-        {S_ISA_VIEW_GET,
-         "SELECT v.content FROM repositories r JOIN isa_views v ON v.repository_id = r.id WHERE r.name = $1 AND v.digest = $2", 2},
+    BERTH_DB__STMT(
+        BERTH_SQL_ISA_UNSCANNED,
+        "SELECT coalesce(json_agg(x), '[]')::text FROM (SELECT DISTINCT r.name AS repository, v.digest, v.level, v.features "
+        "FROM isa_variants v JOIN manifests m ON m.id = v.manifest_id JOIN repositories r ON r.id = m.repository_id "
+        "LEFT JOIN isa_scans s ON " ISA_SCAN_OF_ENTRY " WHERE s.digest IS NULL LIMIT $1::int) x",
+        1),
+    BERTH_DB__STMT(
+        BERTH_SQL_ISA_VIEW_GET,
+        "SELECT v.content FROM repositories r JOIN isa_views v ON v.repository_id = r.id WHERE r.name = $1 AND v.digest = $2", 2),
 };
 
-static PGresult *run(berth_dbconn_t *c, int id, const char *const *values, berth_err_t *err)
+static PGresult *run(berth_dbconn_t *c, berth_sql_id_t id, const char *const *values, berth_err_t *err)
 {
-    return berth_db__run(c, &stmts[id], values, NULL, NULL, 0, err);
+    return berth_db__run(c, id, values, NULL, NULL, 0, err);
 }
 
 /* Run a statement that affects rows; returns the count or a negative code. */
-static int run_count(berth_dbconn_t *c, int id, const char *const *values, berth_err_t *err)
+static int run_count(berth_dbconn_t *c, berth_sql_id_t id, const char *const *values, berth_err_t *err)
 {
     PGresult *res = run(c, id, values, err);
     if (res == NULL)
@@ -187,7 +143,7 @@ static int run_count(berth_dbconn_t *c, int id, const char *const *values, berth
 }
 
 /* First column of the first row as int64; BERTH_ENOTFOUND for no row. */
-static int run_int64(berth_dbconn_t *c, int id, const char *const *values, int64_t *out, berth_err_t *err)
+static int run_int64(berth_dbconn_t *c, berth_sql_id_t id, const char *const *values, int64_t *out, berth_err_t *err)
 {
     PGresult *res = run(c, id, values, err);
     if (res == NULL)
@@ -230,14 +186,14 @@ int berth_db_repo_exists(berth_dbconn_t *c, const char *repo, berth_err_t *err)
 {
     int64_t id;
     const char *p[] = {repo};
-    int rc = run_int64(c, S_REPO_ID, p, &id, err);
+    int rc = run_int64(c, BERTH_SQL_REPO_ID, p, &id, err);
     return rc == 0 ? 1 : rc == BERTH_ENOTFOUND ? 0 : rc;
 }
 
 int berth_db_blob_stat(berth_dbconn_t *c, const char *repo, const char *digest, int64_t *size_out, berth_err_t *err)
 {
     const char *p[] = {repo, digest};
-    int rc = run_int64(c, S_BLOB_IN_REPO, p, size_out, err);
+    int rc = run_int64(c, BERTH_SQL_BLOB_IN_REPO, p, size_out, err);
     if (rc == BERTH_ENOTFOUND)
         return berth_err_set(err, BERTH_OCI_BLOB_UNKNOWN, NULL);
     return rc;
@@ -246,7 +202,7 @@ int berth_db_blob_stat(berth_dbconn_t *c, const char *repo, const char *digest, 
 int berth_db_blob_global_size(berth_dbconn_t *c, const char *digest, int64_t *size_out, berth_err_t *err)
 {
     const char *p[] = {digest};
-    int rc = run_int64(c, S_BLOB_SIZE, p, size_out, err);
+    int rc = run_int64(c, BERTH_SQL_BLOB_SIZE, p, size_out, err);
     if (rc == BERTH_ENOTFOUND)
         return berth_err_set(err, BERTH_OCI_BLOB_UNKNOWN, NULL);
     return rc;
@@ -269,11 +225,11 @@ static int project_of(berth_dbconn_t *c, const char *repo, int64_t *pid, berth_e
     memcpy(project, repo, plen);
     project[plen] = '\0';
     const char *pp[] = {project};
-    int rc = run_int64(c, S_PROJECT_ID, pp, pid, err);
+    int rc = run_int64(c, BERTH_SQL_PROJECT_ID, pp, pid, err);
     if (rc != BERTH_ENOTFOUND)
         return rc;
     if (projects_auto_create)
-        return run_int64(c, S_PROJECT_ENSURE, pp, pid, err);
+        return run_int64(c, BERTH_SQL_PROJECT_ENSURE, pp, pid, err);
     return berth_err_set(err, BERTH_OCI_NAME_UNKNOWN, "project %s not found: create it first (POST /api/v2.0/projects)", project);
 }
 
@@ -281,7 +237,7 @@ int berth_db_project_check(berth_dbconn_t *c, const char *repo, berth_err_t *err
 {
     const char *rp[] = {repo};
     int64_t id;
-    int rc = run_int64(c, S_REPO_ID, rp, &id, err);
+    int rc = run_int64(c, BERTH_SQL_REPO_ID, rp, &id, err);
     if (rc != BERTH_ENOTFOUND || projects_auto_create)
         return rc == BERTH_ENOTFOUND ? 0 : rc; /* an auto-created project appears with the first blob or manifest */
     return project_of(c, repo, &id, err);
@@ -292,7 +248,7 @@ int berth_db_project_check(berth_dbconn_t *c, const char *repo, berth_err_t *err
 static int ensure_repo(berth_dbconn_t *c, const char *repo, int64_t *id_out, char idbuf[24], berth_err_t *err)
 {
     const char *rp0[] = {repo};
-    int rc = run_int64(c, S_REPO_ID, rp0, id_out, err);
+    int rc = run_int64(c, BERTH_SQL_REPO_ID, rp0, id_out, err);
     if (rc == BERTH_ENOTFOUND) {
         char pidbuf[24];
         int64_t pid;
@@ -300,7 +256,7 @@ static int ensure_repo(berth_dbconn_t *c, const char *repo, int64_t *id_out, cha
             return rc;
         snprintf(pidbuf, sizeof(pidbuf), "%lld", (long long)pid);
         const char *rp[] = {pidbuf, repo};
-        rc = run_int64(c, S_REPO_ENSURE, rp, id_out, err);
+        rc = run_int64(c, BERTH_SQL_REPO_ENSURE, rp, id_out, err);
     }
     if (rc != 0)
         return rc;
@@ -318,14 +274,14 @@ int berth_db_blob_commit(berth_dbconn_t *c, const char *repo, const char *digest
     if ((rc = berth_db_begin(c, err)) != 0)
         return rc;
     const char *bp[] = {digest, sizebuf};
-    if ((rc = ensure_repo(c, repo, &rid, ridbuf, err)) != 0 || (rc = run_count(c, S_BLOB_INSERT, bp, err)) < 0)
+    if ((rc = ensure_repo(c, repo, &rid, ridbuf, err)) != 0 || (rc = run_count(c, BERTH_SQL_BLOB_INSERT, bp, err)) < 0)
         goto Fail;
     const char *lp[] = {ridbuf, digest};
-    if ((rc = run_count(c, S_BLOB_LINK, lp, err)) < 0)
+    if ((rc = run_count(c, BERTH_SQL_BLOB_LINK, lp, err)) < 0)
         goto Fail;
     if (upload_id != NULL) {
         const char *up[] = {upload_id};
-        if ((rc = run_count(c, S_UPLOAD_DELETE, up, err)) < 0)
+        if ((rc = run_count(c, BERTH_SQL_UPLOAD_DELETE, up, err)) < 0)
             goto Fail;
     }
     return berth_db_commit(c, err);
@@ -341,7 +297,7 @@ int berth_db_blob_mount(berth_dbconn_t *c, const char *repo, const char *from, c
     if ((rc = berth_db_begin(c, err)) != 0)
         return rc;
     const char *fp[] = {from, digest};
-    if ((rc = run_int64(c, S_BLOB_IN_REPO, fp, size_out, err)) != 0) {
+    if ((rc = run_int64(c, BERTH_SQL_BLOB_IN_REPO, fp, size_out, err)) != 0) {
         if (rc == BERTH_ENOTFOUND)
             berth_err_set(err, BERTH_OCI_BLOB_UNKNOWN, NULL);
         goto Fail;
@@ -349,7 +305,7 @@ int berth_db_blob_mount(berth_dbconn_t *c, const char *repo, const char *from, c
     int64_t rid;
     char ridbuf[24];
     const char *lp[] = {ridbuf, digest};
-    if ((rc = ensure_repo(c, repo, &rid, ridbuf, err)) != 0 || (rc = run_count(c, S_BLOB_LINK, lp, err)) < 0)
+    if ((rc = ensure_repo(c, repo, &rid, ridbuf, err)) != 0 || (rc = run_count(c, BERTH_SQL_BLOB_LINK, lp, err)) < 0)
         goto Fail;
     return berth_db_commit(c, err);
 Fail:
@@ -358,15 +314,15 @@ Fail:
 }
 
 /* One row-deleting statement and the invalidation notice, in one transaction. */
-static int delete_and_notify(berth_dbconn_t *c, int id, const char *repo, const char *what, berth_err_t *err, berth_oci_t unknown,
-                             const char *msg)
+static int delete_and_notify(berth_dbconn_t *c, berth_sql_id_t id, const char *repo, const char *what, berth_err_t *err,
+                             berth_oci_t unknown, const char *msg)
 {
     int rc = berth_db_begin(c, err);
     if (rc != 0)
         return rc;
     const char *p[] = {repo, what}, *np[] = {repo};
     int n = run_count(c, id, p, err);
-    if (n < 0 || (n > 0 && (n = run_count(c, S_NOTIFY, np, err)) < 0)) {
+    if (n < 0 || (n > 0 && (n = run_count(c, BERTH_SQL_NOTIFY, np, err)) < 0)) {
         berth_db_rollback(c);
         return n;
     }
@@ -379,7 +335,7 @@ static int delete_and_notify(berth_dbconn_t *c, int id, const char *repo, const 
 
 int berth_db_blob_unlink(berth_dbconn_t *c, const char *repo, const char *digest, berth_err_t *err)
 {
-    return delete_and_notify(c, S_BLOB_UNLINK, repo, digest, err, BERTH_OCI_BLOB_UNKNOWN, NULL);
+    return delete_and_notify(c, BERTH_SQL_BLOB_UNLINK, repo, digest, err, BERTH_OCI_BLOB_UNKNOWN, NULL);
 }
 
 /* '{d1,d2}' array literal: digests are [a-z0-9:] only, so no quoting is needed. */
@@ -410,7 +366,7 @@ static int check_missing(berth_dbconn_t *c, const char *ridbuf, const berth_mani
     int rc = 0;
     if (count > 0) {
         const char *p[] = {ridbuf, arr};
-        PGresult *res = run(c, kind == BERTH_REF_BLOB ? S_MISSING_BLOB : S_MISSING_MANIFEST, p, err);
+        PGresult *res = run(c, kind == BERTH_REF_BLOB ? BERTH_SQL_MISSING_BLOB : BERTH_SQL_MISSING_MANIFEST, p, err);
         if (res == NULL)
             rc = err != NULL ? err->code : BERTH_ERROR;
         else if (PQntuples(res) > 0)
@@ -438,7 +394,7 @@ int berth_db_manifest_put(berth_dbconn_t *c, const char *repo, const char *tag, 
     const char *mp[] = {ridbuf,        digest->str,       info->media_type, info->artifact_type,
                         info->subject, info->annotations, sizebuf,          body};
     int lengths[8] = {0, 0, 0, 0, 0, 0, 0, (int)len}, formats[8] = {0, 0, 0, 0, 0, 0, 0, 1};
-    PGresult *res = berth_db__run(c, &stmts[S_MANIFEST_INSERT], mp, lengths, formats, 0, err);
+    PGresult *res = berth_db__run(c, BERTH_SQL_MANIFEST_INSERT, mp, lengths, formats, 0, err);
     if (res == NULL) {
         rc = err != NULL ? err->code : BERTH_ERROR;
         goto Fail;
@@ -449,7 +405,7 @@ int berth_db_manifest_put(berth_dbconn_t *c, const char *repo, const char *tag, 
     PQclear(res);
     if (!inserted) {
         const char *ip[] = {ridbuf, digest->str};
-        if ((rc = run_int64(c, S_MANIFEST_ID, ip, &mid, err)) != 0)
+        if ((rc = run_int64(c, BERTH_SQL_MANIFEST_ID, ip, &mid, err)) != 0)
             goto Fail;
     }
     snprintf(midbuf, sizeof(midbuf), "%lld", (long long)mid);
@@ -458,22 +414,22 @@ int berth_db_manifest_put(berth_dbconn_t *c, const char *repo, const char *tag, 
         snprintf(kind, sizeof(kind), "%d", (int)info->refs[i].kind);
         snprintf(rsize, sizeof(rsize), "%lld", (long long)info->refs[i].size);
         const char *rp[] = {midbuf, info->refs[i].digest, kind, rsize};
-        if ((rc = run_count(c, S_REF_INSERT, rp, err)) < 0)
+        if ((rc = run_count(c, BERTH_SQL_REF_INSERT, rp, err)) < 0)
             goto Fail;
     }
     if (inserted && isa_rows != NULL) {
         const char *ip[] = {midbuf, isa_rows};
-        if ((rc = run_count(c, S_ISA_INSERT, ip, err)) < 0)
+        if ((rc = run_count(c, BERTH_SQL_ISA_INSERT, ip, err)) < 0)
             goto Fail;
     }
     if (tag != NULL) {
         const char *tp[] = {ridbuf, tag, midbuf};
-        if ((rc = run_count(c, S_TAG_UPSERT, tp, err)) < 0)
+        if ((rc = run_count(c, BERTH_SQL_TAG_UPSERT, tp, err)) < 0)
             goto Fail;
     }
     const char *tp[] = {ridbuf};
     const char *np[] = {repo};
-    if ((rc = run_count(c, S_REPO_TOUCH, tp, err)) < 0 || (rc = run_count(c, S_NOTIFY, np, err)) < 0)
+    if ((rc = run_count(c, BERTH_SQL_REPO_TOUCH, tp, err)) < 0 || (rc = run_count(c, BERTH_SQL_NOTIFY, np, err)) < 0)
         goto Fail;
     return berth_db_commit(c, err);
 Fail:
@@ -486,8 +442,8 @@ int berth_db_manifest_get(berth_dbconn_t *c, const char *repo, const char *ref, 
 {
     const char *p[] = {repo, ref};
     /* binary results: the content arrives as raw bytes, not hex */
-    const berth_db__stmt_t *st = &stmts[ref_is_digest ? S_MANIFEST_BY_DIGEST : S_MANIFEST_BY_TAG];
-    PGresult *res = berth_db__run(c, st, p, NULL, NULL, 1, err);
+    PGresult *res =
+        berth_db__run(c, ref_is_digest ? BERTH_SQL_MANIFEST_BY_DIGEST : BERTH_SQL_MANIFEST_BY_TAG, p, NULL, NULL, 1, err);
     if (res == NULL)
         return err != NULL ? err->code : BERTH_ERROR;
     int rc = 0;
@@ -510,12 +466,12 @@ int berth_db_manifest_get(berth_dbconn_t *c, const char *repo, const char *ref, 
 
 int berth_db_manifest_delete(berth_dbconn_t *c, const char *repo, const char *digest, berth_err_t *err)
 {
-    return delete_and_notify(c, S_MANIFEST_DELETE, repo, digest, err, BERTH_OCI_MANIFEST_UNKNOWN, NULL);
+    return delete_and_notify(c, BERTH_SQL_MANIFEST_DELETE, repo, digest, err, BERTH_OCI_MANIFEST_UNKNOWN, NULL);
 }
 
 int berth_db_tag_delete(berth_dbconn_t *c, const char *repo, const char *tag, berth_err_t *err)
 {
-    return delete_and_notify(c, S_TAG_DELETE, repo, tag, err, BERTH_OCI_MANIFEST_UNKNOWN, "tag unknown");
+    return delete_and_notify(c, BERTH_SQL_TAG_DELETE, repo, tag, err, BERTH_OCI_MANIFEST_UNKNOWN, "tag unknown");
 }
 
 static int collect(PGresult *res, berth_strlist_t *out)
@@ -533,7 +489,7 @@ int berth_db_tags_list(berth_dbconn_t *c, const char *repo, const char *last, lo
 {
     int64_t rid = 0;
     const char *rp[] = {repo};
-    int rc = run_int64(c, S_REPO_ID, rp, &rid, err);
+    int rc = run_int64(c, BERTH_SQL_REPO_ID, rp, &rid, err);
     if (rc == BERTH_ENOTFOUND)
         return berth_err_set(err, BERTH_OCI_NAME_UNKNOWN, NULL);
     if (rc != 0)
@@ -542,7 +498,7 @@ int berth_db_tags_list(berth_dbconn_t *c, const char *repo, const char *last, lo
     snprintf(ridbuf, sizeof(ridbuf), "%lld", (long long)rid);
     snprintf(nbuf, sizeof(nbuf), "%ld", n);
     const char *p[] = {ridbuf, last != NULL ? last : "", nbuf};
-    PGresult *res = run(c, S_TAGS_LIST, p, err);
+    PGresult *res = run(c, BERTH_SQL_TAGS_LIST, p, err);
     if (res == NULL)
         return err != NULL ? err->code : BERTH_ERROR;
     return collect(res, out);
@@ -553,7 +509,7 @@ int berth_db_catalog(berth_dbconn_t *c, const char *last, long n, berth_strlist_
     char nbuf[24];
     snprintf(nbuf, sizeof(nbuf), "%ld", n);
     const char *p[] = {last != NULL ? last : "", nbuf};
-    PGresult *res = run(c, S_CATALOG, p, err);
+    PGresult *res = run(c, BERTH_SQL_CATALOG, p, err);
     if (res == NULL)
         return err != NULL ? err->code : BERTH_ERROR;
     return collect(res, out);
@@ -563,7 +519,7 @@ int berth_db_referrers(berth_dbconn_t *c, const char *repo, const char *digest, 
                        berth_db_referrer_t **out, size_t *n_out, berth_err_t *err)
 {
     const char *p[] = {repo, digest, artifact_type};
-    PGresult *res = run(c, S_REFERRERS, p, err);
+    PGresult *res = run(c, BERTH_SQL_REFERRERS, p, err);
     if (res == NULL)
         return err != NULL ? err->code : BERTH_ERROR;
     int rows = PQntuples(res);
@@ -584,14 +540,14 @@ int berth_db_referrers(berth_dbconn_t *c, const char *repo, const char *digest, 
 int berth_db_upload_create(berth_dbconn_t *c, const char *id, const char *repo, berth_err_t *err)
 {
     const char *p[] = {id, repo};
-    int n = run_count(c, S_UPLOAD_CREATE, p, err);
+    int n = run_count(c, BERTH_SQL_UPLOAD_CREATE, p, err);
     return n < 0 ? n : 0;
 }
 
 int berth_db_upload_check(berth_dbconn_t *c, const char *id, const char *repo, berth_err_t *err)
 {
     const char *p[] = {id};
-    PGresult *res = run(c, S_UPLOAD_GET, p, err);
+    PGresult *res = run(c, BERTH_SQL_UPLOAD_GET, p, err);
     if (res == NULL)
         return err != NULL ? err->code : BERTH_ERROR;
     int ok = PQntuples(res) == 1 && strcmp(PQgetvalue(res, 0, 0), repo) == 0;
@@ -602,14 +558,14 @@ int berth_db_upload_check(berth_dbconn_t *c, const char *id, const char *repo, b
 int berth_db_upload_touch(berth_dbconn_t *c, const char *id, berth_err_t *err)
 {
     const char *p[] = {id};
-    int n = run_count(c, S_UPLOAD_TOUCH, p, err);
+    int n = run_count(c, BERTH_SQL_UPLOAD_TOUCH, p, err);
     return n < 0 ? n : 0;
 }
 
 int berth_db_upload_delete(berth_dbconn_t *c, const char *id, berth_err_t *err)
 {
     const char *p[] = {id};
-    int n = run_count(c, S_UPLOAD_DELETE, p, err);
+    int n = run_count(c, BERTH_SQL_UPLOAD_DELETE, p, err);
     return n < 0 ? n : 0;
 }
 
@@ -618,7 +574,7 @@ int berth_db_upload_expire(berth_dbconn_t *c, long max_age_s, berth_strlist_t *o
     char age[24];
     snprintf(age, sizeof(age), "%ld", max_age_s);
     const char *p[] = {age};
-    PGresult *res = run(c, S_UPLOAD_EXPIRE, p, err);
+    PGresult *res = run(c, BERTH_SQL_UPLOAD_EXPIRE, p, err);
     if (res == NULL)
         return err != NULL ? err->code : BERTH_ERROR;
     return collect(res, out);
@@ -627,7 +583,7 @@ int berth_db_upload_expire(berth_dbconn_t *c, long max_age_s, berth_strlist_t *o
 int berth_db_upload_exists(berth_dbconn_t *c, const char *id, berth_err_t *err)
 {
     const char *p[] = {id};
-    PGresult *res = run(c, S_UPLOAD_GET, p, err);
+    PGresult *res = run(c, BERTH_SQL_UPLOAD_GET, p, err);
     if (res == NULL)
         return err != NULL ? err->code : BERTH_ERROR;
     int n = PQntuples(res);
@@ -638,7 +594,7 @@ int berth_db_upload_exists(berth_dbconn_t *c, const char *id, berth_err_t *err)
 int berth_db_isa_policy(berth_dbconn_t *c, const char *project, char *out, size_t outsz, berth_err_t *err)
 {
     const char *p[] = {project};
-    PGresult *res = run(c, S_ISA_POLICY, p, err);
+    PGresult *res = run(c, BERTH_SQL_ISA_POLICY, p, err);
     if (res == NULL)
         return err != NULL ? err->code : BERTH_ERROR;
     snprintf(out, outsz, "%s", PQgetvalue(res, 0, 0));
@@ -650,7 +606,7 @@ int berth_db_isa_variants(berth_dbconn_t *c, const char *repo, const char *ref, 
                           char **media_type, berth_err_t *err)
 {
     const char *p[] = {repo, ref};
-    PGresult *res = run(c, S_ISA_VARIANTS, p, err);
+    PGresult *res = run(c, BERTH_SQL_ISA_VARIANTS, p, err);
     if (res == NULL)
         return err != NULL ? err->code : BERTH_ERROR;
     int rc = BERTH_ENOTFOUND;
@@ -672,7 +628,7 @@ int berth_db_isa_view_put(berth_dbconn_t *c, const char *repo, const char *diges
 {
     const char *p[] = {repo, digest, source_digest, body};
     int lengths[4] = {0, 0, 0, (int)len}, formats[4] = {0, 0, 0, 1};
-    PGresult *res = berth_db__run(c, &stmts[S_ISA_VIEW_PUT], p, lengths, formats, 0, err);
+    PGresult *res = berth_db__run(c, BERTH_SQL_ISA_VIEW_PUT, p, lengths, formats, 0, err);
     if (res == NULL)
         return err != NULL ? err->code : BERTH_ERROR;
     PQclear(res);
@@ -682,7 +638,7 @@ int berth_db_isa_view_put(berth_dbconn_t *c, const char *repo, const char *diges
 int berth_db_isa_view_get(berth_dbconn_t *c, const char *repo, const char *digest, char **body, size_t *len, berth_err_t *err)
 {
     const char *p[] = {repo, digest};
-    PGresult *res = berth_db__run(c, &stmts[S_ISA_VIEW_GET], p, NULL, NULL, 1, err);
+    PGresult *res = berth_db__run(c, BERTH_SQL_ISA_VIEW_GET, p, NULL, NULL, 1, err);
     if (res == NULL)
         return err != NULL ? err->code : BERTH_ERROR;
     int rc = BERTH_ENOTFOUND;
@@ -701,7 +657,7 @@ int berth_db_isa_scan_put(berth_dbconn_t *c, const char *digest, const char *dec
                           const char *status, const char *max_level, const char *report, berth_err_t *err)
 {
     const char *p[] = {digest, declared, declared_features, status, max_level, report};
-    return run_count(c, S_ISA_SCAN_PUT, p, err) < 0 ? (err != NULL ? err->code : BERTH_ERROR) : 0;
+    return run_count(c, BERTH_SQL_ISA_SCAN_PUT, p, err) < 0 ? (err != NULL ? err->code : BERTH_ERROR) : 0;
 }
 
 int berth_db_isa_unscanned(berth_dbconn_t *c, int limit, char **rows_json, berth_err_t *err)
@@ -709,7 +665,7 @@ int berth_db_isa_unscanned(berth_dbconn_t *c, int limit, char **rows_json, berth
     char lim[16];
     snprintf(lim, sizeof(lim), "%d", limit);
     const char *p[] = {lim};
-    PGresult *res = run(c, S_ISA_UNSCANNED, p, err);
+    PGresult *res = run(c, BERTH_SQL_ISA_UNSCANNED, p, err);
     if (res == NULL)
         return err != NULL ? err->code : BERTH_ERROR;
     *rows_json = strdup(PQgetvalue(res, 0, 0));
