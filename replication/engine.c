@@ -20,6 +20,7 @@
 #include "core/log.h"
 #include "core/ref.h"
 #include "replication/client.h"
+#include "replication/policy.h"
 #include "sql/api.h"
 
 #define MAX_ATTEMPTS 8
@@ -152,102 +153,7 @@ char *berth_repl_open(const char *hex)
     return pt;
 }
 
-/* ---- globs, filters, names -------------------------------------------------------------------------------- */
-
-int berth_repl_glob(const char *p, const char *s)
-{
-    if (*p == '\0')
-        return *s == '\0';
-    if (p[0] == '*' && p[1] == '*') {
-        const char *rest = p + 2;
-        if (*rest == '/' && berth_repl_glob(rest + 1, s)) /* a double star followed by a slash may match nothing */
-            return 1;
-        for (const char *t = s;; t++) {
-            if (berth_repl_glob(rest, t))
-                return 1;
-            if (*t == '\0')
-                return 0;
-        }
-    }
-    if (*p == '*') {
-        for (const char *t = s;; t++) {
-            if (berth_repl_glob(p + 1, t))
-                return 1;
-            if (*t == '\0' || *t == '/')
-                return 0;
-        }
-    }
-    if (*p == '{') {
-        const char *end = strchr(p, '}');
-        if (end == NULL)
-            return 0;
-        for (const char *alt = p + 1; alt < end;) {
-            size_t n = strcspn(alt, ",}");
-            char buf[512];
-            snprintf(buf, sizeof(buf), "%.*s%s", (int)n, alt, end + 1);
-            if (berth_repl_glob(buf, s))
-                return 1;
-            alt += n + 1;
-        }
-        return 0;
-    }
-    if (*s == '\0' || (*p != '?' && *p != *s) || (*p == '?' && *s == '/'))
-        return 0;
-    return berth_repl_glob(p + 1, s + 1);
-}
-
-/* Harbor filters: [{type: name|tag, value: glob, decoration: matches|excludes}] */
-static int passes(json_t *filters, const char *repo, const char *tag)
-{
-    size_t i;
-    json_t *f;
-    json_array_foreach(filters, i, f)
-    {
-        const char *type = json_string_value(json_object_get(f, "type")), *v = json_string_value(json_object_get(f, "value"));
-        const char *dec = json_string_value(json_object_get(f, "decoration"));
-        if (type == NULL || v == NULL || v[0] == '\0')
-            continue;
-        const char *subject = strcmp(type, "name") == 0 ? repo : strcmp(type, "tag") == 0 ? tag : NULL;
-        if (subject == NULL)
-            continue; /* label and resource filters: everything here is an artifact without labels */
-        int m = berth_repl_glob(v, subject);
-        if ((dec != NULL && strcmp(dec, "excludes") == 0) ? m : !m)
-            return 0;
-    }
-    return 1;
-}
-
-/* Destination name: the namespace replaces the first `count` components (-1: all but the last) */
-static void dest_name(json_t *pol, const char *repo, char *out, size_t outsz)
-{
-    const char *ns = json_string_value(json_object_get(pol, "dest_namespace"));
-    int count = (int)json_integer_value(json_object_get(pol, "dest_namespace_replace_count"));
-    if (ns == NULL || ns[0] == '\0') {
-        snprintf(out, outsz, "%s", repo);
-        return;
-    }
-    const char *rest = repo;
-    if (count < 0) {
-        const char *last = strrchr(repo, '/');
-        rest = last != NULL ? last + 1 : repo;
-    } else {
-        for (int i = 0; i < count; i++) {
-            const char *slash = strchr(rest, '/');
-            if (slash == NULL)
-                break;
-            rest = slash + 1;
-        }
-    }
-    snprintf(out, outsz, "%s/%s", ns, rest);
-}
-
 /* ---- delegation --------------------------------------------------------------------------------------------- */
-
-void berth_repl_dest_project(const char *ns, const char *scope, char out[256])
-{
-    const char *from = ns != NULL && ns[0] != '\0' ? ns : scope != NULL ? scope : "";
-    snprintf(out, 256, "%.*s", (int)strcspn(from, "/"), from);
-}
 
 /*
  * A project admin's policy must not become a way to write where that admin cannot (another project, through
@@ -343,7 +249,8 @@ int berth_repl_ping(const char *type, const char *url, const char *user, const c
 static int add_task(const char *exec, json_t *pol, const char *repo, const char *ref, const char *op)
 {
     char dst[512], src[512], drepo[300];
-    dest_name(pol, repo, drepo, sizeof(drepo));
+    berth_repl_dest_name(json_string_value(json_object_get(pol, "dest_namespace")),
+                         (int)json_integer_value(json_object_get(pol, "dest_namespace_replace_count")), repo, drepo, sizeof(drepo));
     int digest = strchr(ref, ':') != NULL;
     snprintf(src, sizeof(src), "%s%s%s", repo, digest ? "@" : ":", ref);
     snprintf(dst, sizeof(dst), "%s%s%s", drepo, digest ? "@" : ":", ref);
@@ -387,6 +294,8 @@ static int enumerate(json_t *pol, const char *exec, berth_err_t *err)
         json_decref(page);
         berth_http_dispose(&r);
     }
+    berth_repl_filters_t filters;
+    berth_repl_filters_init(&filters, json_object_get(pol, "filters"));
     size_t i;
     json_array_foreach(cat, i, repo)
     {
@@ -403,11 +312,12 @@ static int enumerate(json_t *pol, const char *exec, berth_err_t *err)
         json_array_foreach(json_object_get(tags, "tags"), k, t)
         {
             const char *tag = json_string_value(t);
-            if (tag != NULL && passes(json_object_get(pol, "filters"), name, tag) && add_task(exec, pol, name, tag, "copy") == 0)
+            if (tag != NULL && berth_repl_filters_pass(&filters, name, tag) && add_task(exec, pol, name, tag, "copy") == 0)
                 n++;
         }
         json_decref(tags);
     }
+    berth_repl_filters_dispose(&filters);
     json_decref(cat);
     berth_client_free(c);
     return n;
@@ -448,7 +358,7 @@ int berth_repl_trigger(long long policy_id, const char *trigger, long long *exec
         return berth_err_set(err, BERTH_OCI_NOT_FOUND, "policy %lld not found", policy_id);
     char ids[24];
     snprintf(ids, sizeof(ids), "%lld", policy_id);
-    const char *p[] = {ids, trigger, "false"};
+    const char *p[] = {ids, trigger, berth_repl_skips_while_active(trigger) ? "false" : "true"};
     json_t *made = qj(BERTH_Q_EXEC_CREATE, p);
     if (made == NULL) { /* the previous run is still active: skipped, as Harbor does */
         json_decref(pol);
@@ -510,15 +420,18 @@ static void handle_event(ev_t *e)
     json_array_foreach(pols, i, p)
     {
         int deletion = strcmp(e->op, "delete") == 0;
-        if (deletion && !json_is_true(json_object_get(p, "replicate_deletion")))
-            continue;
-        if (!passes(json_object_get(p, "filters"), e->repo, e->tag))
+        berth_repl_filters_t filters;
+        berth_repl_filters_init(&filters, json_object_get(p, "filters"));
+        int applies =
+            berth_repl_event_applies(&filters, json_is_true(json_object_get(p, "replicate_deletion")), e->op, e->repo, e->tag);
+        berth_repl_filters_dispose(&filters);
+        if (!applies)
             continue;
         long long pid = (long long)json_integer_value(json_object_get(p, "id"));
         json_t *pol = load_policy(pid);
         char ids[24];
         snprintf(ids, sizeof(ids), "%lld", pid);
-        const char *cp[] = {ids, "event_based", "true"};
+        const char *cp[] = {ids, "event_based", berth_repl_skips_while_active("event_based") ? "false" : "true"};
         json_t *made = qj(BERTH_Q_EXEC_CREATE, cp);
         if (made != NULL && pol != NULL) {
             char es[24];
@@ -531,41 +444,6 @@ static void handle_event(ev_t *e)
     }
     json_decref(pols);
     wake();
-}
-
-/* "m h dom mon dow" (or Harbor's 6 fields with seconds first): one field */
-static int cron_field(const char *f, int v)
-{
-    char buf[64];
-    snprintf(buf, sizeof(buf), "%s", f);
-    for (char *save = NULL, *part = strtok_r(buf, ",", &save); part != NULL; part = strtok_r(NULL, ",", &save)) {
-        int step = 1, lo, hi;
-        char *slash = strchr(part, '/');
-        if (slash != NULL) {
-            step = atoi(slash + 1);
-            *slash = '\0';
-        }
-        if (strcmp(part, "*") == 0 || strcmp(part, "?") == 0) {
-            lo = 0;
-            hi = 59;
-        } else if (sscanf(part, "%d-%d", &lo, &hi) != 2) {
-            lo = hi = atoi(part);
-        }
-        if (step > 0 && v >= lo && v <= hi && (v - lo) % step == 0)
-            return 1;
-    }
-    return 0;
-}
-
-int berth_repl_cron_matches(const char *expr, const struct tm *tm)
-{
-    char f[6][64];
-    int n = sscanf(expr, "%63s %63s %63s %63s %63s %63s", f[0], f[1], f[2], f[3], f[4], f[5]);
-    int o = n == 6 ? 1 : 0; /* drop seconds */
-    if (n != 5 && n != 6)
-        return 0;
-    return cron_field(f[o], tm->tm_min) && cron_field(f[o + 1], tm->tm_hour) && cron_field(f[o + 2], tm->tm_mday) &&
-           cron_field(f[o + 3], tm->tm_mon + 1) && cron_field(f[o + 4], tm->tm_wday);
 }
 
 static void *eventer_main(void *arg)

@@ -11,6 +11,7 @@
 #include <stddef.h>
 
 #include "core/err.h"
+#include "replication/policy.h" /* berth_repl_glob, berth_repl_cron_matches, berth_repl_dest_project */
 #include "sql/db.h"
 
 typedef struct st_berth_repl_conf_t {
@@ -40,21 +41,10 @@ int berth_repl_ping(const char *type, const char *url, const char *user, const c
                     berth_err_t *err);
 
 /**
- * The project a policy writes into, in this Berth's project names: the first component of `dest_namespace`,
- * else `project_scope` (a delegated policy's repositories all start with it). "" when neither is set.
- */
-void berth_repl_dest_project(const char *dest_namespace, const char *project_scope, char out[256]);
-/**
  * A delegated policy (project_scope set) may write only into a project where its owner may push. 0 when the
  * policy may run (or is not delegated), 1 with `why` when it may not, negative on a database error.
  */
 int berth_repl_delegation_check(berth_dbconn_t *c, const char *owner, const char *project_scope, const char *dest_namespace,
                                 char *why, size_t whysz);
-
-struct tm;
-/** 1 if a cron expression ("m h dom mon dow", or Harbor's six fields with seconds first) fires at `tm`'s minute. */
-int berth_repl_cron_matches(const char *expr, const struct tm *tm);
-/** 1 if `name` matches the doublestar glob `pattern` ("**" crosses '/', "*" does not, "{a,b}" alternatives). */
-int berth_repl_glob(const char *pattern, const char *name);
 
 #endif

@@ -1,11 +1,16 @@
-/* Replication's pure parts: doublestar globs for filters, cron expressions for scheduled policies. */
+/*
+ * Replication's policy rules without a network or a database (replication/policy.c): doublestar globs, Harbor's
+ * name/tag filters, the destination name with dest_namespace and its replace count, cron expressions for scheduled
+ * policies, and which runs wait for an active one.
+ */
+#include <jansson.h>
 #include <string.h>
 #include <time.h>
 
-#include "replication/replication.h"
+#include "replication/policy.h"
 #include "tests/unit/tap.h"
 
-int main(void)
+static void globs(void)
 {
     ok(berth_repl_glob("team/**", "team/a/b/c") && berth_repl_glob("team/**", "team/a"), "** crosses slashes");
     ok(berth_repl_glob("team/*", "team/app") && !berth_repl_glob("team/*", "team/a/b"), "* stays in one component");
@@ -14,10 +19,124 @@ int main(void)
     ok(berth_repl_glob("a/**/b", "a/b") && berth_repl_glob("a/**/b", "a/x/y/b") && !berth_repl_glob("a/**/b", "a/x/c"),
        "**/ may be empty");
     ok(!berth_repl_glob("team", "team2") && berth_repl_glob("", "") && !berth_repl_glob("", "x"), "whole-name matches");
-    struct tm tm = {.tm_min = 30, .tm_hour = 2, .tm_mday = 15, .tm_mon = 5, .tm_wday = 3};
+    ok(!berth_repl_glob("a?b", "a/b") && !berth_repl_glob("*", "a/b") && berth_repl_glob("**", "a/b"),
+       "? and * never match a slash");
+    ok(berth_repl_glob("v{1,2}.*", "v2.0") && !berth_repl_glob("{a,b", "a"),
+       "alternatives with a tail; an unclosed brace matches nothing");
+    ok(berth_repl_glob("**/app", "app") && berth_repl_glob("**/app", "x/y/app") && !berth_repl_glob("**/app", "x/yapp"),
+       "leading **/");
+}
+
+/* the filters of a policy as the API stores them */
+static int pass(const char *filters_json, const char *repo, const char *tag)
+{
+    json_t *a = json_loads(filters_json, 0, NULL);
+    berth_repl_filters_t f;
+    berth_repl_filters_init(&f, a);
+    int r = berth_repl_filters_pass(&f, repo, tag);
+    berth_repl_filters_dispose(&f);
+    json_decref(a);
+    return r;
+}
+
+static void filters(void)
+{
+    ok(pass("[]", "any/thing", "v1") && pass("null", "any/thing", "v1"), "no filters: everything passes");
+    ok(pass("[{\"type\":\"name\",\"value\":\"team/**\"}]", "team/a/b", "v1") &&
+           !pass("[{\"type\":\"name\",\"value\":\"team/**\"}]", "ops/a", "v1"),
+       "a name filter matches by default (no decoration)");
+    ok(pass("[{\"type\":\"name\",\"value\":\"team/*\",\"decoration\":\"matches\"}]", "team/app", "x") &&
+           !pass("[{\"type\":\"name\",\"value\":\"team/*\",\"decoration\":\"matches\"}]", "team/a/b", "x"),
+       "decoration matches: a single * does not cross into deeper repositories");
+    const char *ex = "[{\"type\":\"tag\",\"value\":\"*-rc*\",\"decoration\":\"excludes\"}]";
+    ok(pass(ex, "team/app", "1.0") && !pass(ex, "team/app", "1.0-rc1"), "decoration excludes leaves matching tags out");
+    const char *both = "[{\"type\":\"name\",\"value\":\"team/**\"},{\"type\":\"tag\",\"value\":\"v*\"}]";
+    ok(pass(both, "team/app", "v2") && !pass(both, "team/app", "latest") && !pass(both, "ops/app", "v2"), "every filter must pass");
+    const char *ign =
+        "[{\"type\":\"label\",\"value\":\"prod\"},{\"type\":\"resource\",\"value\":\"image\"},{\"type\":\"name\",\"value\":\"\"},"
+        "{\"value\":\"x\"},{\"type\":\"tag\"}]";
+    ok(pass(ign, "any", "v1"), "label, resource, empty and incomplete filters match everything");
+    ok(pass("[{\"type\":\"tag\",\"value\":\"{v1,v2}\"}]", "r", "v2") &&
+           !pass("[{\"type\":\"tag\",\"value\":\"{v1,v2}\"}]", "r", "v3"),
+       "tag alternatives");
+}
+
+static int dest_is(const char *ns, int count, const char *repo, const char *want)
+{
+    char out[300];
+    berth_repl_dest_name(ns, count, repo, out, sizeof(out));
+    if (strcmp(out, want) != 0)
+        printf("# dest_name(%s, %d, %s) = %s, want %s\n", ns ? ns : "NULL", count, repo, out, want);
+    return strcmp(out, want) == 0;
+}
+
+static void names(void)
+{
+    ok(dest_is(NULL, 1, "lib/app", "lib/app") && dest_is("", -1, "a/b/c", "a/b/c"), "no namespace: the name is kept");
+    ok(dest_is("mirror", 1, "lib/app", "mirror/app") && dest_is("mirror", 1, "lib/team/app", "mirror/team/app"),
+       "replace count 1 (Harbor's default) replaces the project");
+    ok(dest_is("mirror", -1, "lib/team/app", "mirror/app") && dest_is("mirror", -1, "app", "mirror/app"),
+       "-1 keeps only the last component");
+    ok(dest_is("mirror", 0, "lib/app", "mirror/lib/app"), "0 puts the whole name under the namespace");
+    ok(dest_is("mirror", 2, "a/b/c", "mirror/c") && dest_is("mirror", 5, "a/b/c", "mirror/c"),
+       "a count past the name keeps the last component");
+    ok(dest_is("mirror/sub", 1, "lib/app", "mirror/sub/app"), "a namespace with components");
+    char p[256];
+    berth_repl_dest_project("mirror/sub", "lib", p);
+    ok(strcmp(p, "mirror") == 0, "the destination project is the namespace's first component");
+    berth_repl_dest_project("", "lib", p);
+    ok(strcmp(p, "lib") == 0, "without a namespace, the project scope");
+    berth_repl_dest_project(NULL, NULL, p);
+    ok(strcmp(p, "") == 0, "neither: empty");
+}
+
+static void cron(void)
+{
+    struct tm tm = {.tm_min = 30, .tm_hour = 2, .tm_mday = 15, .tm_mon = 5, .tm_wday = 3}; /* Wed 15 June, 02:30 */
     ok(berth_repl_cron_matches("30 2 * * *", &tm) && berth_repl_cron_matches("0 30 2 * * *", &tm), "five and six fields");
+    ok(!berth_repl_cron_matches("31 2 * * *", &tm) && !berth_repl_cron_matches("0 31 2 * * *", &tm),
+       "another minute does not fire");
+    ok(berth_repl_cron_matches("* 30 2 * * *", &tm) && berth_repl_cron_matches("59 30 2 * * *", &tm),
+       "Harbor's seconds field is dropped (the check runs once a minute)");
     ok(berth_repl_cron_matches("*/15 * * * *", &tm) && !berth_repl_cron_matches("*/20 * * * *", &tm), "steps");
+    ok(berth_repl_cron_matches("10-40/10 * * * *", &tm) && !berth_repl_cron_matches("10-40/7 * * * *", &tm),
+       "steps over a range start at its low end");
     ok(berth_repl_cron_matches("0-45 1-3 * 6 3", &tm) && !berth_repl_cron_matches("0-45 1-3 * 7 3", &tm), "ranges and months");
-    ok(berth_repl_cron_matches("29,30 * * * *", &tm) && !berth_repl_cron_matches("bogus", &tm), "lists; junk never fires");
+    ok(berth_repl_cron_matches("30 2 15 6 *", &tm) && !berth_repl_cron_matches("30 2 16 6 *", &tm), "day of month");
+    ok(berth_repl_cron_matches("30 2 * * 1-5", &tm) && !berth_repl_cron_matches("30 2 * * 0,6", &tm), "day of week (0 is Sunday)");
+    ok(berth_repl_cron_matches("29,30 * * * *", &tm) && !berth_repl_cron_matches("28,29 * * * *", &tm), "lists");
+    ok(berth_repl_cron_matches("? ? ? ? ?", &tm), "? matches any value");
+    ok(!berth_repl_cron_matches("bogus", &tm) && !berth_repl_cron_matches("", &tm) && !berth_repl_cron_matches("* * * *", &tm),
+       "too few fields never fire");
+    ok(!berth_repl_cron_matches("*/0 * * * *", &tm), "a zero step never fires");
+    struct tm midnight = {.tm_min = 0, .tm_hour = 0, .tm_mday = 1, .tm_mon = 0, .tm_wday = 0};
+    ok(berth_repl_cron_matches("0 0 1 1 0", &midnight) && berth_repl_cron_matches("0 0 0 1 1 0", &midnight), "lower bounds");
+}
+
+static void runs(void)
+{
+    ok(berth_repl_skips_while_active("manual") && berth_repl_skips_while_active("scheduled"),
+       "manual and scheduled runs wait for an active one");
+    ok(!berth_repl_skips_while_active("event_based"), "each event gets its own run");
+    json_t *a = json_loads("[{\"type\":\"name\",\"value\":\"team/**\"}]", 0, NULL);
+    berth_repl_filters_t f;
+    berth_repl_filters_init(&f, a);
+    ok(berth_repl_event_applies(&f, 0, "push", "team/app", "v1") && !berth_repl_event_applies(&f, 0, "push", "ops/app", "v1"),
+       "a push applies when the filters pass");
+    ok(!berth_repl_event_applies(&f, 0, "delete", "team/app", "v1") &&
+           berth_repl_event_applies(&f, 1, "delete", "team/app", "v1") &&
+           !berth_repl_event_applies(&f, 1, "delete", "ops/app", "v1"),
+       "a delete applies only with replicate_deletion, and only through the filters");
+    berth_repl_filters_dispose(&f);
+    json_decref(a);
+}
+
+int main(void)
+{
+    globs();
+    filters();
+    names();
+    cron();
+    runs();
     return tap_done();
 }

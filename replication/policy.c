@@ -1,0 +1,170 @@
+#include "replication/policy.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* ---- globs and filters -------------------------------------------------------------------------------------- */
+
+int berth_repl_glob(const char *p, const char *s)
+{
+    if (*p == '\0')
+        return *s == '\0';
+    if (p[0] == '*' && p[1] == '*') {
+        const char *rest = p + 2;
+        if (*rest == '/' && berth_repl_glob(rest + 1, s)) /* a double star followed by a slash may match nothing */
+            return 1;
+        for (const char *t = s;; t++) {
+            if (berth_repl_glob(rest, t))
+                return 1;
+            if (*t == '\0')
+                return 0;
+        }
+    }
+    if (*p == '*') {
+        for (const char *t = s;; t++) {
+            if (berth_repl_glob(p + 1, t))
+                return 1;
+            if (*t == '\0' || *t == '/')
+                return 0;
+        }
+    }
+    if (*p == '{') {
+        const char *end = strchr(p, '}');
+        if (end == NULL)
+            return 0;
+        for (const char *alt = p + 1; alt < end;) {
+            size_t n = strcspn(alt, ",}");
+            char buf[512];
+            snprintf(buf, sizeof(buf), "%.*s%s", (int)n, alt, end + 1);
+            if (berth_repl_glob(buf, s))
+                return 1;
+            alt += n + 1;
+        }
+        return 0;
+    }
+    if (*s == '\0' || (*p != '?' && *p != *s) || (*p == '?' && *s == '/'))
+        return 0;
+    return berth_repl_glob(p + 1, s + 1);
+}
+
+void berth_repl_filters_init(berth_repl_filters_t *f, const json_t *array)
+{
+    f->n = 0;
+    f->v = calloc(json_array_size(array) + 1, sizeof(*f->v));
+    size_t i;
+    const json_t *e;
+    json_array_foreach(array, i, e)
+    {
+        const char *type = json_string_value(json_object_get(e, "type")), *v = json_string_value(json_object_get(e, "value"));
+        const char *dec = json_string_value(json_object_get(e, "decoration"));
+        if (type == NULL || v == NULL || v[0] == '\0')
+            continue;
+        if (strcmp(type, "name") != 0 && strcmp(type, "tag") != 0)
+            continue; /* label and resource filters: everything here is an artifact without labels */
+        f->v[f->n++] = (berth_repl_filter_t){.kind = strcmp(type, "name") == 0 ? BERTH_REPL_FILTER_NAME : BERTH_REPL_FILTER_TAG,
+                                             .excludes = dec != NULL && strcmp(dec, "excludes") == 0,
+                                             .pattern = strdup(v)};
+    }
+}
+
+void berth_repl_filters_dispose(berth_repl_filters_t *f)
+{
+    for (size_t i = 0; i < f->n; i++)
+        free(f->v[i].pattern);
+    free(f->v);
+    f->v = NULL;
+    f->n = 0;
+}
+
+int berth_repl_filters_pass(const berth_repl_filters_t *f, const char *repo, const char *tag)
+{
+    for (size_t i = 0; i < f->n; i++) {
+        int m = berth_repl_glob(f->v[i].pattern, f->v[i].kind == BERTH_REPL_FILTER_NAME ? repo : tag);
+        if (f->v[i].excludes ? m : !m)
+            return 0;
+    }
+    return 1;
+}
+
+/* ---- names -------------------------------------------------------------------------------------------------- */
+
+void berth_repl_dest_name(const char *ns, int count, const char *repo, char *out, size_t outsz)
+{
+    if (ns == NULL || ns[0] == '\0') {
+        snprintf(out, outsz, "%s", repo);
+        return;
+    }
+    const char *rest = repo;
+    if (count < 0) {
+        const char *last = strrchr(repo, '/');
+        rest = last != NULL ? last + 1 : repo;
+    } else {
+        for (int i = 0; i < count; i++) {
+            const char *slash = strchr(rest, '/');
+            if (slash == NULL)
+                break;
+            rest = slash + 1;
+        }
+    }
+    snprintf(out, outsz, "%s/%s", ns, rest);
+}
+
+void berth_repl_dest_project(const char *ns, const char *scope, char out[256])
+{
+    const char *from = ns != NULL && ns[0] != '\0' ? ns : scope != NULL ? scope : "";
+    snprintf(out, 256, "%.*s", (int)strcspn(from, "/"), from);
+}
+
+/* ---- cron --------------------------------------------------------------------------------------------------- */
+
+/* "m h dom mon dow" (or Harbor's 6 fields with seconds first): one field */
+static int cron_field(const char *f, int v)
+{
+    char buf[64];
+    snprintf(buf, sizeof(buf), "%s", f);
+    for (char *save = NULL, *part = strtok_r(buf, ",", &save); part != NULL; part = strtok_r(NULL, ",", &save)) {
+        int step = 1, lo, hi;
+        char *slash = strchr(part, '/');
+        if (slash != NULL) {
+            step = atoi(slash + 1);
+            *slash = '\0';
+        }
+        if (strcmp(part, "*") == 0 || strcmp(part, "?") == 0) {
+            lo = 0;
+            hi = 59;
+        } else if (sscanf(part, "%d-%d", &lo, &hi) != 2) {
+            lo = hi = atoi(part);
+        }
+        if (step > 0 && v >= lo && v <= hi && (v - lo) % step == 0)
+            return 1;
+    }
+    return 0;
+}
+
+int berth_repl_cron_matches(const char *expr, const struct tm *tm)
+{
+    char f[6][64];
+    int n = sscanf(expr, "%63s %63s %63s %63s %63s %63s", f[0], f[1], f[2], f[3], f[4], f[5]);
+    int o = n == 6 ? 1 : 0; /* drop seconds */
+    if (n != 5 && n != 6)
+        return 0;
+    return cron_field(f[o], tm->tm_min) && cron_field(f[o + 1], tm->tm_hour) && cron_field(f[o + 2], tm->tm_mday) &&
+           cron_field(f[o + 3], tm->tm_mon + 1) && cron_field(f[o + 4], tm->tm_wday);
+}
+
+/* ---- runs --------------------------------------------------------------------------------------------------- */
+
+int berth_repl_skips_while_active(const char *trigger)
+{
+    return trigger == NULL || strcmp(trigger, "event_based") != 0;
+}
+
+int berth_repl_event_applies(const berth_repl_filters_t *f, int replicate_deletion, const char *operation, const char *repo,
+                             const char *tag)
+{
+    if (strcmp(operation, "delete") == 0 && !replicate_deletion)
+        return 0;
+    return berth_repl_filters_pass(f, repo, tag);
+}
