@@ -119,39 +119,91 @@ void berth_repl_dest_project(const char *ns, const char *scope, char out[256])
 
 /* ---- cron --------------------------------------------------------------------------------------------------- */
 
-/* "m h dom mon dow" (or Harbor's 6 fields with seconds first): one field */
-static int cron_field(const char *f, int v)
+/*
+ * "m h dom mon dow", or Harbor's six fields with seconds first (dropped: the check runs once a minute). Each field
+ * is a list of "*", "?", N or N-M, each with an optional "/step". Anything else makes the whole expression invalid,
+ * and an invalid expression never fires: reading "MON" or "x" as 0 would run the policy at a time nobody asked for.
+ */
+static const struct {
+    int lo, hi;
+} cron_bounds[6] = {{0, 59}, {0, 59}, {0, 23}, {1, 31}, {1, 12}, {0, 6}}; /* s m h dom mon dow */
+
+/* a decimal number at *p, advancing past it; -1 when there is none */
+static int cron_num(const char **p)
 {
-    char buf[64];
-    snprintf(buf, sizeof(buf), "%s", f);
-    for (char *save = NULL, *part = strtok_r(buf, ",", &save); part != NULL; part = strtok_r(NULL, ",", &save)) {
-        int step = 1, lo, hi;
-        char *slash = strchr(part, '/');
-        if (slash != NULL) {
-            step = atoi(slash + 1);
-            *slash = '\0';
-        }
-        if (strcmp(part, "*") == 0 || strcmp(part, "?") == 0) {
+    int v = 0, digits = 0;
+    for (; **p >= '0' && **p <= '9' && digits < 4; (*p)++, digits++)
+        v = v * 10 + (**p - '0');
+    return digits > 0 ? v : -1;
+}
+
+/* 1 if field `f` holds `v`, 0 if not, -1 if the field is invalid for bounds `b` (v < 0: only validate) */
+static int cron_field(const char *f, int b, int v)
+{
+    int hit = 0;
+    const char *p = f;
+    do {
+        int lo, hi, step = 1;
+        if (*p == '*' || *p == '?') {
+            /* a step on "*" counts from 0 in every field, as it always has here: every fifth day of the month
+             * is 5, 10, ..., where Harbor's cron counts from 1 */
             lo = 0;
-            hi = 59;
-        } else if (sscanf(part, "%d-%d", &lo, &hi) != 2) {
-            lo = hi = atoi(part);
+            hi = cron_bounds[b].hi;
+            p++;
+        } else {
+            if ((lo = cron_num(&p)) < 0)
+                return -1;
+            hi = lo;
+            if (*p == '-') {
+                p++;
+                if ((hi = cron_num(&p)) < 0)
+                    return -1;
+            }
+            if (lo < cron_bounds[b].lo || hi > cron_bounds[b].hi || lo > hi)
+                return -1;
         }
-        if (step > 0 && v >= lo && v <= hi && (v - lo) % step == 0)
-            return 1;
-    }
+        if (*p == '/') {
+            p++;
+            if ((step = cron_num(&p)) <= 0)
+                return -1;
+        }
+        if (*p != ',' && *p != '\0')
+            return -1;
+        hit |= v >= lo && v <= hi && (v - lo) % step == 0;
+    } while (*p++ == ',');
+    return hit;
+}
+
+/* the expression's five fields (minute first) into f; 0, or -1 when invalid */
+static int cron_split(const char *expr, char f[6][64], int *first)
+{
+    char extra[2];
+    int n = sscanf(expr, "%63s %63s %63s %63s %63s %63s %1s", f[0], f[1], f[2], f[3], f[4], f[5], extra);
+    if (n != 5 && n != 6)
+        return -1;
+    *first = n == 6 ? 1 : 0;
+    for (int i = 0; i < n; i++)
+        if (strlen(f[i]) >= 63 || cron_field(f[i], i + (n == 6 ? 0 : 1), -1) < 0)
+            return -1;
     return 0;
+}
+
+int berth_repl_cron_valid(const char *expr)
+{
+    char f[6][64];
+    int o;
+    return cron_split(expr, f, &o) == 0;
 }
 
 int berth_repl_cron_matches(const char *expr, const struct tm *tm)
 {
     char f[6][64];
-    int n = sscanf(expr, "%63s %63s %63s %63s %63s %63s", f[0], f[1], f[2], f[3], f[4], f[5]);
-    int o = n == 6 ? 1 : 0; /* drop seconds */
-    if (n != 5 && n != 6)
+    int o;
+    if (cron_split(expr, f, &o) != 0)
         return 0;
-    return cron_field(f[o], tm->tm_min) && cron_field(f[o + 1], tm->tm_hour) && cron_field(f[o + 2], tm->tm_mday) &&
-           cron_field(f[o + 3], tm->tm_mon + 1) && cron_field(f[o + 4], tm->tm_wday);
+    return cron_field(f[o], 1, tm->tm_min) == 1 && cron_field(f[o + 1], 2, tm->tm_hour) == 1 &&
+           cron_field(f[o + 2], 3, tm->tm_mday) == 1 && cron_field(f[o + 3], 4, tm->tm_mon + 1) == 1 &&
+           cron_field(f[o + 4], 5, tm->tm_wday) == 1;
 }
 
 /* ---- runs --------------------------------------------------------------------------------------------------- */

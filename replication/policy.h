@@ -53,6 +53,8 @@ void berth_repl_dest_project(const char *dest_namespace, const char *project_sco
 
 /** 1 if a cron expression ("m h dom mon dow", or Harbor's six fields with seconds first) fires at `tm`'s minute. */
 int berth_repl_cron_matches(const char *expr, const struct tm *tm);
+/** 1 if `expr` is a cron expression berth_repl_cron_matches understands; an invalid one never fires. */
+int berth_repl_cron_valid(const char *expr);
 
 /**
  * Whether a run started by `trigger` is skipped while the policy's previous run is still active (Harbor: manual

@@ -109,6 +109,22 @@ static void cron(void)
     ok(!berth_repl_cron_matches("bogus", &tm) && !berth_repl_cron_matches("", &tm) && !berth_repl_cron_matches("* * * *", &tm),
        "too few fields never fire");
     ok(!berth_repl_cron_matches("*/0 * * * *", &tm), "a zero step never fires");
+    /* invalid expressions never fire, not even at the minute a lax parser would read into them (atoi("x") is 0) */
+    struct tm zero = {.tm_min = 0, .tm_hour = 0, .tm_mday = 1, .tm_mon = 0, .tm_wday = 0};
+    static const char *const junk[] = {"x * * * *",  "0 0 1 1 MON",   "0-x * * * *", "5- * * * *", "*/x * * * *",
+                                       "*/ * * * *", "1-2-3 * * * *", "60 * * * *",  "0 24 * * *", "0 0 0 * *",
+                                       "0 0 * 13 *", "0 0 * * 7",     "0 0 * 0 *",   ",0 * * * *", "0,,1 * * * *",
+                                       "-1 * * * *", "0 0 0 0 1 1 0", "60 0 0 1 1 0"};
+    int none = 1;
+    for (size_t i = 0; i < sizeof(junk) / sizeof(junk[0]); i++)
+        if (berth_repl_cron_matches(junk[i], &zero) || berth_repl_cron_matches(junk[i], &tm)) {
+            printf("# \"%s\" fired\n", junk[i]);
+            none = 0;
+        }
+    ok(none, "invalid fields, out-of-range values and more than six fields never fire");
+    ok(berth_repl_cron_valid("0 * * * * *") && berth_repl_cron_valid("*/5 1-3,7 ? * 1-5") && !berth_repl_cron_valid("x * * * *") &&
+           !berth_repl_cron_valid("* * * *"),
+       "berth_repl_cron_valid tells the two apart");
     struct tm midnight = {.tm_min = 0, .tm_hour = 0, .tm_mday = 1, .tm_mon = 0, .tm_wday = 0};
     ok(berth_repl_cron_matches("0 0 1 1 0", &midnight) && berth_repl_cron_matches("0 0 0 1 1 0", &midnight), "lower bounds");
 }
