@@ -21,6 +21,7 @@
 #include "core/ref.h"
 #include "replication/client.h"
 #include "replication/policy.h"
+#include "replication/seal.h"
 #include "sql/api.h"
 
 #define MAX_ATTEMPTS 8
@@ -31,7 +32,6 @@
 
 static berth_repl_conf_t conf;
 static char self_url[512], self_user[128], self_password[128], instance[800];
-static unsigned char key[32];
 static pthread_t workers[MAX_WORKERS], eventer;
 static int nworkers, running, stopping;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
@@ -72,85 +72,6 @@ static void wake(void)
     pthread_mutex_lock(&mu);
     pthread_cond_broadcast(&cv);
     pthread_mutex_unlock(&mu);
-}
-
-/* ---- secrets ------------------------------------------------------------------------------------------------ */
-
-static int load_key(const char *path)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd >= 0) {
-        ssize_t n = read(fd, key, sizeof(key));
-        close(fd);
-        return n == (ssize_t)sizeof(key) ? 0 : -1;
-    }
-    RAND_bytes(key, sizeof(key));
-    char tmp[4200];
-    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (fd < 0)
-        return -1;
-    int ok = write(fd, key, sizeof(key)) == (ssize_t)sizeof(key) && fsync(fd) == 0;
-    close(fd);
-    return ok && rename(tmp, path) == 0 ? 0 : -1;
-}
-
-char *berth_repl_seal(const char *secret)
-{
-    unsigned char nonce[12], tag[16];
-    size_t n = strlen(secret);
-    unsigned char *ct = malloc(n + 1);
-    RAND_bytes(nonce, sizeof(nonce));
-    EVP_CIPHER_CTX *x = EVP_CIPHER_CTX_new();
-    int len = 0, ok = EVP_EncryptInit_ex(x, EVP_aes_256_gcm(), NULL, key, nonce) == 1 &&
-                      EVP_EncryptUpdate(x, ct, &len, (const unsigned char *)secret, (int)n) == 1 &&
-                      EVP_EncryptFinal_ex(x, ct + len, &len) == 1 && EVP_CIPHER_CTX_ctrl(x, EVP_CTRL_GCM_GET_TAG, 16, tag) == 1;
-    EVP_CIPHER_CTX_free(x);
-    char *hex = NULL;
-    if (ok) {
-        hex = malloc((12 + n + 16) * 2 + 1);
-        size_t o = 0;
-        for (int i = 0; i < 12; i++, o += 2)
-            snprintf(hex + o, 3, "%02x", nonce[i]);
-        for (size_t i = 0; i < n; i++, o += 2)
-            snprintf(hex + o, 3, "%02x", ct[i]);
-        for (int i = 0; i < 16; i++, o += 2)
-            snprintf(hex + o, 3, "%02x", tag[i]);
-    }
-    free(ct);
-    return hex;
-}
-
-char *berth_repl_open(const char *hex)
-{
-    size_t hl = hex != NULL ? strlen(hex) : 0;
-    if (hl < 56 || hl % 2 != 0)
-        return NULL;
-    size_t n = hl / 2;
-    unsigned char *raw = malloc(n);
-    for (size_t i = 0; i < n; i++) {
-        unsigned v;
-        if (sscanf(hex + 2 * i, "%2x", &v) != 1) {
-            free(raw);
-            return NULL;
-        }
-        raw[i] = (unsigned char)v;
-    }
-    size_t ctn = n - 28;
-    char *pt = malloc(ctn + 1);
-    EVP_CIPHER_CTX *x = EVP_CIPHER_CTX_new();
-    int len = 0, ok = EVP_DecryptInit_ex(x, EVP_aes_256_gcm(), NULL, key, raw) == 1 &&
-                      EVP_DecryptUpdate(x, (unsigned char *)pt, &len, raw + 12, (int)ctn) == 1 &&
-                      EVP_CIPHER_CTX_ctrl(x, EVP_CTRL_GCM_SET_TAG, 16, raw + 12 + ctn) == 1 &&
-                      EVP_DecryptFinal_ex(x, (unsigned char *)pt + len, &len) == 1;
-    EVP_CIPHER_CTX_free(x);
-    free(raw);
-    if (!ok) {
-        free(pt);
-        return NULL;
-    }
-    pt[ctn] = '\0';
-    return pt;
 }
 
 /* ---- delegation --------------------------------------------------------------------------------------------- */
@@ -939,7 +860,7 @@ int berth_repl_start(const berth_repl_conf_t *c, berth_err_t *err)
     snprintf(self_url, sizeof(self_url), "%s", c->self_url);
     snprintf(self_user, sizeof(self_user), "%s", c->self_user);
     snprintf(self_password, sizeof(self_password), "%s", c->self_password);
-    if (load_key(c->key_file) != 0)
+    if (berth_repl_seal_load_key(c->key_file) != 0)
         return berth_err_set(err, BERTH_OCI_INTERNAL, "cannot read or create the replication key %s", c->key_file);
     /* this instance is its host and edge address: a restart takes back its own tasks at once */
     char host[256] = "";
