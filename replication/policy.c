@@ -5,6 +5,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/err.h"
+
 /* ---- globs and filters -------------------------------------------------------------------------------------- */
 
 int berth_repl_glob(const char *p, const char *s)
@@ -219,4 +221,14 @@ int berth_repl_event_applies(const berth_repl_filters_t *f, int replicate_deleti
     if (strcmp(operation, "delete") == 0 && !replicate_deletion)
         return 0;
     return berth_repl_filters_pass(f, repo, tag);
+}
+
+const char *berth_repl_task_outcome(int rc, int stopped, int attempts, int *delay_s)
+{
+    *delay_s = rc == BERTH_ERETRY ? (attempts >= 5 ? 30 : attempts > 0 ? 1 << attempts : 1) : 0;
+    if (rc == 0)
+        return "Succeed";
+    if (stopped)
+        return "Stopped";
+    return rc == BERTH_ERETRY && attempts < BERTH_REPL_MAX_ATTEMPTS ? "Pending" : "Failed";
 }

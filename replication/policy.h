@@ -65,4 +65,13 @@ int berth_repl_skips_while_active(const char *trigger);
 int berth_repl_event_applies(const berth_repl_filters_t *f, int replicate_deletion, const char *operation, const char *repo,
                              const char *tag);
 
+/** Attempts a task gets before it fails for good; the retries wait 2, 4, 8, 16, then 30 s. */
+#define BERTH_REPL_MAX_ATTEMPTS 8
+/**
+ * A task's status after an attempt that returned `rc` (0, BERTH_ERETRY when a retry may help, another BERTH_E*
+ * code when it will not): "Succeed", "Stopped" (its execution was stopped meanwhile), "Pending" (retried after
+ * *delay_s seconds) or "Failed". `attempts` counts the one just made.
+ */
+const char *berth_repl_task_outcome(int rc, int stopped, int attempts, int *delay_s);
+
 #endif

@@ -42,7 +42,8 @@ int berth_repl_ping(const char *type, const char *url, const char *user, const c
 
 /**
  * A delegated policy (project_scope set) may write only into a project where its owner may push. 0 when the
- * policy may run (or is not delegated), 1 with `why` when it may not, negative on a database error.
+ * policy may run (or is not delegated), BERTH_EDENIED with `why` when it may not, another BERTH_E* code when the
+ * database cannot say.
  */
 int berth_repl_delegation_check(berth_dbconn_t *c, const char *owner, const char *project_scope, const char *dest_namespace,
                                 char *why, size_t whysz);

@@ -138,9 +138,9 @@ static int confined(berth_api_t *a, const char *owner, const char *scope, const 
 {
     char why[400];
     int rc = berth_repl_delegation_check(a->c, owner, scope, ns, why, sizeof(why));
-    if (rc < 0)
-        return berth_api_fail(a, BERTH_OCI_UNAVAILABLE, NULL);
-    return rc == 0 ? 0 : berth_api_fail(a, BERTH_OCI_DENIED, "%s", why);
+    if (rc == BERTH_EDENIED)
+        return berth_api_fail(a, BERTH_OCI_DENIED, "%s", why);
+    return rc == 0 ? 0 : berth_api_fail(a, BERTH_OCI_UNAVAILABLE, NULL);
 }
 
 static int policy_scope(berth_api_t *a, const char *id, char scope[256])

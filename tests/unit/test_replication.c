@@ -1,13 +1,16 @@
 /*
  * Replication's policy rules without a network or a database (replication/policy.c): doublestar globs, Harbor's
  * name/tag filters, the destination name with dest_namespace and its replace count, cron expressions for scheduled
- * policies, and which runs wait for an active one.
+ * policies, which runs wait for an active one, what an attempt's result makes of a task, and the typed rows the
+ * queue hands out (parsed from the shapes sql/api.c answers with).
  */
 #include <jansson.h>
 #include <string.h>
 #include <time.h>
 
+#include "core/err.h"
 #include "replication/policy.h"
+#include "replication/task.h"
 #include "tests/unit/tap.h"
 
 static void globs(void)
@@ -147,6 +150,93 @@ static void runs(void)
     json_decref(a);
 }
 
+static void outcomes(void)
+{
+    int d;
+    ok(strcmp(berth_repl_task_outcome(0, 0, 1, &d), "Succeed") == 0 && d == 0, "done: Succeed");
+    ok(strcmp(berth_repl_task_outcome(0, 1, 1, &d), "Succeed") == 0, "done before a stop landed: still Succeed");
+    int delays[9], pending = 1;
+    for (int a = 1; a <= 8; a++) {
+        const char *st = berth_repl_task_outcome(BERTH_ERETRY, 0, a, &delays[a]);
+        if (strcmp(st, a < BERTH_REPL_MAX_ATTEMPTS ? "Pending" : "Failed") != 0)
+            pending = 0;
+    }
+    ok(pending, "a transient failure is retried until the eighth attempt, which fails for good");
+    ok(delays[1] == 2 && delays[2] == 4 && delays[3] == 8 && delays[4] == 16 && delays[5] == 30 && delays[7] == 30,
+       "retries wait 2, 4, 8, 16, then 30 s");
+    ok(strcmp(berth_repl_task_outcome(BERTH_ERROR, 0, 1, &d), "Failed") == 0 && d == 0, "a refusal is not retried");
+    ok(strcmp(berth_repl_task_outcome(BERTH_ECONFLICT, 1, 1, &d), "Stopped") == 0 &&
+           strcmp(berth_repl_task_outcome(BERTH_ERETRY, 1, 1, &d), "Stopped") == 0,
+       "a stopped execution's task is Stopped, not retried");
+    ok(strcmp(berth_repl_task_outcome(BERTH_ENOTFOUND, 0, 1, &d), "Failed") == 0, "any other code fails");
+}
+
+/* the shape of BERTH_Q_TASK_CLAIM's answer */
+static void tasks(void)
+{
+    berth_repl_task_t t;
+    const char *claim =
+        "{\"id\": 41, \"execution_id\": 7, \"src\": \"team/app:v1\", \"dst\": \"mirror/app:v1\", \"operation\": \"copy\", "
+        "\"attempts\": 3, \"override\": false, \"speed\": 512, \"src_registry\": null, \"dest_registry\": {\"id\": 2, "
+        "\"type\": \"harbor\", \"url\": \"https://h.example\", \"insecure\": true, \"ca_file\": \"\", "
+        "\"access_key\": \"robot$x\", \"secret\": \"00ff\"}}";
+    ok(berth_repl_task_parse(&t, claim) == 0, "a claimed task parses");
+    ok(t.id == 41 && t.execution_id == 7 && strcmp(t.src, "team/app:v1") == 0 && strcmp(t.dst, "mirror/app:v1") == 0 &&
+           t.operation == BERTH_REPL_OP_COPY && t.attempts == 3 && !t.override && t.speed_kib == 512,
+       "its fields");
+    ok(t.src_registry == NULL && t.dest_registry != NULL && t.dest_registry->id == 2 &&
+           strcmp(t.dest_registry->type, "harbor") == 0 && strcmp(t.dest_registry->url, "https://h.example") == 0 &&
+           t.dest_registry->insecure && strcmp(t.dest_registry->access_key, "robot$x") == 0 &&
+           strcmp(t.dest_registry->secret, "00ff") == 0,
+       "a null registry is this Berth; the other endpoint with its sealed secret");
+    berth_repl_task_dispose(&t);
+    ok(berth_repl_task_parse(
+           &t, "{\"id\": 1, \"operation\": \"deletion\", \"override\": true, \"dest_registry\": {\"url\": \"http://b\", "
+               "\"secret\": null}}") == 0 &&
+           t.operation == BERTH_REPL_OP_DELETION && t.override && strcmp(t.src, "") == 0 && t.dest_registry != NULL &&
+           strcmp(t.dest_registry->secret, "") == 0 && strcmp(t.dest_registry->type, "") == 0,
+       "a deletion; missing strings are empty, never NULL");
+    berth_repl_task_dispose(&t);
+    ok(berth_repl_task_parse(&t, "[1]") == BERTH_EINVAL && berth_repl_task_parse(&t, "nonsense") == BERTH_EINVAL &&
+           berth_repl_task_parse(&t, NULL) == BERTH_EINVAL && t.src == NULL,
+       "anything else is BERTH_EINVAL and leaves nothing to free");
+
+    /* BERTH_Q_POL_GET's policy, and the short rows of the event and schedule queries */
+    json_t *o =
+        json_loads("{\"id\": 5, \"dest_namespace\": \"mirror\", \"dest_namespace_replace_count\": -1, \"creator\": \"ann\", "
+                   "\"project_scope\": \"team\", \"replicate_deletion\": true, \"src_registry\": {\"id\": 9, \"name\": \"a\"}, "
+                   "\"filters\": [{\"type\": \"tag\", \"value\": \"v*\"}], \"trigger\": {\"type\": \"scheduled\", "
+                   "\"trigger_settings\": {\"cron\": \"0 0 * * * *\"}}}",
+                   0, NULL);
+    berth_repl_policy_t p;
+    ok(berth_repl_policy_parse(&p, o) == 0 && p.id == 5 && strcmp(p.dest_namespace, "mirror") == 0 && p.replace_count == -1 &&
+           strcmp(p.creator, "ann") == 0 && strcmp(p.project_scope, "team") == 0 && p.replicate_deletion &&
+           p.src_registry_id == 9 && p.src_registry == NULL && strcmp(p.cron, "0 0 * * * *") == 0,
+       "a policy parses, its cron taken from the trigger");
+    ok(berth_repl_filters_pass(&p.filters, "x", "v2") && !berth_repl_filters_pass(&p.filters, "x", "latest"), "with its filters");
+    berth_repl_policy_dispose(&p);
+    json_decref(o);
+    o = json_loads("{\"id\": 6, \"cron\": \"*/5 * * * *\"}", 0, NULL);
+    ok(berth_repl_policy_parse(&p, o) == 0 && p.id == 6 && strcmp(p.cron, "*/5 * * * *") == 0 &&
+           strcmp(p.dest_namespace, "") == 0 && p.src_registry_id == 0 && p.filters.n == 0,
+       "a schedule row: id and cron, the rest empty");
+    berth_repl_policy_dispose(&p);
+    json_decref(o);
+    ok(berth_repl_policy_parse(&p, NULL) == BERTH_EINVAL, "no object: BERTH_EINVAL");
+
+    char repo[300], ref[200], joined[600];
+    berth_repl_ref_split("team/app:v1", repo, sizeof(repo), ref, sizeof(ref));
+    ok(strcmp(repo, "team/app") == 0 && strcmp(ref, "v1") == 0, "split repo:tag");
+    berth_repl_ref_split("team/app@sha256:abc", repo, sizeof(repo), ref, sizeof(ref));
+    ok(strcmp(repo, "team/app") == 0 && strcmp(ref, "sha256:abc") == 0, "split repo@digest (the digest's colon is not the tag's)");
+    berth_repl_ref_split("team/app", repo, sizeof(repo), ref, sizeof(ref));
+    ok(strcmp(repo, "team/app") == 0 && strcmp(ref, "latest") == 0, "no reference: latest");
+    berth_repl_ref_join("team/app", "sha256:abc", joined, sizeof(joined));
+    ok(strcmp(joined, "team/app@sha256:abc") == 0, "join a digest with @");
+    berth_repl_ref_join("team/app", "v1", joined, sizeof(joined));
+    ok(strcmp(joined, "team/app:v1") == 0, "join a tag with :");
+}
+
 int main(void)
 {
     globs();
@@ -154,5 +244,7 @@ int main(void)
     names();
     cron();
     runs();
+    outcomes();
+    tasks();
     return tap_done();
 }
