@@ -18,7 +18,7 @@ int berth_scope_parse(berth_scope_t *out, const char *s, size_t len, berth_err_t
             last = s + i - 1;
             break;
         }
-    if (first == NULL || last == first)
+    if (first == NULL || last == NULL || last == first)
         return berth_err_set(err, BERTH_OCI_UNSUPPORTED, "scope needs type:name:actions");
     size_t tlen = (size_t)(first - s);
     const char *paren = memchr(s, '(', tlen); /* "repository(plugin)" */

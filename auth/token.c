@@ -230,8 +230,8 @@ char *berth_token_issue(const berth_token_keys_t *k, const char *issuer, const c
         json_array_append_new(acc, json_pack("{s:s,s:s,s:o}", "type", access[i].type, "name", access[i].name, "actions", acts));
     }
     json_t *claims =
-        json_pack("{s:s,s:s,s:s,s:I,s:I,s:I,s:s,s:o}", "iss", issuer, "sub", subject, "aud", audience, "exp",
-                  (json_int_t)(now + ttl), "nbf", (json_int_t)now, "iat", (json_int_t)now, "jti", jti_hex, "access", acc);
+        json_pack("{s:s,s:s,s:s,s:I,s:I,s:I,s:s,s:o}", "iss", issuer, "sub", subject, "aud", audience, "exp", (json_int_t)now + ttl,
+                  "nbf", (json_int_t)now, "iat", (json_int_t)now, "jti", jti_hex, "access", acc);
     if (account_id != 0)
         json_object_set_new(claims, "berth_aid", json_integer((json_int_t)account_id));
     char *claims_s = json_dumps(claims, JSON_COMPACT);

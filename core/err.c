@@ -1,3 +1,4 @@
+#define BERTH_ERR_C /* the definition below, not the analysis-only wrapper of err.h */
 #include "core/err.h"
 
 #include "core/utf8.h"

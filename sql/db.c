@@ -150,6 +150,7 @@ static void *probe_main(void *arg)
         if (ok) {
             PGcancel *cancels[CANCEL_MAX];
             int n = db->ncancels;
+            // NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers, copied by element size
             memcpy(cancels, db->cancels, sizeof(cancels[0]) * (size_t)n);
             db->ncancels = 0;
             db->down = 0;
@@ -328,6 +329,7 @@ static int timed_out(berth_dbconn_t *c, berth_err_t *err)
     PQfinish(c->pg);
     c->pg = NULL;
     c->in_tx = 0;
+    // NOLINTNEXTLINE(clang-analyzer-core.NonNullParamChecker): a deadline passes only with c->db (its deadline_ms)
     pthread_mutex_lock(&db->mu);
     db->timeouts++;
     if (k != NULL && db->ncancels < CANCEL_MAX) {

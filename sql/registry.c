@@ -147,7 +147,7 @@ static int run_int64(berth_dbconn_t *c, berth_sql_id_t id, const char *const *va
 {
     PGresult *res = run(c, id, values, err);
     if (res == NULL)
-        return err != NULL ? err->code : BERTH_ERROR;
+        return err != NULL && err->code != 0 ? err->code : BERTH_ERROR; /* never 0: callers read *out on 0 */
     int rc = BERTH_ENOTFOUND;
     if (PQntuples(res) > 0) {
         *out = strtoll(PQgetvalue(res, 0, 0), NULL, 10);

@@ -127,7 +127,7 @@ static PGresult *run(berth_dbconn_t *c, berth_sql_id_t id, const char *const *p,
 
 static int fail(berth_err_t *err)
 {
-    return err != NULL ? err->code : BERTH_ERROR;
+    return err != NULL && err->code != 0 ? err->code : BERTH_ERROR; /* never 0: callers read *out on 0 */
 }
 
 /* One principal row (id, name, hash, sysadmin, disabled, extra) into *out; `extra` gets column 5. */

@@ -136,8 +136,8 @@ int berth_api_authenticate(berth_api_t *a)
         return 0;
     }
     if (rc == BERTH_ENOTFOUND)
-        return 0; /* anonymous */
-    if (rc == BERTH_ERETRY || rc == BERTH_EINVAL) {
+        return 0;                                                                  /* anonymous */
+    if ((rc == BERTH_ERETRY || rc == BERTH_EINVAL) && rq->authorization != NULL) { /* both need a header */
         berth_auth_header_t h;
         int hrc = berth_auth_header_parse(&h, rq->authorization, strlen(rq->authorization));
         if (rc == BERTH_ERETRY)

@@ -381,7 +381,7 @@ static int create_robot(berth_api_t *a)
     }
     if (strcmp(level, "project") == 0 && json_array_size(perms) == 1)
         snprintf(project, sizeof(project), "%s", json_string_value(json_object_get(json_array_get(perms, 0), "namespace")) ?: "");
-    berth_authz_t z;
+    berth_authz_t z = {0}; /* a system robot's rights leave it unset: project_id formats as 0, unused */
     if (robot_rights(a, level, project[0] ? project : NULL, BERTH_ACT_CREATE, &z) != 0)
         goto Exit;
     if ((rows = robot_permissions(a, perms, level, project)) == NULL)

@@ -70,7 +70,7 @@ static int registries(berth_api_t *a)
                                   "name, type (berth or docker-registry) and an http(s) url are required");
         }
         char *sealed = secret != NULL && secret[0] ? berth_repl_seal(secret) : NULL;
-        berth_db_json_t r;
+        berth_db_json_t r = {0};
         if (create) {
             const char *p[] = {name, type, url, key, sealed, json_is_boolean(ins) ? (json_is_true(ins) ? "true" : "false") : NULL,
                                ca,   desc};

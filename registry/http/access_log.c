@@ -95,7 +95,7 @@ void berth_access_log(const char *remote, const char *method, const char *path, 
         return;
     size_t len = strlen(s);
     line_t *l = malloc(sizeof(*l) + len + 1);
-    memcpy(l->text, s, len);
+    memcpy(l->text, s, len); // NOLINT(bugprone-not-null-terminated-result): a counted line ending in '\n', not a C string
     l->text[len] = '\n';
     l->len = len + 1;
     l->next = NULL;

@@ -1,5 +1,6 @@
 #include "registry/http/limits.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/resource.h>
@@ -19,13 +20,15 @@ static int backlog = 4096;
 static int read_somaxconn(void)
 {
     FILE *f = fopen("/proc/sys/net/core/somaxconn", "r");
-    int v = 0;
+    long v = 0;
+    char line[32];
     if (f != NULL) {
-        if (fscanf(f, "%d", &v) != 1)
+        char *end;
+        if (fgets(line, sizeof(line), f) != NULL && ((v = strtol(line, &end, 10)) <= 0 || v > INT_MAX || end == line))
             v = 0;
         fclose(f);
     }
-    return v > 0 ? v : 4096;
+    return v > 0 ? (int)v : 4096;
 }
 
 void berth_limits_init(berth_limits_t *out, int edge_workers)

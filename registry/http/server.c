@@ -218,10 +218,11 @@ static void run_job(berth_work_t *w)
 
 static void on_jobs_done(h2o_multithread_receiver_t *receiver, h2o_linklist_t *messages)
 {
-    while (!h2o_linklist_is_empty(messages)) {
-        h2o_multithread_message_t *m = H2O_STRUCT_FROM_MEMBER(h2o_multithread_message_t, link, messages->next);
-        h2o_linklist_unlink(&m->link);
-        job_t *j = H2O_STRUCT_FROM_MEMBER(job_t, msg, m);
+    /* the next node is read before this one is unlinked and freed (clang-analyzer cannot prove they differ) */
+    for (h2o_linklist_t *node = messages->next, *next; node != messages; node = next) {
+        next = node->next;
+        h2o_linklist_unlink(node);
+        job_t *j = H2O_STRUCT_FROM_MEMBER(job_t, msg.link, node);
         if (j->req != NULL) {
             j->guard->job = NULL;
             send_resp(j->req, &j->resp, j->v2.route.kind, &j->start);

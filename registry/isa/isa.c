@@ -412,8 +412,8 @@ int berth_isa_node_from_cpuinfo(const char *text, berth_isa_node_t *out)
         rc = 0;
     } else if (cpuinfo_line(text, "cpu", buf, LINE) == 0 && strncmp(buf, "POWER", 5) == 0) {
         node_init(out, BERTH_ISA_PPC64LE);
-        int gen = atoi(buf + 5);
-        if (set_level(&out->level, BERTH_ISA_PPC64LE, gen >= 8 && gen <= 11 ? gen : 8, 0) != 0)
+        long gen = strtol(buf + 5, NULL, 10); /* "POWER9 (architected)...": leading digits only */
+        if (set_level(&out->level, BERTH_ISA_PPC64LE, gen >= 8 && gen <= 11 ? (int)gen : 8, 0) != 0)
             set_level(&out->level, BERTH_ISA_PPC64LE, 8, 0);
         if (strstr(buf, "altivec") != NULL)
             berth_isa_features_add(&flags, "altivec");

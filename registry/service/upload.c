@@ -305,7 +305,6 @@ berth_upload_t *berth_upload_begin(berth_registry_t *reg, const berth_upload_req
         new_id(nid);
         if (has_digest) {
             if ((u = new_state(reg, OP_MONOLITHIC, rq, nid, who, &err)) == NULL) {
-                rc = err.code;
                 goto Fail;
             }
             u->want = want;
@@ -342,7 +341,7 @@ berth_upload_t *berth_upload_begin(berth_registry_t *reg, const berth_upload_req
     if (is_get) {
         int64_t size;
         if (berth_store_upload_size(reg->store, id, &size) != 0) {
-            rc = berth_err_set(&err, BERTH_OCI_BLOB_UPLOAD_UNKNOWN, NULL);
+            berth_err_set(&err, BERTH_OCI_BLOB_UPLOAD_UNKNOWN, NULL);
             goto Fail;
         }
         session_headers(resp, rq->route->name, id, size);
@@ -352,7 +351,6 @@ berth_upload_t *berth_upload_begin(berth_registry_t *reg, const berth_upload_req
 
     /* PATCH or PUT: append to the session */
     if ((u = new_state(reg, is_patch ? OP_PATCH : OP_PUT, rq, id, who, &err)) == NULL) {
-        rc = err.code;
         goto Fail;
     }
     if (rq->content_length != 0 && (rc = berth_store_check_reserve(reg->store, &err)) != 0) {
@@ -366,7 +364,7 @@ berth_upload_t *berth_upload_begin(berth_registry_t *reg, const berth_upload_req
         if ((rc = query_digest(rq, &u->want, &has_digest, &err)) != 0)
             goto Fail;
         if (!has_digest) {
-            rc = berth_err_set(&err, BERTH_OCI_DIGEST_INVALID, "digest parameter is required");
+            berth_err_set(&err, BERTH_OCI_DIGEST_INVALID, "digest parameter is required");
             goto Fail;
         }
     }
@@ -377,7 +375,7 @@ berth_upload_t *berth_upload_begin(berth_registry_t *reg, const berth_upload_req
     }
     int zstd = rq->content_encoding != NULL && strcmp(rq->content_encoding, "zstd") == 0;
     if (rq->content_encoding != NULL && !zstd && strcmp(rq->content_encoding, "identity") != 0) {
-        rc = berth_err_set(&err, BERTH_OCI_ENCODING, "Content-Encoding %s is not supported (zstd is)", rq->content_encoding);
+        berth_err_set(&err, BERTH_OCI_ENCODING, "Content-Encoding %s is not supported (zstd is)", rq->content_encoding);
         goto Fail;
     }
     if (zstd) { /* the body is compressed: sizes are checked on the decoded bytes */
@@ -390,7 +388,7 @@ berth_upload_t *berth_upload_begin(berth_registry_t *reg, const berth_upload_req
         uint64_t start, end;
         if (berth_range_parse(rq->content_range, strlen(rq->content_range), &start, &end) != 0 || start != (uint64_t)u->offset ||
             (!zstd && rq->content_length >= 0 && (uint64_t)rq->content_length != end - start + 1)) {
-            rc = berth_err_set(&err, BERTH_OCI_RANGE_INVALID, "Content-Range must continue at offset %lld", (long long)u->offset);
+            berth_err_set(&err, BERTH_OCI_RANGE_INVALID, "Content-Range must continue at offset %lld", (long long)u->offset);
             session_headers(resp, rq->route->name, id, u->offset);
             goto Fail;
         }
@@ -401,7 +399,6 @@ berth_upload_t *berth_upload_begin(berth_registry_t *reg, const berth_upload_req
         goto Fail;
     u->hash = hash_take(id, u->offset);
     if (u->hash == NULL && (u->hash = rehash(reg->store, id, BERTH_DIGEST_SHA256, u->offset, &err)) == NULL) {
-        rc = err.code;
         goto Fail;
     }
 Done:

@@ -308,7 +308,7 @@ static void test_errors(void)
     /* a message quoting client bytes, or cut by vsnprintf in the middle of a character, still makes valid JSON */
     char many[400] = "xy";
     for (int i = 0; i < 150; i++)
-        strcat(many, "\xc3\xa9");
+        memcpy(many + 2 + 2 * i, "\xc3\xa9", 3); /* two bytes of é, then the terminator the next one overwrites */
     const char *msgs[] = {"name \xff\xfe", "cut \xe2\x82", many};
     for (size_t i = 0; i < 3; i++) {
         berth_err_set(&err, BERTH_OCI_NAME_INVALID, "%s", msgs[i]);
