@@ -307,15 +307,20 @@ berth_gate_t berth_gate_check_all(berth_authsvc_t *a, const char *authz, size_t 
         } else {
             berth_scope_t lacking[BERTH_GATE_SCOPES_MAX];
             size_t nl = 0;
-            for (size_t i = 0; i < n; i++) { /* what the token grants and the account may still do */
-                unsigned granted = berth_token_allowed(&c, need[i].type, need[i].name) &
-                                   berth_authsvc_permitted(a, c.subject[0] != '\0' ? &acct : NULL, &need[i]);
+            int down = 0;
+            for (size_t i = 0; i < n && !down; i++) { /* what the token grants and the account may still do */
+                unsigned may;
+                down = berth_authsvc_permitted(a, c.subject[0] != '\0' ? &acct : NULL, &need[i], &may) != 0;
+                unsigned granted = berth_token_allowed(&c, need[i].type, need[i].name) & may;
                 if ((need[i].actions & ~granted) != 0) {
                     lacking[nl] = need[i];
                     lacking[nl++].actions = need[i].actions & ~granted;
                 }
             }
-            if (nl > 0) {
+            if (down) { /* the rights could not be read: what held for this very token keeps holding, as above */
+                if (!remembered_stale(key, who))
+                    out = unavailable(resp);
+            } else if (nl > 0) {
                 char missing[BERTH_GATE_SCOPES_MAX * 300];
                 scopes_str(lacking, nl, missing, sizeof(missing));
                 out = refuse(a, resp, 401, need, n, "insufficient_scope", missing, "token does not grant the scope");
@@ -362,7 +367,12 @@ berth_gate_t berth_gate_check_all(berth_authsvc_t *a, const char *authz, size_t 
         return BERTH_GATE_ALLOW;
     }
     for (size_t i = 0; i < n; i++) {
-        unsigned permitted = berth_authsvc_permitted(a, authenticated ? &user : NULL, &need[i]);
+        unsigned permitted;
+        if (berth_authsvc_permitted(a, authenticated ? &user : NULL, &need[i], &permitted) != 0) {
+            if (authenticated)
+                flight_done(key);
+            return unavailable(resp); /* not a refusal: the rights could not be read */
+        }
         if ((need[i].actions & ~permitted) == 0)
             continue;
         if (authenticated) {

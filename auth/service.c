@@ -44,10 +44,15 @@ static void unauthorized(berth_resp_t *resp, const char *why)
 }
 
 /* What `user` (NULL: anonymous) may do on one scope: Harbor's matrix or the robot's grants, nothing on error. */
-static unsigned permitted(berth_dbconn_t *c, const berth_db_user_t *user, const berth_scope_t *s)
+/* Sets *out to the actions `user` may have on `s`. BERTH_EUNAVAIL when the database does not answer: the caller
+ * must say so (503), not refuse — docker reports a 403 as "denied" and gives up, an outage is not a verdict. */
+static int permitted(berth_dbconn_t *c, const berth_db_user_t *user, const berth_scope_t *s, unsigned *out)
 {
-    if (user != NULL && user->sysadmin)
-        return s->actions;
+    *out = 0;
+    if (user != NULL && user->sysadmin) {
+        *out = s->actions;
+        return 0;
+    }
     if (strcmp(s->type, "repository") != 0)
         return 0; /* registry:catalog is for system admins */
     char project[BERTH_NAME_MAX + 1];
@@ -55,9 +60,11 @@ static unsigned permitted(berth_dbconn_t *c, const berth_db_user_t *user, const 
     memcpy(project, s->name, plen);
     project[plen] = '\0';
     berth_authz_t z;
-    if (berth_authz_project(c, user, project, &z, NULL) != 0)
-        return 0;
-    return berth_authz_repository_scope(&z);
+    berth_err_t err;
+    if (berth_authz_project(c, user, project, &z, &err) != 0)
+        return BERTH_EUNAVAIL; /* its only failure is the database's (an unknown project is z.exists == 0) */
+    *out = berth_authz_repository_scope(&z);
+    return 0;
 }
 
 static void bad_request(berth_resp_t *resp, const char *why)
@@ -268,7 +275,13 @@ void berth_authsvc_token(berth_authsvc_t *a, const berth_token_req_t *rq, berth_
             berth_scope_t s;
             if (berth_scope_parse(&s, tok, strlen(tok), NULL) != 0)
                 continue; /* never grant what we cannot read */
-            s.actions &= permitted(c, who, &s);
+            unsigned may;
+            if (permitted(c, who, &s, &may) != 0) {
+                berth_db_release(a->db, c);
+                berth_err_set(&err, BERTH_OCI_AUTH_UNAVAILABLE, NULL);
+                return berth_resp_error(resp, &err);
+            }
+            s.actions &= may;
             if (s.actions != 0)
                 granted[n++] = s;
         }
@@ -396,14 +409,17 @@ void berth_authsvc_too_many(berth_resp_t *resp, const char *username, const char
     berth_log_warn("login throttled for user %s", username);
 }
 
-unsigned berth_authsvc_permitted(berth_authsvc_t *a, const berth_db_user_t *user, const berth_scope_t *scope)
+int berth_authsvc_permitted(berth_authsvc_t *a, const berth_db_user_t *user, const berth_scope_t *scope, unsigned *out)
 {
+    *out = 0;
+    if (user != NULL && user->sysadmin) /* no database needed: an admin keeps working through an outage */
+        return permitted(NULL, user, scope, out);
     berth_dbconn_t *c = berth_db_acquire(a->db, NULL);
     if (c == NULL)
-        return 0;
-    unsigned p = scope->actions & permitted(c, user, scope);
+        return BERTH_EUNAVAIL;
+    int rc = permitted(c, user, scope, out);
     berth_db_release(a->db, c);
-    return p;
+    return rc;
 }
 
 int berth_authsvc_bootstrap(berth_authsvc_t *a, const char *password, berth_err_t *err)

@@ -69,8 +69,9 @@ int berth_authsvc_recheck(berth_authsvc_t *a, berth_db_user_t *u);
 void berth_authsvc_too_many(berth_resp_t *resp, const char *username, const char *remote);
 /** Seconds a throttled (name, remote) must still wait (0: none). */
 long berth_authsvc_retry_after(const char *username, const char *remote);
-/** Token-scope actions `user` (NULL: anonymous) may have on `scope` (Harbor's matrix; 0 on any error). */
-unsigned berth_authsvc_permitted(berth_authsvc_t *a, const berth_db_user_t *user, const berth_scope_t *scope);
+/** Sets *out to the token-scope actions `user` (NULL: anonymous) may have on `scope` (Harbor's matrix). Returns 0, or
+ *  BERTH_EUNAVAIL when the database needed to decide does not answer (*out is then 0: answer 503, never 403). */
+int berth_authsvc_permitted(berth_authsvc_t *a, const berth_db_user_t *user, const berth_scope_t *scope, unsigned *out);
 /** Create the first admin from `password` (or a generated one, printed once to stderr) when no user exists. */
 int berth_authsvc_bootstrap(berth_authsvc_t *a, const char *password, berth_err_t *err);
 
