@@ -8,7 +8,7 @@ import subprocess
 import tempfile
 import unittest
 
-from harness import ACCEPT_ALL, ADMIN_CREDS, BerthTestCase, Berthd, main, write_oci_layout
+from harness import ACCEPT_ALL, ADMIN_CREDS, BerthTestCase, Berthd, eventually, main, write_oci_layout
 
 TIMEOUT = 300
 
@@ -175,20 +175,15 @@ class TLSAndLargeUploads(unittest.TestCase):
         src = subprocess.Popen(["head", "-c", str(4 * 1024 ** 3), "/dev/zero"], stdout=subprocess.PIPE)
         up = subprocess.Popen(["curl", "-sS", "--http2", "--cacert", self.cert, "-u", ADMIN_CREDS, "-X", "PATCH", "-T", "-", "-o", "/dev/null",
                                self.url + loc], stdin=src.stdout, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(1.0)
+        def streams():
+            body = self.b.request("GET", "/metrics")[2].decode()
+            return int([x for x in body.splitlines() if x.startswith("berth_upload_streams ")][0].split()[1])
+        self.assertEqual(eventually(lambda: streams() >= 1, True), True, "the upload stream never started")
         up.kill()
         src.kill()
         up.wait()
         src.wait()
-        deadline = time.time() + 10
-        streams = None
-        while time.time() < deadline:
-            body = self.b.request("GET", "/metrics")[2].decode()
-            streams = int([x for x in body.splitlines() if x.startswith("berth_upload_streams ")][0].split()[1])
-            if streams == 0:
-                break
-            time.sleep(0.1)
-        self.assertEqual(streams, 0, "an aborted upload stream was never released")
+        self.assertEqual(eventually(streams, 0), 0, "an aborted upload stream was never released")
         self.assertIsNone(self.b.proc.poll(), "berthd died")
         st, h, _ = self.b.request("GET", loc)
         self.assertEqual(st, 204)  # the session and whatever bytes arrived are still there to resume

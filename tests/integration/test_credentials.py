@@ -11,7 +11,7 @@ import threading
 import time
 import urllib.parse
 
-from harness import ADMIN_AUTH, BerthTestCase, Berthd, main, psql
+from harness import ADMIN_AUTH, BerthTestCase, Berthd, eventually, main, psql
 
 PW = "Secret12345"
 FORM = {"Content-Type": "application/x-www-form-urlencoded"}
@@ -205,7 +205,7 @@ class AuthPool(BerthTestCase):
             base = self.latency(b)
             stop, statuses = threading.Event(), []
             threads = self.storm(b, 40, stop, statuses)
-            time.sleep(1.0)
+            eventually(lambda: len(statuses) >= 40, True)  # the storm is under way before measuring
             loaded = self.latency(b)
             stop.set()
             for t in threads:
@@ -225,7 +225,7 @@ class AuthPool(BerthTestCase):
         try:
             stop, statuses = threading.Event(), []
             threads = self.storm(b, 16, stop, statuses)
-            time.sleep(1.5)
+            eventually(lambda: 503 in statuses, True)  # the queue is full: shedding has begun
             self.assertEqual(b.request("GET", "/api/v2.0/projects", auth=None)[0], 200)
             stop.set()
             for t in threads:

@@ -7,7 +7,7 @@ import threading
 import time
 import unittest
 
-from harness import ACCEPT_ALL, BERTH_PG, Berthd, free_port, main
+from harness import ACCEPT_ALL, BERTH_PG, Berthd, eventually, free_port, main
 
 
 class DatabaseOutage(unittest.TestCase):
@@ -34,11 +34,11 @@ class DatabaseOutage(unittest.TestCase):
             t.start()
             time.sleep(0.5)
             subprocess.run([BERTH_PG, "stop", pgdir], check=True)
-            time.sleep(1.5)
+            eventually(lambda: 503 in statuses, True)  # the outage is seen
             down = list(statuses)
             st, _, body = b.request("PUT", "/v2/outage/app/manifests/v2", b"{}", {"Content-Type": "application/json"})
             subprocess.run([BERTH_PG, "start", pgdir, port], check=True, capture_output=True)
-            time.sleep(1.5)
+            eventually(lambda: statuses[-1] == 200, True, timeout=30)  # recovered (asserted below)
             stop.set()
             t.join()
             self.assertIn(503, down, "no 503 while the database was down")

@@ -13,7 +13,7 @@ import tempfile
 import time
 import unittest
 
-from harness import ADMIN_AUTH, ADMIN_PASSWORD, BERTHD, BERTH_PG, OCI_INDEX, BerthTestCase, Berthd, free_port, main, sha256, \
+from harness import ADMIN_AUTH, ADMIN_PASSWORD, BERTHD, BERTH_PG, OCI_INDEX, BerthTestCase, Berthd, eventually, free_port, main, sha256, \
     write_oci_layout
 
 ADMIN = "admin:" + ADMIN_PASSWORD
@@ -297,12 +297,13 @@ class TwoSites(BerthTestCase):
                                    "filters": [{"type": "name", "value": "ref/slow"}]})
         eid = run_policy(self.a, slow)
         self.assertEqual(api(self.a, "POST", "/replication/executions", {"policy_id": slow})[0], 409)  # still running: skipped
-        time.sleep(1.5)
+        tasks = lambda: api(self.a, "GET", "/replication/executions/%d/tasks" % eid)[2]
+        # stop it mid-transfer: once its task has started sending
+        self.assertTrue(eventually(lambda: any(t.get("bytes_sent", 0) > 0 for t in tasks()), True), tasks())
         self.assertEqual(api(self.a, "PUT", "/replication/executions/%d" % eid, {"status": "Stopped"})[0], 200)
         e = wait_execution(self.a, eid)
         self.assertEqual(e["status"], "Stopped")
-        time.sleep(2)
-        self.assertEqual(api(self.a, "GET", "/replication/executions/%d/tasks" % eid)[2][0]["status"], "Stopped")
+        self.assertEqual(eventually(lambda: tasks()[0]["status"], "Stopped"), "Stopped")
         self.assertEqual(manifest(self.b, "ref/slow", "1")[0], 404)
         # delegation (beyond Harbor): a project admin manages policies confined to the project
         for u in ("pa", "dev"):
