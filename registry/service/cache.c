@@ -15,7 +15,7 @@
 typedef struct {
     char *key;               /* kind, repo, NUL, ref */
     size_t key_len, charged; /* bytes counted against MAX_BYTES */
-    uint64_t epoch, global;
+    uint64_t epoch;          /* berth_cache_epoch() taken before the read that produced the value */
     time_t born;
     berth_cache_val_t val;
 } entry_t;
@@ -59,9 +59,14 @@ static char *make_key(berth_cache_kind_t kind, const char *repo, const char *ref
     return k;
 }
 
+/* The slot's epoch and the global one in one word, so a put is checked against both as they were before its
+ * read: a global invalidation (the channel came back, writes may have been missed) between a read and its put
+ * must hide the value too. Equal words after 2^32 invalidations in between is not a case that occurs. */
 uint64_t berth_cache_epoch(const char *repo)
 {
-    return __atomic_load_n(&slot_epoch[slot_of(repo)], __ATOMIC_ACQUIRE);
+    uint64_t slot = __atomic_load_n(&slot_epoch[slot_of(repo)], __ATOMIC_ACQUIRE);
+    uint64_t global = __atomic_load_n(&global_epoch, __ATOMIC_ACQUIRE);
+    return slot << 32 | (global & 0xffffffffu);
 }
 
 static void entry_clear(entry_t *e)
@@ -96,7 +101,7 @@ int berth_cache_get(berth_cache_kind_t kind, const char *repo, const char *ref, 
     size_t klen;
     char *key = make_key(kind, repo, ref, &klen);
     size_t b = fnv(key, klen, 1469598103934665603ull) % BUCKETS;
-    uint64_t ep = berth_cache_epoch(repo), gl = __atomic_load_n(&global_epoch, __ATOMIC_ACQUIRE);
+    uint64_t ep = berth_cache_epoch(repo);
     time_t now = time(NULL);
     int hit = 0;
     pthread_mutex_lock(&locks[b % (sizeof(locks) / sizeof(locks[0]))]);
@@ -104,7 +109,7 @@ int berth_cache_get(berth_cache_kind_t kind, const char *repo, const char *ref, 
         entry_t *e = &table[b][w];
         if (e->key == NULL || e->key_len != klen || memcmp(e->key, key, klen) != 0)
             continue;
-        if (e->epoch != ep || e->global != gl || now - e->born > TTL_SECONDS) {
+        if (e->epoch != ep || now - e->born > TTL_SECONDS) {
             entry_clear(e);
             break;
         }
@@ -127,7 +132,6 @@ void berth_cache_put(berth_cache_kind_t kind, const char *repo, const char *ref,
     size_t klen;
     char *key = make_key(kind, repo, ref, &klen);
     size_t b = fnv(key, klen, 1469598103934665603ull) % BUCKETS;
-    uint64_t gl = __atomic_load_n(&global_epoch, __ATOMIC_ACQUIRE);
     pthread_mutex_lock(&locks[b % (sizeof(locks) / sizeof(locks[0]))]);
     entry_t *victim = &table[b][0];
     for (int w = 0; w < WAYS; w++) {
@@ -143,7 +147,6 @@ void berth_cache_put(berth_cache_kind_t kind, const char *repo, const char *ref,
     victim->key = key;
     victim->key_len = klen;
     victim->epoch = epoch;
-    victim->global = gl;
     victim->born = time(NULL);
     copy_val(&victim->val, val);
     victim->charged = klen + (val->content != NULL ? val->len : 0);

@@ -23,11 +23,11 @@ typedef struct st_berth_cache_val_t {
     size_t len;       /* content bytes, or blob size */
 } berth_cache_val_t;
 
-/** Epoch of a repository's slot; read it before the query whose result you will insert. */
+/** Epoch of a repository's slot and of the whole cache; read it before the query whose result you will insert. */
 uint64_t berth_cache_epoch(const char *repo);
 /** Copy a live entry into *out (caller disposes with berth_cache_val_dispose). Returns 1 on a hit. */
 int berth_cache_get(berth_cache_kind_t kind, const char *repo, const char *ref, berth_cache_val_t *out);
-/** Insert a copy of `val`, valid while the slot's epoch is still `epoch`. */
+/** Insert a copy of `val`, valid while berth_cache_epoch(repo) is still `epoch`. */
 void berth_cache_put(berth_cache_kind_t kind, const char *repo, const char *ref, uint64_t epoch, const berth_cache_val_t *val);
 /** A write to `repo` committed (NULL: anything may have changed). */
 void berth_cache_invalidate(const char *repo);
