@@ -93,10 +93,14 @@ int berth_repl_start(const berth_repl_conf_t *c, berth_err_t *err)
     snprintf(instance, sizeof(instance), "%s|%s", host, c->self_url);
     berth_repl_queue_reset(instance); /* tasks a stopped berthd was running start again */
     running = 1;
-    nworkers = c->workers > 0 && c->workers <= MAX_WORKERS ? c->workers : 2;
-    for (int i = 0; i < nworkers; i++)
-        pthread_create(&workers[i], NULL, worker_main, NULL);
-    berth_repl_events_start();
+    int want = c->workers > 0 && c->workers <= MAX_WORKERS ? c->workers : 2;
+    for (nworkers = 0; nworkers < want; nworkers++)
+        if (pthread_create(&workers[nworkers], NULL, worker_main, NULL) != 0)
+            break;
+    if (nworkers < want || berth_repl_events_start() != 0) {
+        berth_repl_stop(); /* joins the threads already running */
+        return berth_err_set(err, BERTH_OCI_INTERNAL, "cannot start the replication threads");
+    }
     return 0;
 }
 
