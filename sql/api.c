@@ -69,9 +69,10 @@
     "FROM manifests m WHERE m.repository_id = r.id AND " TOP_LEVEL "), 'pull_count', r.pull_count, 'creation_time', "              \
     "r.created_at, 'update_time', r.updated_at)"
 
-#define USER_JSON                                                                                                                  \
-    "json_build_object('user_id', u.id, 'username', u.username, 'email', u.email, 'realname', u.realname, "                        \
-    "'comment', u.comment, 'sysadmin_flag', u.sysadmin OR u.ldap_admin, 'creation_time', u.created_at, 'update_time', u.updated_at)"
+#define USER_JSON                                                                                                                     \
+    "json_build_object('user_id', u.id, 'username', u.username, 'email', u.email, 'realname', u.realname, "                           \
+    "'comment', u.comment, 'sysadmin_flag', u.sysadmin OR u.ldap_admin, 'creation_time', u.created_at, 'update_time', u.updated_at, " \
+    "'internal', u.internal)"
 
 #define MEMBER_JSON                                                                                                                \
     "json_build_object('id', x.id, 'project_id', x.project_id, 'entity_name', x.username, 'entity_id', x.entity_id, "              \

@@ -112,8 +112,9 @@ const berth_db__stmt_t berth_db__users_stmts[BERTH_SQL__COUNT] = {
                    6),
     /* berthd's own system user (replication through its own edge): a new password at every start */
     BERTH_DB__STMT(BERTH_SQL_INTERNAL_USER,
-                   "INSERT INTO users (username, password_hash, sysadmin, comment) VALUES ($1, $2, true, 'internal: replication') "
-                   "ON CONFLICT (username) DO UPDATE SET password_hash = EXCLUDED.password_hash, sysadmin = true, disabled = false",
+                   "INSERT INTO users (username, password_hash, sysadmin, comment, internal) VALUES ($1, $2, true, "
+                   "'internal: replication', true) ON CONFLICT (username) DO UPDATE SET password_hash = EXCLUDED.password_hash, "
+                   "sysadmin = true, disabled = false, internal = true",
                    2),
     BERTH_DB__STMT(BERTH_SQL_SESSION_CHECKED, "UPDATE sessions SET checked_at = now() WHERE id_sha256 = decode($1, 'hex')", 1),
     /* an LDAP user the directory no longer knows: every browser session of it ends */

@@ -39,6 +39,28 @@ static int self_or_admin(berth_api_t *a, const char *id)
     return berth_api_fail(a, BERTH_OCI_DENIED, "system administrators only");
 }
 
+/*
+ * berthd's own system user (berth-replication): replication reaches this site through it, with a password berthd
+ * sets at every start. Deleting it, demoting it or changing its password breaks replication, so no caller may.
+ */
+static int refuse_internal(berth_api_t *a, const char *id)
+{
+    const char *p[] = {id};
+    berth_db_json_t r;
+    if (berth_api_query(a, BERTH_Q_USER_GET, p, &r) != 0)
+        return -1;
+    json_t *u = r.json != NULL ? json_loads(r.json, 0, NULL) : NULL;
+    free(r.json);
+    int internal = json_is_true(json_object_get(u, "internal"));
+    char name[256];
+    snprintf(name, sizeof(name), "%s", internal ? json_string_value(json_object_get(u, "username")) : "");
+    json_decref(u);
+    if (!internal)
+        return 0;
+    berth_api_audit(a, a->rq->method[0] == 'D' ? "delete" : "update", "user", name, NULL, 0);
+    return berth_api_fail(a, BERTH_OCI_DENIED, "%s is Berth's internal replication user: it cannot be deleted or changed", name);
+}
+
 static int create_user(berth_api_t *a)
 {
     if (berth_api_need_admin(a) != 0)
@@ -113,7 +135,7 @@ static int current(berth_api_t *a)
 
 static int change_password(berth_api_t *a, const char *id)
 {
-    if (self_or_admin(a, id) != 0)
+    if (self_or_admin(a, id) != 0 || refuse_internal(a, id) != 0)
         return -1;
     json_t *body = berth_api_body(a);
     if (body == NULL)
@@ -205,7 +227,7 @@ static int users(berth_api_t *a)
         return berth_api_object(a, BERTH_Q_USER_GET, p, "user");
     }
     if (berth_api_match(a, "PUT", "users/{}")) {
-        if (self_or_admin(a, id) != 0)
+        if (self_or_admin(a, id) != 0 || refuse_internal(a, id) != 0)
             return -1;
         json_t *body = berth_api_body(a);
         if (body == NULL)
@@ -224,7 +246,7 @@ static int users(berth_api_t *a)
     if (berth_api_match(a, "PUT", "users/{}/password"))
         return change_password(a, id);
     if (berth_api_match(a, "PUT", "users/{}/sysadmin")) {
-        if (berth_api_need_admin(a) != 0)
+        if (berth_api_need_admin(a) != 0 || refuse_internal(a, id) != 0)
             return -1;
         json_t *body = berth_api_body(a);
         if (body == NULL)
@@ -245,6 +267,8 @@ static int users(berth_api_t *a)
             return -1;
         if (a->who.id == strtoll(id, NULL, 10))
             return berth_api_fail(a, BERTH_OCI_PRECONDITION, "you cannot delete yourself");
+        if (refuse_internal(a, id) != 0)
+            return -1;
         const char *p[] = {id};
         return berth_api_delete(a, BERTH_Q_USER_DELETE, p, "user", id, NULL);
     }

@@ -280,6 +280,24 @@ class Api(BerthTestCase):
         admin_id = self.api("GET", "/users/current")[2]["user_id"]
         self.assertEqual(self.api("DELETE", "/users/%d" % admin_id)[0], 412)
 
+    def test_internal_replication_user_cannot_be_deleted_or_changed(self):
+        # berthd's own user: replication reaches this site through it, with a password set at every start
+        users = self.api("GET", "/users?username=berth-replication")[2]
+        self.assertEqual([(u["username"], u["internal"], u["sysadmin_flag"]) for u in users], [("berth-replication", True, True)])
+        uid = users[0]["user_id"]
+        self.assertFalse(self.api("GET", "/users/current")[2]["internal"])
+        for method, path, body in (("DELETE", "", None), ("PUT", "/sysadmin", {"sysadmin_flag": False}),
+                                   ("PUT", "/password", {"new_password": "An0ther-Password"}), ("PUT", "", {"email": "x@example.org"})):
+            st, _, err = self.api(method, "/users/%d%s" % (uid, path), body)
+            self.assertEqual(st, 403, (method, path))
+            self.assertEqual(err["errors"][0]["code"], "DENIED")
+            self.assertIn("internal replication user", err["errors"][0]["message"])
+        self.assertEqual(self.api("GET", "/users/%d" % uid)[2], users[0])  # nothing changed
+        # ... and the refusals are in the audit log, as failed changes
+        rows = self.audit("/audit-logs?q=resource%3Dberth-replication&page_size=10", want=lambda rows: len(rows) >= 4)
+        self.assertEqual(sorted((r["operation"], r["result"]) for r in rows),
+                         [("delete", "failure")] + [("update", "failure")] * 3)
+
     # --- robots ------------------------------------------------------------------------------------------
     def robot(self, name, access, project="team", auth=ADMIN_AUTH, duration=30):
         return self.api("POST", "/robots", {"name": name, "level": "project", "duration": duration, "permissions": [
@@ -507,6 +525,7 @@ class Api(BerthTestCase):
         self.assertEqual((st, h["status"]), (200, "healthy"))
         self.assertEqual({c["name"] for c in h["components"]}, {"core", "database", "storage"})
         self.assertEqual(self.api("GET", "/ping", auth=None)[0], 200)
+        self.assertEqual(self.api("GET", "/systeminfo", auth=None)[2]["auth_mode"], "db_auth")  # no LDAP here (test_ldap: ldap_auth)
 
     def test_openapi_document_matches_the_routes(self):
         st, h, raw = self.b.request("GET", "/api/v2.0/openapi.yaml", auth=None)

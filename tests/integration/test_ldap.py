@@ -307,6 +307,8 @@ class Ldap(BerthTestCase):
         print("\n# BENCH ldap login, user in 200 groups: %.3f s" % elapsed)
 
     def test_admin_endpoints(self):
+        # the login page asks this to know whether directory users may sign in (Harbor: auth_mode ldap_auth)
+        self.assertEqual(self.api("GET", "/systeminfo", auth=None)[2]["auth_mode"], "ldap_auth")
         self.assertEqual(self.api("POST", "/ldap/ping")[0], 200)
         self.assertEqual(self.api("POST", "/ldap/ping", auth=basic("alice", "alice-Pw1"))[0], 403)
         users = self.api("GET", "/ldap/users/search?username=ali")[2]

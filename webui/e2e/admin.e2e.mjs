@@ -22,6 +22,13 @@ test("users: create, make admin, reset password", async () => {
   await page.getByRole("cell", { name: "made-by-ui", exact: true }).waitFor();
   await page.getByLabel("made-by-ui is a system administrator").click(); // checked once the server has it
   await page.waitForFunction(() => document.querySelector('[aria-label="made-by-ui is a system administrator"]')?.checked);
+  // berthd's own replication user: marked, and nothing on its row can change or delete it (the API refuses too)
+  const internal = page.locator("tbody tr", { hasText: "berth-replication" });
+  await internal.getByText("internal", { exact: true }).waitFor();
+  await internal.getByText("Used by replication").waitFor();
+  assert.equal(await internal.getByRole("button").count(), 0);
+  assert.ok(await internal.getByLabel("berth-replication is a system administrator").isDisabled());
+  assert.equal(await page.locator("tbody tr", { hasText: "made-by-ui" }).getByRole("button", { name: "Delete" }).count(), 1);
   await checkPage(page, "admin-users");
 });
 

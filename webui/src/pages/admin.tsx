@@ -54,6 +54,8 @@ interface UserRow {
   realname: string;
   sysadmin_flag: boolean;
   creation_time: string;
+  /** berthd's own replication user: the server refuses to change or delete it */
+  internal?: boolean;
 }
 
 function Users() {
@@ -77,7 +79,17 @@ function Users() {
         fetch={(s) => list<UserRow>(listUrl(s.q ? "/users/search" : "/users", { page: s.page, pageSize: s.pageSize, extra: { username: s.q || undefined } }))}
         empty="No users."
         columns={[
-          { label: "Username", render: (u) => u.username },
+          {
+            label: "Username",
+            render: (u) =>
+              u.internal ? (
+                <>
+                  {u.username} <span class="badge" title="Replication reaches this site as this user; it cannot be changed or deleted.">internal</span>
+                </>
+              ) : (
+                u.username
+              ),
+          },
           { label: "Email", render: (u) => <span class="wrap">{u.email || "—"}</span> },
           {
             label: "Administrator",
@@ -86,7 +98,7 @@ function Users() {
                 <input
                   type="checkbox"
                   checked={u.sysadmin_flag}
-                  disabled={u.username === me.value?.username}
+                  disabled={u.username === me.value?.username || u.internal}
                   aria-label={`${u.username} is a system administrator`}
                   onChange={(e) => act(() => send("PUT", `/users/${u.user_id}/sysadmin`, { sysadmin_flag: (e.target as HTMLInputElement).checked }))}
                 />
@@ -96,7 +108,10 @@ function Users() {
           { label: "Created", render: (u) => formatTime(u.creation_time) },
           {
             label: "Actions",
-            render: (u) => (
+            render: (u) =>
+              u.internal ? (
+                <span class="muted">Used by replication</span>
+              ) : (
               <span class="row-actions">
                 <button type="button" class="btn" onClick={() => setPwFor(u)}>
                   Reset password
@@ -107,7 +122,7 @@ function Users() {
                   </button>
                 )}
               </span>
-            ),
+              ),
           },
         ]}
       />
