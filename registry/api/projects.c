@@ -318,12 +318,9 @@ static int artifacts(berth_api_t *a, const berth_authz_t *z, const char *project
     if (a->nseg < 6)
         return 1;
     const char *ref = a->seg[5];
-    if (a->nseg == 6 && berth_api_match(a, "GET", "projects/{}/repositories/{}/artifacts/{}")) {
-        if (berth_api_need(a, z, BERTH_RES_ARTIFACT, BERTH_ACT_READ) != 0)
-            return -1;
-        const char *p[] = {repo, ref};
-        return berth_api_object(a, BERTH_Q_ARTIFACT_GET, p, "artifact");
-    }
+    int rc = berth_api_image_artifact(a, z, repo); /* GET …/{ref} with its image config, …/{ref}/additions/{} */
+    if (rc <= 0)
+        return rc;
     if (a->nseg == 7 && berth_api_match(a, "GET", "projects/{}/repositories/{}/artifacts/{}/manifest")) {
         if (berth_api_need(a, z, BERTH_RES_ARTIFACT, BERTH_ACT_READ) != 0)
             return -1;

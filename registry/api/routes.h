@@ -14,6 +14,9 @@ int berth_api_isa_route(berth_api_t *a);
 int berth_api_replication_route(berth_api_t *a);
 /** …/repositories/{r}/artifacts/{ref}/isa[/resolve] and …/{r}/isa/assemble (projects.c hands these over) */
 int berth_api_isa_artifact(berth_api_t *a, const berth_authz_t *z, const char *project, const char *repo);
+/** GET …/repositories/{r}/artifacts/{ref} (with Harbor's extra_attrs from the image config) and …/{ref}/additions/{a}
+ *  (projects.c hands these over) */
+int berth_api_image_artifact(berth_api_t *a, const berth_authz_t *z, const char *repo);
 /** GET /health: components core, database, storage. `a->c` may be NULL (the database did not answer). */
 int berth_api_health(berth_api_t *a);
 /** POST /c/login (login 1) and /c/log_out (0). */

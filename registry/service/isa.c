@@ -1,17 +1,14 @@
 #include "registry/service/isa.h"
 
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "core/digest.h"
 #include "core/log.h"
 #include "core/manifest.h"
+#include "registry/service/image_config.h"
 #include "sql/registry.h"
-
-#define CONFIG_MAX (1 << 20)
 
 typedef struct {
     berth_registry_t *reg;
@@ -19,36 +16,13 @@ typedef struct {
     const char *repo;
 } cfg_ctx_t;
 
-/* A small blob's bytes (configs), or NULL */
-static char *read_blob(berth_registry_t *reg, const char *digest, size_t *len)
-{
-    berth_digest_t d;
-    if (berth_digest_parse(&d, digest, strlen(digest), NULL) != 0)
-        return NULL;
-    char path[4096];
-    berth_store_blob_path(reg->store, &d, path, sizeof(path));
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return NULL;
-    char *buf = malloc(CONFIG_MAX + 1);
-    ssize_t n = read(fd, buf, CONFIG_MAX);
-    close(fd);
-    if (n < 0) {
-        free(buf);
-        return NULL;
-    }
-    buf[n] = '\0';
-    *len = (size_t)n;
-    return buf;
-}
-
 int berth_isa_config_platform(berth_registry_t *reg, const char *manifest, size_t mlen, char arch[32], char os[32],
                               char variant[32])
 {
     json_t *man = json_loadb(manifest, mlen, 0, NULL);
     const char *cd = json_string_value(json_object_get(json_object_get(man, "config"), "digest"));
     size_t len = 0;
-    char *cfg = cd != NULL ? read_blob(reg, cd, &len) : NULL;
+    char *cfg = cd != NULL ? berth_image_config_blob(reg, cd, &len) : NULL;
     json_decref(man);
     json_t *c = cfg != NULL ? json_loadb(cfg, len, 0, NULL) : NULL;
     free(cfg);

@@ -231,14 +231,15 @@ class Berthd:
         st, h, body = self.request("PUT", "/v2/%s/manifests/%s" % (repo, ref), raw, {"Content-Type": media_type})
         return st, h, body, raw
 
-    def push_image(self, repo, tag, layers=1, size=1024, seed=None):
-        """A small image pushed by hand: config + random layers + manifest. Returns (digest, manifest bytes)."""
+    def push_image(self, repo, tag, layers=1, size=1024, seed=None, config=None):
+        """A small image pushed by hand: config (with the keys of `config` added) + random layers + manifest.
+        Returns (digest, manifest bytes)."""
         rnd = os.urandom if seed is None else (lambda n: hashlib.sha256(str(seed).encode()).digest() * (n // 32 + 1))
         layer_descs = []
         for i in range(layers):
             data = rnd(size)[:size] + os.urandom(8)
             layer_descs.append({"mediaType": OCI_LAYER, "digest": self.push_blob(repo, data), "size": len(data)})
-        cfg = json.dumps({"architecture": "amd64", "os": "linux", "rootfs": {"type": "layers", "diff_ids": []}}).encode()
+        cfg = json.dumps({"architecture": "amd64", "os": "linux", "rootfs": {"type": "layers", "diff_ids": []}, **(config or {})}).encode()
         cfg_d = self.push_blob(repo, cfg)
         m = {"schemaVersion": 2, "mediaType": OCI_MANIFEST, "config": {"mediaType": OCI_CONFIG, "digest": cfg_d,
                                                                         "size": len(cfg)}, "layers": layer_descs}

@@ -206,6 +206,42 @@ class Api(BerthTestCase):
         self.assertEqual(self.api("GET", "/projects/team/repositories/" + enc)[0], 404)
         self.assertEqual(self.api("GET", "/projects/team/repositories/..%252Fx")[0], 400)
 
+    def test_image_config_and_build_history(self):
+        """Harbor's extra_attrs (from the image config) on an artifact and its additions/build_history"""
+        history = [{"created": "2026-01-02T03:04:05Z", "created_by": "/bin/sh -c #(nop) ADD file:abc in /"},
+                   {"created": "2026-01-02T03:04:06Z", "created_by": "/bin/sh -c #(nop)  CMD [\"sh\"]", "empty_layer": True}]
+        runtime = {"Entrypoint": ["/entry.sh"], "Cmd": ["serve", "--port", "80"], "Env": ["PATH=/usr/bin", "MODE=prod"],
+                   "Labels": {"org.opencontainers.image.source": "https://example.org/app"}, "WorkingDir": "/srv"}
+        d, _ = self.b.push_image("team/configured", "1", config={"author": "Ada", "created": "2026-01-02T03:04:06Z",
+                                                                 "config": runtime, "history": history})
+        st, _, art = self.api("GET", "/projects/team/repositories/configured/artifacts/1", auth=basic("guest"))
+        self.assertEqual(st, 200)
+        self.assertEqual(art["extra_attrs"], {"architecture": "amd64", "os": "linux", "author": "Ada",
+                                              "created": "2026-01-02T03:04:06Z", "config": runtime})
+        self.assertEqual(self.api("GET", "/projects/team/repositories/configured/artifacts/%s" % d)[2]["extra_attrs"]["config"], runtime)
+        for ref in ("1", d):
+            st, _, h = self.api("GET", "/projects/team/repositories/configured/artifacts/%s/additions/build_history" % ref, auth=basic("guest"))
+            self.assertEqual((st, h), (200, history))
+        # a config without history or runtime part: [] and {}, as Harbor answers
+        self.assertEqual(self.api("GET", "/projects/team/repositories/app/artifacts/v1/additions/build_history")[2], [])
+        self.assertEqual(self.api("GET", "/projects/team/repositories/app/artifacts/v1")[2]["extra_attrs"]["config"], {})
+        # an index has no image config: no extra_attrs, no build history
+        d2, _ = self.b.push_image("team/configured", "2")
+        idx = {"schemaVersion": 2, "mediaType": "application/vnd.oci.image.index.v1+json", "manifests": [
+            {"mediaType": "application/vnd.oci.image.manifest.v1+json", "digest": d2, "size": 0,
+             "platform": {"os": "linux", "architecture": "amd64"}}]}
+        idx["manifests"][0]["size"] = len(self.b.request("GET", "/v2/team/configured/manifests/2")[2])
+        st, _, _, _ = self.b.push_manifest("team/configured", "multi", idx, "application/vnd.oci.image.index.v1+json")
+        self.assertEqual(st, 201)
+        self.assertNotIn("extra_attrs", self.api("GET", "/projects/team/repositories/configured/artifacts/multi")[2])
+        st, _, err = self.api("GET", "/projects/team/repositories/configured/artifacts/multi/additions/build_history")
+        self.assertEqual((st, err["errors"][0]["code"]), (404, "NOT_FOUND"))
+        for path, want in (("artifacts/1/additions/readme.md", 404), ("artifacts/nope/additions/build_history", 404)):
+            self.assertEqual(self.api("GET", "/projects/team/repositories/configured/" + path)[0], want, path)
+        # no more visible than the project
+        self.assertEqual(self.api("GET", "/projects/team/repositories/configured/artifacts/1/additions/build_history", auth=basic("outsider"))[0], 404)
+        self.assertEqual(self.api("GET", "/projects/team/repositories/configured/artifacts/1/additions/build_history", auth=None)[0], 401)
+
     def test_index_references_and_summary(self):
         d1, m1 = self.b.push_image("team/multi", "amd64")
         d2, m2 = self.b.push_image("team/multi", "arm64")
@@ -534,7 +570,8 @@ class Api(BerthTestCase):
         self.assertEqual(doc["openapi"][:2], "3.")
         subst = {"project_name_or_id": "team", "project_name": "team", "repository_name": "app", "reference": "v1",
                  "tag_name": "v1", "user_id": "999999", "mid": "999999", "robot_id": "999999", "group_id": "999999",
-                 "registry_id": "999999", "policy_id": "999999", "execution_id": "999999", "task_id": "999999"}
+                 "registry_id": "999999", "policy_id": "999999", "execution_id": "999999", "task_id": "999999",
+                 "addition": "build_history"}
         checked = 0
         for path, ops in doc["paths"].items():
             for method in ops:

@@ -32,6 +32,19 @@ __attribute__((noinline)) void kernel(void)
 int main(void) { kernel(); puts("ok"); return 0; }
 """
 VARIANTS = [(None, []), ("v2", ["-DUSE_AVX512"]), ("v4", ["-DUSE_AVX512", "-march=x86-64-v4"])]
+CONFIGURED = {
+    "author": "Berth UI test", "created": "2026-03-04T05:06:07Z",
+    "config": {"Entrypoint": ["/usr/local/bin/serve"], "Cmd": ["--port", "8080", "--greeting", "hello world"],
+               "Env": ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "MODE=production"],
+               "Labels": {"org.opencontainers.image.source": "https://example.org/berth/configured", "team": "hpc"},
+               "WorkingDir": "/srv", "User": "1000:1000", "ExposedPorts": {"8080/tcp": {}}},
+    "history": [
+        {"created": "2026-03-04T05:00:00Z", "created_by": "/bin/sh -c #(nop) ADD file:0f4a8e2b3c in / "},
+        {"created": "2026-03-04T05:00:01Z", "created_by": "/bin/sh -c #(nop)  CMD [\"sh\"]", "empty_layer": True},
+        {"created": "2026-03-04T05:06:07Z", "created_by": "/bin/sh -c apt-get update && apt-get install -y --no-install-recommends ca-certificates curl libnuma1 openmpi-bin && rm -rf /var/lib/apt/lists/*"},
+        {"created": "2026-03-04T05:06:07Z", "created_by": "/bin/sh -c #(nop)  ENTRYPOINT [\"/usr/local/bin/serve\"]", "empty_layer": True},
+    ],
+}
 
 
 class WebUI(BerthTestCase):
@@ -91,6 +104,8 @@ class WebUI(BerthTestCase):
             self.assertEqual(self.api("POST", "/users", {"username": u, "password": USER_PW, "email": u + "@example.org"})[0], 201)
         self.assertEqual(self.api("POST", "/projects/secret/members", {"role_id": 5, "member_user": {"username": "limited1"}})[0], 201)
         self.b.push_image("open/tools/hello", "1.0")
+        # an image whose config the artifact page shows: runtime settings, labels and a build history
+        self.b.push_image("open/tools/configured", "2.1", layers=2, config=CONFIGURED)
         self.b.push_image("open/tools/big", "1.0", size=512 * 1024)  # replicated at 64 KiB/s: the execution page polls it
         self.b.push_image("secret/app", "latest")
         for i in range(3):

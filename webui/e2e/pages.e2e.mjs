@@ -75,6 +75,32 @@ test("tags: add and remove", async () => {
   await page.getByRole("table", { name: "Tags" }).getByText("ui-tag").waitFor({ state: "detached" });
 });
 
+test("artifact page: the image config and its build history", async () => {
+  await page.goto(BASE + "/projects/open/repositories/tools%2Fconfigured/artifacts/2.1");
+  await settled(page);
+  const cfg = page.getByRole("definition").filter({ hasText: "/usr/local/bin/serve" });
+  await cfg.first().waitFor();
+  await page.getByText('--port 8080 --greeting "hello world"').waitFor();
+  await page.getByText("Berth UI test").waitFor();
+  await page.getByText("1000:1000").waitFor();
+  await page.getByText("8080/tcp").waitFor();
+  await page.getByRole("list", { name: "Environment" }).getByText("MODE=production").waitFor();
+  await page.getByRole("definition").filter({ hasText: "https://example.org/berth/configured" }).waitFor();
+  // four steps; the two that made layers are matched with the manifest's two layers, in order
+  const rows = page.getByRole("table", { name: "Build history" }).locator("tbody tr");
+  assert.equal(await rows.count(), 4);
+  assert.match(await rows.nth(0).textContent(), /ADD file:0f4a8e2b3c in \/.*#1 · /);
+  assert.match(await rows.nth(1).textContent(), /CMD \["sh"\].*none/);
+  assert.match(await rows.nth(2).textContent(), /RUN apt-get update .*#2 · /);
+  await checkPage(page, "artifact-config");
+  // an index has no image config of its own: neither section
+  await page.goto(BASE + `/projects/open/repositories/hpc%2Fapp/artifacts/${F.isa_index}`);
+  await page.getByRole("heading", { name: "CPU-ISA variants" }).waitFor();
+  await settled(page);
+  assert.equal(await page.getByRole("heading", { name: "Build history" }).count(), 0);
+  assert.equal(await page.getByRole("heading", { name: "Image config" }).count(), 0);
+});
+
 test("members: add a guest, change a role", async () => {
   await page.goto(BASE + "/projects/secret/members");
   await settled(page);

@@ -8,7 +8,7 @@ import { CopyButton } from "../ui/dialog";
 import { ErrorBox, FormError, Loading, useAction, useLoad } from "../ui/states";
 import { PagedTable } from "../ui/table";
 import { useProjectPerms } from "./project";
-import { type Artifact, CopyDigest, platformText } from "./repository";
+import { type Artifact, CopyDigest, type ImageAttrs, platformText } from "./repository";
 
 interface Descriptor {
   mediaType: string;
@@ -44,6 +44,46 @@ interface Variant {
   scan_status: string;
   scan_max_level: string | null;
   scan_files: ScanFile[] | null;
+}
+
+/** One entry of an image config's history (additions/build_history) */
+export interface HistoryEntry {
+  created?: string;
+  created_by?: string;
+  author?: string;
+  comment?: string;
+  empty_layer?: boolean;
+}
+export interface HistoryRow {
+  step: number;
+  created: string | null;
+  command: string;
+  comment: string;
+  /** the layer this step made (index into the manifest's layers), or null for a step that made none */
+  layer: number | null;
+}
+
+/**
+ * Build history rows: the command without the shell wrapper Docker's builder records ("/bin/sh -c #(nop) " for
+ * metadata steps, "/bin/sh -c " for RUN), and each step that made a layer matched with that layer: the entries
+ * that are not empty_layer correspond, in order, to the manifest's layers.
+ */
+export function historyRows(history: HistoryEntry[], layerCount: number): HistoryRow[] {
+  let next = 0;
+  return history.map((h, i) => {
+    let command = (h.created_by ?? "").trim();
+    const nop = /^\/bin\/sh -c #\(nop\)\s*/;
+    if (nop.test(command)) command = command.replace(nop, "");
+    else if (command.startsWith("/bin/sh -c ")) command = "RUN " + command.slice("/bin/sh -c ".length);
+    const layer = h.empty_layer || next >= layerCount ? null : next++;
+    return { step: i + 1, created: h.created ?? null, command, comment: h.comment ?? "", layer };
+  });
+}
+
+/** Entrypoint/Cmd as a reader would type them: words joined, those with spaces or quotes JSON-quoted */
+export function commandLine(argv: string[] | null | undefined): string {
+  if (!argv || argv.length === 0) return "";
+  return argv.map((w) => (w === "" || /[\s"'\\$]/.test(w) ? JSON.stringify(w) : w)).join(" ");
 }
 
 /** Pull commands for every client Berth's users run, all pinned by digest. */
@@ -163,6 +203,8 @@ export function ArtifactPage({ project, repo, reference }: { project: string; re
         </section>
       )}
       <ManifestSection m={man.data} error={man.error} />
+      {a.extra_attrs && <ConfigSection attrs={a.extra_attrs} />}
+      {a.extra_attrs && <BuildHistory base={base} layers={man.data?.layers ?? []} />}
       {a.annotations && Object.keys(a.annotations).length > 0 && (
         <section aria-labelledby="ann-h">
           <h2 id="ann-h">Annotations</h2>
@@ -237,6 +279,127 @@ function ManifestSection({ m, error }: { m: Manifest | null; error: unknown }) {
           </tbody>
         </table>
       </div>
+    </section>
+  );
+}
+
+function ConfigSection({ attrs }: { attrs: ImageAttrs }) {
+  const c = attrs.config ?? {};
+  const row = (label: string, value: string | null | undefined) =>
+    value ? (
+      <>
+        <dt>{label}</dt>
+        <dd>
+          <code>{value}</code>
+        </dd>
+      </>
+    ) : null;
+  const labels = Object.entries(c.Labels ?? {});
+  return (
+    <section aria-labelledby="cfg-h">
+      <h2 id="cfg-h">Image config</h2>
+      <div class="grid2">
+        <dl class="kv card" aria-label="Image config">
+          <dt>Platform</dt>
+          <dd>{[attrs.os, attrs.architecture, attrs.variant].filter(Boolean).join("/") || "unknown"}</dd>
+          <dt>Created</dt>
+          <dd>{attrs.created ? formatTime(attrs.created) : "—"}</dd>
+          {attrs.author && (
+            <>
+              <dt>Author</dt>
+              <dd>{attrs.author}</dd>
+            </>
+          )}
+          {row("Entrypoint", commandLine(c.Entrypoint))}
+          {row("Command", commandLine(c.Cmd))}
+          {row("Working directory", c.WorkingDir)}
+          {row("User", c.User)}
+          {row("Ports", Object.keys(c.ExposedPorts ?? {}).join(", "))}
+          {row("Volumes", Object.keys(c.Volumes ?? {}).join(", "))}
+          {row("Stop signal", c.StopSignal)}
+          {!c.Entrypoint?.length && !c.Cmd?.length && (
+            <>
+              <dt>Command</dt>
+              <dd class="muted">none set</dd>
+            </>
+          )}
+        </dl>
+        <div class="card">
+          <h3>Environment</h3>
+          {c.Env?.length ? (
+            <ul class="plain env" aria-label="Environment">
+              {c.Env.map((e) => (
+                <li>
+                  <code>{e}</code>
+                </li>
+              ))}
+            </ul>
+          ) : (
+            <p class="muted">No variables.</p>
+          )}
+          <h3>Labels</h3>
+          {labels.length ? (
+            <dl class="kv" aria-label="Labels">
+              {labels.map(([k, v]) => (
+                <>
+                  <dt>{k}</dt>
+                  <dd>{v}</dd>
+                </>
+              ))}
+            </dl>
+          ) : (
+            <p class="muted">No labels.</p>
+          )}
+        </div>
+      </div>
+    </section>
+  );
+}
+
+function BuildHistory({ base, layers }: { base: string; layers: Descriptor[] }) {
+  const h = useLoad(`hist|${base}`, () => get<HistoryEntry[]>(`${base}/additions/build_history`));
+  return (
+    <section aria-labelledby="hist-h">
+      <h2 id="hist-h">Build history</h2>
+      {h.error ? (
+        <ErrorBox error={h.error} retry={h.reload} />
+      ) : !h.data ? (
+        <Loading what="Loading build history" />
+      ) : h.data.length === 0 ? (
+        <p class="muted">The image config records no build history.</p>
+      ) : (
+        <div class="table-wrap">
+          <table aria-label="Build history">
+            <thead>
+              <tr>
+                <th scope="col">Step</th>
+                <th scope="col">Created</th>
+                <th scope="col">Command</th>
+                <th scope="col" class="num">
+                  Layer
+                </th>
+              </tr>
+            </thead>
+            <tbody>
+              {historyRows(h.data, layers.length).map((r) => (
+                <tr>
+                  <td data-label="Step">{r.step}</td>
+                  <td data-label="Created" class="nowrap">
+                    {r.created ? formatTime(r.created) : "—"}
+                  </td>
+                  <td data-label="Command" class="wrap">
+                    <code>{r.command || "—"}</code>
+                    {r.comment && <div class="muted">{r.comment}</div>}
+                  </td>
+                  <td data-label="Layer" class="num nowrap">
+                    {r.layer == null ? <span class="muted">none</span> : `#${r.layer + 1} · ${formatBytes(layers[r.layer].size)}`}
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
     </section>
   );
 }

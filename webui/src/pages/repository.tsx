@@ -29,6 +29,29 @@ export interface Artifact {
   references: { child_digest: string; child_media_type: string; platform: Platform | null; annotations: Record<string, string> | null }[] | null;
   isa_variants: unknown[] | null;
   accessories: { digest: string; artifact_type: string | null; size: number }[];
+  /** Harbor's extra_attrs: from the image config, for images only */
+  extra_attrs?: ImageAttrs;
+}
+
+/** The runtime part of an image config (OCI image spec "config"; Docker's capitalised keys) */
+export interface ImageRuntime {
+  Entrypoint?: string[] | null;
+  Cmd?: string[] | null;
+  Env?: string[] | null;
+  Labels?: Record<string, string> | null;
+  WorkingDir?: string;
+  User?: string;
+  ExposedPorts?: Record<string, unknown> | null;
+  Volumes?: Record<string, unknown> | null;
+  StopSignal?: string;
+}
+export interface ImageAttrs {
+  architecture: string;
+  os: string;
+  variant?: string;
+  author: string;
+  created: string;
+  config: ImageRuntime;
 }
 
 export function platformText(p: Platform | null | undefined): string {

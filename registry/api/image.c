@@ -1,0 +1,84 @@
+/*
+ * An image artifact's config through the REST API, as Harbor shows it: extra_attrs (architecture, os, author,
+ * created and the runtime config: entrypoint, cmd, env, labels …) on GET …/artifacts/{ref}, and
+ * GET …/artifacts/{ref}/additions/build_history (the config's history entries).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "registry/api/internal.h"
+#include "registry/api/routes.h"
+#include "registry/service/image_config.h"
+#include "sql/registry.h"
+
+/* The parsed image config of `ref` (tag or digest) in `repo`: 0 with *cfg; BERTH_ENOTFOUND when the artifact is
+ * no image (*cfg NULL, nothing answered); otherwise answered (404 unknown artifact, 500 unreadable config), -1. */
+static int config_of(berth_api_t *a, const char *repo, const char *ref, json_t **cfg)
+{
+    *cfg = NULL;
+    berth_db_manifest_t m = {0};
+    berth_err_t err;
+    berth_err_clear(&err);
+    int rc = berth_db_manifest_get(a->c, repo, ref, strchr(ref, ':') != NULL, &m, &err);
+    if (rc == BERTH_ENOTFOUND)
+        return berth_api_fail(a, BERTH_OCI_NOT_FOUND, "artifact %s not found", ref);
+    if (rc != 0)
+        return berth_api_err(a, &err);
+    rc = berth_image_config(a->reg, m.content, m.len, cfg);
+    berth_db_manifest_dispose(&m);
+    if (rc == BERTH_ERROR)
+        return berth_api_fail(a, BERTH_OCI_INTERNAL, "the image config of %s cannot be read", ref);
+    return rc;
+}
+
+static int get_artifact(berth_api_t *a, const char *repo, const char *ref)
+{
+    const char *p[] = {repo, ref};
+    berth_db_json_t r;
+    if (berth_api_query(a, BERTH_Q_ARTIFACT_GET, p, &r) != 0)
+        return -1;
+    if (r.json == NULL)
+        return berth_api_fail(a, BERTH_OCI_NOT_FOUND, "artifact not found");
+    json_t *art = json_loads(r.json, 0, NULL);
+    free(r.json);
+    if (art == NULL)
+        return berth_api_fail(a, BERTH_OCI_INTERNAL, "malformed artifact row");
+    const char *digest = json_string_value(json_object_get(art, "digest"));
+    json_t *cfg = NULL;
+    int rc = digest != NULL ? config_of(a, repo, digest, &cfg) : BERTH_ENOTFOUND;
+    if (rc == -1) {
+        json_decref(art);
+        return -1;
+    }
+    if (cfg != NULL)
+        json_object_set_new(art, "extra_attrs", berth_image_config_attrs(cfg));
+    json_decref(cfg);
+    return berth_api_jsonv(a, 200, art);
+}
+
+static int addition(berth_api_t *a, const char *repo, const char *ref, const char *what)
+{
+    if (strcmp(what, "build_history") != 0) /* Harbor's others (values.yaml, readme.md, dependencies) are Helm's */
+        return berth_api_fail(a, BERTH_OCI_NOT_FOUND, "no addition %s for this artifact", what);
+    json_t *cfg = NULL;
+    int rc = config_of(a, repo, ref, &cfg);
+    if (rc == BERTH_ENOTFOUND)
+        return berth_api_fail(a, BERTH_OCI_NOT_FOUND, "%s is not an image: it has no build history", ref);
+    if (rc != 0)
+        return -1;
+    json_t *h = json_object_get(cfg, "history");
+    json_t *out = json_is_array(h) ? json_incref(h) : json_array();
+    json_decref(cfg);
+    return berth_api_jsonv(a, 200, out);
+}
+
+int berth_api_image_artifact(berth_api_t *a, const berth_authz_t *z, const char *repo)
+{
+    int get = a->nseg == 6 && berth_api_match(a, "GET", "projects/{}/repositories/{}/artifacts/{}");
+    int add = a->nseg == 8 && berth_api_match(a, "GET", "projects/{}/repositories/{}/artifacts/{}/additions/{}");
+    if (!get && !add)
+        return 1;
+    if (berth_api_need(a, z, BERTH_RES_ARTIFACT, BERTH_ACT_READ) != 0)
+        return -1;
+    return get ? get_artifact(a, repo, a->seg[5]) : addition(a, repo, a->seg[5], a->seg[7]);
+}
