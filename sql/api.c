@@ -84,14 +84,15 @@
     "ELSE 'u' END AS entity_type, m.role, coalesce(u.username, g.group_name) AS username FROM project_members m "                  \
     "LEFT JOIN users u ON u.id = m.user_id LEFT JOIN user_groups g ON g.id = m.group_id "
 
-#define ROBOT_JSON                                                                                                                                                                           \
-    "json_build_object('id', r.id, 'name', r.name, 'description', r.description, 'level', r.level, 'project_id', "                                                                           \
-    "r.project_id, 'project_name', (SELECT p.name FROM projects p WHERE p.id = r.project_id), 'disable', r.disabled, 'expires_at', coalesce(extract(epoch FROM r.expires_at)::bigint, -1), " \
-    "'duration', CASE WHEN r.expires_at IS NULL THEN -1 ELSE ceil(extract(epoch FROM r.expires_at - r.created_at) "                                                                          \
-    "/ 86400)::int END, 'creation_time', r.created_at, 'update_time', r.updated_at, 'creator', r.creator, "                                                                                  \
-    "'permissions', coalesce((SELECT json_agg(json_build_object('kind', 'project', 'namespace', g.namespace, "                                                                               \
-    "'access', g.access) ORDER BY g.namespace) FROM (SELECT rp.namespace, json_agg(json_build_object('resource', "                                                                           \
-    "rp.resource, 'action', rp.action) ORDER BY rp.resource, rp.action) AS access FROM robot_permissions rp WHERE "                                                                          \
+#define ROBOT_JSON                                                                                                                 \
+    "json_build_object('id', r.id, 'name', r.name, 'description', r.description, 'level', r.level, 'project_id', "                 \
+    "r.project_id, 'project_name', (SELECT p.name FROM projects p WHERE p.id = r.project_id), 'disable', r.disabled, "             \
+    "'expires_at', coalesce(floor(extract(epoch FROM r.expires_at))::bigint, -1), "                                                \
+    "'duration', CASE WHEN r.expires_at IS NULL THEN -1 ELSE ceil(extract(epoch FROM r.expires_at - r.created_at) "                \
+    "/ 86400)::int END, 'creation_time', r.created_at, 'update_time', r.updated_at, 'creator', r.creator, "                        \
+    "'permissions', coalesce((SELECT json_agg(json_build_object('kind', 'project', 'namespace', g.namespace, "                     \
+    "'access', g.access) ORDER BY g.namespace) FROM (SELECT rp.namespace, json_agg(json_build_object('resource', "                 \
+    "rp.resource, 'action', rp.action) ORDER BY rp.resource, rp.action) AS access FROM robot_permissions rp WHERE "                \
     "rp.robot_id = r.id GROUP BY rp.namespace) g), '[]'))"
 
 #define USERGROUP_JSON                                                                                                             \

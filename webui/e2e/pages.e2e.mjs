@@ -139,7 +139,7 @@ test("robot account: permission picker, secret shown once, used with skopeo", as
     encoding: "utf8",
   });
   assert.match(out, /"Digest"/);
-  await page.getByRole("cell", { name: "robot$secret+ci" }).waitFor();
+  await page.getByRole("cell", { name: "robot$secret+ci", exact: true }).waitFor();
   await checkPage(page, "project-robots");
   // disable: skopeo is refused; refresh the secret: the new one is shown once again
   await page.getByRole("button", { name: "Disable" }).click();
@@ -151,6 +151,32 @@ test("robot account: permission picker, secret shown once, used with skopeo", as
   const fresh = await page.getByLabel("Secret", { exact: true }).inputValue();
   assert.notEqual(fresh, secret);
   await page.getByRole("button", { name: "Done" }).click();
+});
+
+test("robot account: change its expiry", async () => {
+  const robotApi = async () => (await (await page.request.get(BASE + "/api/v2.0/projects/secret/robots")).json()).find((r) => r.name === "robot$secret+ci");
+  const before = await robotApi();
+  assert.equal(before.duration, 30); // the create dialog's default
+  const row = page.locator("tbody tr", { hasText: "robot$secret+ci" });
+  await page.getByRole("button", { name: "Change the expiry of robot$secret+ci" }).click();
+  const d = page.getByRole("dialog");
+  assert.equal(await d.getByLabel("Expires after (days from creation)").inputValue(), "30");
+  await d.getByLabel("Expires after (days from creation)").fill("7");
+  const want = new Date(Date.parse(before.creation_time) + 7 * 86400 * 1000).toISOString().replace("T", " ").replace(/\.\d+Z$/, " UTC");
+  await d.getByRole("status").getByText(want).waitFor(); // the preview is what the server will store
+  await checkPage(page, "robot-expiry");
+  await d.getByRole("button", { name: "Save" }).click();
+  await row.getByText(want).waitFor();
+  const after = await robotApi();
+  assert.equal(after.duration, 7);
+  assert.equal(after.expires_at, Math.floor(Date.parse(before.creation_time) / 1000) + 7 * 86400);
+  // never: the field is off and the table says so
+  await page.getByRole("button", { name: "Change the expiry of robot$secret+ci" }).click();
+  await d.getByLabel("Never expires").check();
+  assert.ok(await d.getByLabel("Expires after (days from creation)").isDisabled());
+  await d.getByRole("button", { name: "Save" }).click();
+  await row.getByText("never").waitFor();
+  assert.equal((await robotApi()).expires_at, -1);
 });
 
 test("logs and settings", async () => {

@@ -42,6 +42,18 @@ export function formatAgo(t: string | number | null | undefined, now: number = D
   return s >= 0 ? `${n} ${u} ago` : `in ${n} ${u}`;
 }
 
+/**
+ * When a robot with `days` of duration (-1: never) expires: durations count from its creation, as in Harbor, so
+ * the preview in the edit dialog is what the server will store. `now` is injectable for tests.
+ */
+export function robotExpiry(created: string, days: number, now: number = Date.now()): { text: string; past: boolean } {
+  if (days === -1) return { text: "never", past: false };
+  const start = new Date(created).getTime();
+  if (!Number.isInteger(days) || days < 1 || Number.isNaN(start)) return { text: "—", past: false };
+  const at = start + days * 86400 * 1000;
+  return { text: formatTime(at / 1000), past: at <= now };
+}
+
 /** Bytes per second as a rate. */
 export function formatRate(bytes: number, seconds: number): string {
   if (!(seconds > 0)) return "—";

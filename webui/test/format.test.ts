@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { formatAgo, formatBytes, formatRate, formatTime, roleName, shortDigest } from "../src/format";
+import { formatAgo, formatBytes, formatRate, formatTime, robotExpiry, roleName, shortDigest } from "../src/format";
 
 test("sizes use binary units with sensible precision", () => {
   assert.equal(formatBytes(0), "0 B");
@@ -43,4 +43,15 @@ test("rates and roles", () => {
   assert.equal(roleName(1), "Project admin");
   assert.equal(roleName(5), "Limited guest");
   assert.equal(roleName(9), "—");
+});
+
+test("a robot's expiry counts its duration from its creation, as the server does", () => {
+  const created = "2026-01-10T08:00:00Z";
+  const now = Date.parse("2026-01-20T00:00:00Z");
+  assert.deepEqual(robotExpiry(created, -1, now), { text: "never", past: false });
+  assert.deepEqual(robotExpiry(created, 30, now), { text: "2026-02-09 08:00:00 UTC", past: false });
+  // shortening below the robot's age: the new expiry is already behind us
+  assert.deepEqual(robotExpiry(created, 7, now), { text: "2026-01-17 08:00:00 UTC", past: true });
+  for (const bad of [0, -2, 1.5, Number.NaN]) assert.deepEqual(robotExpiry(created, bad, now), { text: "—", past: false });
+  assert.deepEqual(robotExpiry("garbage", 3, now), { text: "—", past: false });
 });

@@ -1,8 +1,8 @@
 // One project: repositories, members, robot accounts, logs and settings, each a tab with its own URL.
 // What the caller may do comes from /users/current/permissions?scope=/project/<name>.
-import { useState } from "preact/hooks";
+import { useEffect, useState } from "preact/hooks";
 import { ApiError, get, list, send } from "../api";
-import { formatAgo, formatBytes, formatTime, ROLES, roleName } from "../format";
+import { formatAgo, formatBytes, formatTime, robotExpiry, ROLES, roleName } from "../format";
 import { Perms, ROBOT_PERMISSIONS, type Permission } from "../perms";
 import { listUrl, repoInProject } from "../query";
 import { navigate } from "../router";
@@ -253,6 +253,8 @@ interface Robot {
   description: string;
   disable: boolean;
   expires_at: number;
+  /** days from creation, -1 for never */
+  duration: number;
   creation_time: string;
   permissions: { namespace: string; access: Permission[] }[];
 }
@@ -261,6 +263,7 @@ function Robots({ project, perms }: { project: Project; perms: Perms }) {
   const [tick, setTick] = useState(0);
   const [open, setOpen] = useState(false);
   const [secret, setSecret] = useState<{ name: string; secret: string } | null>(null);
+  const [expiryOf, setExpiryOf] = useState<Robot | null>(null);
   const [err, setErr] = useState("");
   const pname = encodeURIComponent(project.name);
   const act = async (f: () => Promise<unknown>) => {
@@ -302,6 +305,9 @@ function Robots({ project, perms }: { project: Project; perms: Perms }) {
                     <button type="button" class="btn" onClick={() => act(() => send("PUT", `/robots/${r.id}`, { disable: !r.disable }))}>
                       {r.disable ? "Enable" : "Disable"}
                     </button>
+                    <button type="button" class="btn" aria-label={`Change the expiry of ${r.name}`} onClick={() => setExpiryOf(r)}>
+                      Expiry…
+                    </button>
                     <button
                       type="button"
                       class="btn"
@@ -338,7 +344,52 @@ function Robots({ project, perms }: { project: Project; perms: Perms }) {
         }}
       />
       <SecretOnce value={secret} onClose={() => setSecret(null)} />
+      <RobotExpiry robot={expiryOf} onClose={() => setExpiryOf(null)} onDone={() => setTick((t) => t + 1)} />
     </>
+  );
+}
+
+/** Change how long a robot lives: a number of days from its creation (as Harbor counts), or never. */
+function RobotExpiry({ robot, onClose, onDone }: { robot: Robot | null; onClose: () => void; onDone: () => void }) {
+  const [never, setNever] = useState(false);
+  const [days, setDays] = useState("30");
+  const { err, setErr, act } = useAction(() => {
+    onDone();
+    onClose();
+  });
+  useEffect(() => { // opened for a robot: start from what it has
+    if (!robot) return;
+    setNever(robot.duration === -1);
+    setDays(robot.duration === -1 ? "30" : String(robot.duration));
+    setErr("");
+  }, [robot]);
+  const n = never ? -1 : Number(days);
+  const preview = robot ? robotExpiry(robot.creation_time, n) : null;
+  return (
+    <Dialog title={`Expiry of ${robot?.name ?? ""}`} open={robot != null} onClose={onClose}>
+      {robot && (
+        <form
+          class="form"
+          onSubmit={(e) => {
+            e.preventDefault();
+            act(() => send("PUT", `/robots/${robot.id}`, { duration: n }));
+          }}
+        >
+          <p>Created {formatTime(robot.creation_time)}; the duration counts from then.</p>
+          <label class="check">
+            <input type="checkbox" checked={never} onChange={(e) => setNever((e.target as HTMLInputElement).checked)} /> Never expires
+          </label>
+          <label for="re-days">Expires after (days from creation)</label>
+          <input id="re-days" type="number" min="1" max="36500" required={!never} disabled={never} value={days} onInput={(e) => setDays((e.target as HTMLInputElement).value)} />
+          <p role="status">
+            Expires: <strong>{preview?.text}</strong>
+            {preview?.past && <span class="badge bad">already passed: the robot will be refused</span>}
+          </p>
+          <FormError msg={err} />
+          <FormButtons onCancel={onClose} submit="Save" />
+        </form>
+      )}
+    </Dialog>
   );
 }
 
