@@ -79,6 +79,87 @@ test("replication: a policy with filters and a destination namespace, run now, w
   await page.getByRole("dialog").getByRole("button", { name: "Close" }).click();
 });
 
+test("registries and policies: edit and delete; event-based and scheduled triggers", async () => {
+  const apiGet = async (path) => (await page.request.get(BASE + "/api/v2.0" + path)).json();
+  page.on("dialog", (d) => d.accept()); // the confirm() of every delete below
+  // a second registry, renamed through Edit (its password stays: "empty: unchanged")
+  await page.goto(BASE + "/admin/registries");
+  await settled(page);
+  await page.getByRole("button", { name: "New registry" }).click();
+  let d = page.getByRole("dialog");
+  await d.getByLabel("Name", { exact: true }).fill("site-c");
+  await d.getByLabel("URL").fill("http://" + F.site_b);
+  await d.getByLabel("Username (empty: anonymous)").fill("admin");
+  await d.getByLabel(/^Password or token/).fill(F.admin_password);
+  await d.getByRole("button", { name: "Create", exact: true }).click();
+  const rowC = page.locator("tbody tr", { hasText: "site-c" });
+  await rowC.getByRole("button", { name: "Edit" }).click();
+  assert.equal(await d.getByLabel("Name", { exact: true }).inputValue(), "site-c");
+  await d.getByLabel("Name", { exact: true }).fill("site-c2");
+  await checkPage(page, "admin-registry-edit");
+  await d.getByRole("button", { name: "Save" }).click();
+  await page.getByRole("cell", { name: "site-c2", exact: true }).waitFor();
+  const reg = (await apiGet("/registries")).find((r) => r.name === "site-c2");
+  assert.equal(reg.credential.access_key, "admin");
+  await page.locator("tbody tr", { hasText: "site-c2" }).getByRole("button", { name: "Test" }).click();
+  await page.getByText("site-c2: reachable.").waitFor(); // the kept password still works
+
+  // a policy on it, made scheduled: an invalid cron is explained and not sent; a preset is
+  await page.goto(BASE + "/admin/replication");
+  await settled(page);
+  await page.getByRole("button", { name: "New policy" }).click();
+  d = page.getByRole("dialog");
+  await d.getByLabel("Name", { exact: true }).fill("nightly");
+  await d.getByLabel("Registry", { exact: true }).selectOption({ label: `site-c2 (http://${F.site_b})` });
+  await d.getByLabel(/^Repository filter/).fill("open/**");
+  await d.getByLabel("On a schedule").check();
+  assert.equal(await d.getByLabel(/^Cron:/).inputValue(), "0 0 0 * * *"); // the default preset
+  await d.getByText("Runs every day at 00:00.").waitFor();
+  await d.getByLabel(/^Cron:/).fill("0 0 2 * * MON");
+  await d.getByText(/Not a schedule Berth runs: the day of week field "MON"/).waitFor();
+  await d.getByRole("button", { name: "Create", exact: true }).click();
+  assert.equal(await d.isVisible(), true); // nothing was sent
+  await d.getByLabel("Schedule", { exact: true }).selectOption({ label: "every Sunday at 02:00" });
+  await d.getByText("Runs every Sunday at 02:00.").waitFor();
+  await checkPage(page, "admin-policy-scheduled");
+  await d.getByRole("button", { name: "Create", exact: true }).click();
+  const rowP = page.locator("tbody tr", { hasText: "nightly" });
+  await rowP.getByText("scheduled: every Sunday at 02:00").waitFor();
+  let pol = (await apiGet("/replication/policies")).find((p) => p.name === "nightly");
+  assert.deepEqual(pol.trigger, { type: "scheduled", trigger_settings: { cron: "0 0 2 * * 0" } });
+
+  // edit: event-based, deletions replicated too; the form starts from what is stored
+  await rowP.getByRole("button", { name: "Edit" }).click();
+  assert.equal(await d.getByLabel(/^Cron:/).inputValue(), "0 0 2 * * 0");
+  assert.equal(await d.getByLabel(/^Repository filter/).inputValue(), "open/**");
+  await d.getByLabel("When something is pushed here").check();
+  await d.getByLabel("Also delete on the other side what is deleted here").check();
+  await checkPage(page, "admin-policy-event");
+  await d.getByRole("button", { name: "Save" }).click();
+  await rowP.getByText("on push and delete").waitFor();
+  pol = (await apiGet("/replication/policies")).find((p) => p.name === "nightly");
+  assert.equal(pol.trigger.type, "event_based");
+  assert.equal(pol.replicate_deletion, true);
+  assert.equal(pol.dest_registry.name, "site-c2");
+
+  // a registry a policy uses cannot go; once the policy is deleted it can
+  await page.goto(BASE + "/admin/registries");
+  await settled(page);
+  await page.locator("tbody tr", { hasText: "site-c2" }).getByRole("button", { name: "Delete" }).click();
+  await page.getByText("policies still use this registry").waitFor();
+  await page.goto(BASE + "/admin/replication");
+  await settled(page);
+  await page.locator("tbody tr", { hasText: "nightly" }).getByRole("button", { name: "Delete" }).click();
+  await page.locator("tbody tr", { hasText: "nightly" }).waitFor({ state: "detached" });
+  assert.equal((await apiGet("/replication/policies")).some((p) => p.name === "nightly"), false);
+  await page.goto(BASE + "/admin/registries");
+  await settled(page);
+  await page.locator("tbody tr", { hasText: "site-c2" }).getByRole("button", { name: "Delete" }).click();
+  await page.locator("tbody tr", { hasText: "site-c2" }).waitFor({ state: "detached" });
+  assert.equal((await apiGet("/registries")).some((r) => r.name === "site-c2"), false);
+  page.removeAllListeners("dialog");
+});
+
 test("audit log: filters are part of the URL", async () => {
   await page.goto(BASE + "/admin/audit?op=create&rt=project");
   await settled(page);

@@ -2,6 +2,7 @@
 // audit log, LDAP and system information. Each section is its own URL under /admin/.
 import { useEffect, useState } from "preact/hooks";
 import { call, get, list, send } from "../api";
+import { CRON_PRESETS, cronProblem, describeCron } from "../cron";
 import { formatBytes, formatRate, formatTime } from "../format";
 import { listUrl } from "../query";
 import { loc, match, setSearch } from "../router";
@@ -330,6 +331,7 @@ interface Policy {
   trigger: { type: string; trigger_settings?: { cron?: string } } | null;
   override: boolean;
   enabled: boolean;
+  replicate_deletion: boolean;
   speed: number | null;
 }
 interface Execution {
@@ -375,7 +377,7 @@ function Policies() {
           { label: "Direction", render: (p) => (p.dest_registry ? `push to ${p.dest_registry.name}` : `pull from ${p.src_registry?.name ?? "?"}`) },
           { label: "Filters", render: (p) => <span class="wrap">{(p.filters ?? []).map((f) => `${f.type}: ${f.value}`).join(", ") || "everything"}</span> },
           { label: "Destination namespace", render: (p) => p.dest_namespace || "same" },
-          { label: "Trigger", render: (p) => p.trigger?.type ?? "manual" },
+          { label: "Trigger", render: (p) => <span class="wrap">{triggerText(p)}</span> },
           { label: "Bandwidth", render: (p) => (p.speed && p.speed > 0 ? `${p.speed} KiB/s` : "unlimited") },
           { label: "Enabled", render: (p) => (p.enabled ? "yes" : "no") },
           {
@@ -401,6 +403,14 @@ function Policies() {
       {edit && <PolicyForm pol={edit} onClose={() => setEdit(null)} onDone={() => setTick((t) => t + 1)} />}
     </>
   );
+}
+
+/** A policy's trigger in words, for the list */
+function triggerText(p: Policy): string {
+  const t = p.trigger?.type ?? "manual";
+  if (t === "event_based") return p.replicate_deletion ? "on push and delete" : "on push";
+  if (t === "scheduled") return `scheduled: ${describeCron(p.trigger?.trigger_settings?.cron ?? "")}`;
+  return "manual";
 }
 
 /** Re-render every `ms` while `on`: executions in progress are polled. */
@@ -455,7 +465,9 @@ function PolicyForm({ pol, onClose, onDone }: { pol: Partial<Policy>; onClose: (
     speed: String(pol.speed ?? -1),
     override: pol.override ?? true,
     enabled: pol.enabled ?? true,
+    deletion: pol.replicate_deletion ?? false,
   });
+  const cronErr = f.trigger === "scheduled" ? cronProblem(f.cron) : null;
   const { err, act } = useAction(() => {
     onDone();
     onClose();
@@ -477,6 +489,7 @@ function PolicyForm({ pol, onClose, onDone }: { pol: Partial<Policy>; onClose: (
       speed: Number(f.speed),
       override: f.override,
       enabled: f.enabled,
+      replicate_deletion: f.trigger === "event_based" && f.deletion,
     };
   };
   return (
@@ -485,6 +498,7 @@ function PolicyForm({ pol, onClose, onDone }: { pol: Partial<Policy>; onClose: (
         class="form"
         onSubmit={(e) => {
           e.preventDefault();
+          if (cronErr) return; // shown next to the field; berthd would refuse it too
           act(() => (pol.id ? send("PUT", `/replication/policies/${pol.id}`, body()) : send("POST", "/replication/policies", body())));
         }}
       >
@@ -518,18 +532,46 @@ function PolicyForm({ pol, onClose, onDone }: { pol: Partial<Policy>; onClose: (
           <option value="3">replace 3 levels</option>
           <option value="-1">flatten all levels</option>
         </select>
-        <label for="rp-trig">Trigger</label>
-        <select id="rp-trig" value={f.trigger} onChange={set("trigger")}>
-          <option value="manual">manual</option>
-          <option value="event_based">on push and delete</option>
-          <option value="scheduled">scheduled (cron)</option>
-        </select>
-        {f.trigger === "scheduled" && (
-          <>
-            <label for="rp-cron">Cron (6 fields, seconds first)</label>
-            <input id="rp-cron" required value={f.cron} onInput={set("cron")} />
-          </>
-        )}
+        <fieldset>
+          <legend>Trigger</legend>
+          {(
+            [
+              ["manual", "Manual (Run now)"],
+              ["event_based", "When something is pushed here"],
+              ["scheduled", "On a schedule"],
+            ] as const
+          ).map(([v, label]) => (
+            <label class="check">
+              <input type="radio" name="rp-trigger" value={v} checked={f.trigger === v} onChange={() => setF({ ...f, trigger: v, cron: v === "scheduled" && !f.cron ? CRON_PRESETS[1][0] : f.cron })} />{" "}
+              {label}
+            </label>
+          ))}
+          {f.trigger === "event_based" && (
+            <label class="check">
+              <input type="checkbox" checked={f.deletion} onChange={(e) => setF({ ...f, deletion: (e.target as HTMLInputElement).checked })} /> Also delete on the
+              other side what is deleted here
+            </label>
+          )}
+          {f.trigger === "scheduled" && (
+            <div class="form">
+              <label for="rp-preset">Schedule</label>
+              <select id="rp-preset" value={CRON_PRESETS.some(([c]) => c === f.cron.trim()) ? f.cron.trim() : ""} onChange={(e) => {
+                const v = (e.target as HTMLSelectElement).value;
+                if (v) setF({ ...f, cron: v });
+              }}>
+                {CRON_PRESETS.map(([c, label]) => (
+                  <option value={c}>{label}</option>
+                ))}
+                <option value="">custom</option>
+              </select>
+              <label for="rp-cron">Cron: second minute hour day-of-month month day-of-week (server time)</label>
+              <input id="rp-cron" required class="mono" value={f.cron} aria-invalid={cronErr ? "true" : undefined} aria-describedby="rp-cron-says" onInput={set("cron")} />
+              <p id="rp-cron-says" class={cronErr ? "form-error" : "muted"} role="status">
+                {cronErr ? `Not a schedule Berth runs: ${cronErr}.` : `Runs ${describeCron(f.cron)}.`}
+              </p>
+            </div>
+          )}
+        </fieldset>
         <label for="rp-speed">Bandwidth limit in KiB/s (-1: unlimited)</label>
         <input id="rp-speed" type="number" min="-1" value={f.speed} onInput={set("speed")} />
         <label class="check">
