@@ -139,14 +139,18 @@ class WebUI(BerthTestCase):
         from test_ldap import BASE as LDAP_BASE, Slapd, ldap_env
         slapd = Slapd()
         self.addCleanup(slapd.cleanup)
-        slapd.add_user("alice", "alice-Pw1")
+        for u in ("alice", "frank", "gina", "henry"):
+            slapd.add_user(u, u + "-Pw1")
         slapd.add_group("devs", ["alice"])
+        slapd.add_group("ops", ["gina"])
         site = Berthd(args=["--config", ldap_env(slapd)], env={"BERTH_UI_DIR": UI_DIR}).start()
         self.addCleanup(site.cleanup)
-        self.assertEqual(site.request("POST", "/api/v2.0/projects", json.dumps({"project_name": "ldapproj"}).encode(),
-                                      {"Content-Type": "application/json"})[0], 201)
+        post = lambda path, body: site.request("POST", "/api/v2.0" + path, json.dumps(body).encode(), {"Content-Type": "application/json"})[0]
+        self.assertEqual(post("/projects", {"project_name": "ldapproj"}), 201)
+        self.assertEqual(post("/users", {"username": "henry", "password": USER_PW, "email": "henry@example.org"}), 201)  # a local henry
         self.run_browser("ldap.e2e.mjs", {"admin_password": ADMIN_PASSWORD, "ldap_site": site.host, "ldap_user": "alice",
-                                          "ldap_password": "alice-Pw1", "group_dn": "cn=devs,ou=groups," + LDAP_BASE})
+                                          "ldap_password": "alice-Pw1", "group_dn": "cn=devs,ou=groups," + LDAP_BASE,
+                                          "import_users": ["frank", "gina"], "local_clash": "henry"})
 
 
 class UiApi(BerthTestCase):

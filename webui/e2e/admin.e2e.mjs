@@ -175,6 +175,12 @@ test("audit log: filters are part of the URL", async () => {
 });
 
 test("LDAP and system", async () => {
+  // this site has no LDAP (systeminfo auth_mode db_auth): the LDAP tab says so instead of offering searches
+  await page.goto(BASE + "/admin/ldap");
+  await settled(page);
+  await page.getByText("LDAP is not configured").waitFor();
+  assert.equal(await page.getByLabel("Find LDAP users").count(), 0);
+  await checkPage(page, "admin-ldap-off");
   await page.goto(BASE + "/admin/system");
   await settled(page);
   await page.getByText("database").first().waitFor();

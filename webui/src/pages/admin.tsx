@@ -1,5 +1,5 @@
 // Administration (system admins): users, registries, replication policies and executions (live), the system
-// audit log, LDAP and system information. Each section is its own URL under /admin/.
+// audit log, LDAP (import users, add groups) and system information. Each section is its own URL under /admin/.
 import { useEffect, useState } from "preact/hooks";
 import { call, get, list, send } from "../api";
 import { CRON_PRESETS, cronProblem, describeCron } from "../cron";
@@ -8,7 +8,7 @@ import { listUrl } from "../query";
 import { loc, match, setSearch } from "../router";
 import { me } from "../session";
 import { Dialog } from "../ui/dialog";
-import { ErrorBox, Forbidden, FormButtons, FormError, Loading, useAction, useLoad } from "../ui/states";
+import { Empty, ErrorBox, Forbidden, FormButtons, FormError, Loading, useAction, useLoad } from "../ui/states";
 import { PagedTable } from "../ui/table";
 import { auditColumns } from "./project";
 
@@ -17,7 +17,8 @@ const SECTIONS = [
   ["registries", "Registries"],
   ["replication", "Replication"],
   ["audit", "Audit log"],
-  ["system", "LDAP and system"],
+  ["ldap", "LDAP"],
+  ["system", "System"],
 ] as const;
 
 export function AdminPage({ rest }: { rest: string }) {
@@ -30,6 +31,7 @@ export function AdminPage({ rest }: { rest: string }) {
   else if (section === "registries") body = <Registries />;
   else if (section === "replication") body = <Policies />;
   else if (section === "audit") body = <Audit />;
+  else if (section === "ldap") body = <Ldap />;
   else if (section === "system") body = <System />;
   else body = <ErrorBox error={new Error(`No section ${rest}`)} />;
   return (
@@ -77,7 +79,7 @@ function Users() {
             New user
           </button>
         }
-        fetch={(s) => list<UserRow>(listUrl(s.q ? "/users/search" : "/users", { page: s.page, pageSize: s.pageSize, extra: { username: s.q || undefined } }))}
+        fetch={(s) => list<UserRow>(listUrl("/users", { page: s.page, pageSize: s.pageSize, extra: { username: s.q || undefined } }))}
         empty="No users."
         columns={[
           {
@@ -752,17 +754,13 @@ function Audit() {
   );
 }
 
-/* ---- LDAP and system ---- */
+/* ---- system ---- */
 function System() {
   const info = useLoad("sysinfo", () => get<Record<string, unknown>>("/systeminfo"));
   const health = useLoad("health", async () => {
     const r = await call("GET", "/health", { raw: true });
     return (await r.json()) as { status: string; components: { name: string; status: string }[] };
   });
-  const [ldap, setLdap] = useState("");
-  const [q, setQ] = useState("");
-  const [found, setFound] = useState<{ username: string; realname?: string; email?: string }[] | null>(null);
-  const { err, act } = useAction();
   return (
     <div class="grid2">
       <section class="card" aria-labelledby="sys-h">
@@ -790,98 +788,309 @@ function System() {
           </ul>
         )}
       </section>
-      <section class="card" aria-labelledby="ldap-h">
-        <h2 id="ldap-h">LDAP</h2>
+    </div>
+  );
+}
+
+/* ---- LDAP ---- */
+interface LdapUser {
+  username: string;
+  realname?: string;
+  email?: string;
+  ldap_dn: string;
+}
+interface LdapGroup {
+  group_name: string;
+  ldap_group_dn: string;
+}
+interface UserGroup {
+  id: number;
+  group_name: string;
+  group_type: number;
+  ldap_group_dn: string;
+}
+
+/** DNs as the directory compares them: case and the spaces around separators do not matter */
+export function sameDn(a: string, b: string): boolean {
+  const norm = (d: string) => d.split(",").map((p) => p.split("=").map((x) => x.trim()).join("=")).join(",").toLowerCase();
+  return norm(a) === norm(b);
+}
+
+/** Harbor's import answer: 200, or 404 with the ids it could not import and why */
+export function importOutcome(asked: string[], failed: { uid: string; error: string }[]): { imported: string[]; failed: { uid: string; error: string }[] } {
+  const bad = new Set(failed.map((f) => f.uid));
+  return { imported: asked.filter((u) => !bad.has(u)), failed };
+}
+
+/** Directory users and groups: find them, import users before their first sign-in, add groups (then they can be
+ *  project members) and remove them. Only where berthd has LDAP configured (systeminfo auth_mode ldap_auth). */
+function Ldap() {
+  const info = useLoad("sysinfo", () => get<{ auth_mode: string }>("/systeminfo"));
+  const [ping, setPing] = useState("");
+  const { err, act } = useAction();
+  if (info.error) return <ErrorBox error={info.error} retry={info.reload} />;
+  if (!info.data) return <Loading />;
+  if (info.data.auth_mode !== "ldap_auth")
+    return (
+      <Empty>
+        LDAP is not configured: people sign in with Berth's own accounts. Set <code>ldap.url</code> (and the search and group settings) in
+        berthd's configuration to add a directory.
+      </Empty>
+    );
+  return (
+    <>
+      <section class="card" aria-labelledby="ldapc-h">
+        <h2 id="ldapc-h">Directory</h2>
+        <p>Directory users sign in with their LDAP password; they are added to Berth at their first sign-in, or here beforehand.</p>
         <FormError msg={err} />
         <button
           type="button"
           class="btn"
           onClick={() => {
-            setLdap("");
+            setPing("");
             act(async () => {
               await send("POST", "/ldap/ping", {});
-              setLdap("LDAP answers.");
+              setPing("LDAP answers.");
             });
           }}
         >
           Test the LDAP connection
         </button>
-        {ldap && <p role="status">{ldap}</p>}
-        <form
-          class="inline-form"
-          onSubmit={(e) => {
-            e.preventDefault();
-            act(async () => setFound(await get(`/ldap/users/search?username=${encodeURIComponent(q)}`)));
-          }}
-        >
-          <label for="ldap-q">Find LDAP users</label>
-          <input id="ldap-q" required value={q} onInput={(e) => setQ((e.target as HTMLInputElement).value)} />
-          <button type="submit" class="btn">
-            Search
-          </button>
-        </form>
-        <LdapGroups act={act} />
-        {found && (
-          <ul class="plain">
-            {found.length === 0 && <li class="muted">No one found.</li>}
-            {found.map((u) => (
-              <li>
-                {u.username} {u.realname && <span class="muted">({u.realname})</span>}{" "}
-                <button type="button" class="btn small" onClick={() => act(() => send("POST", "/ldap/users/import", { ldap_uid_list: [u.username] }))}>
-                  Import
-                </button>
-              </li>
-            ))}
-          </ul>
-        )}
+        {ping && <p role="status">{ping}</p>}
       </section>
-    </div>
+      <LdapUsers />
+      <LdapGroups />
+    </>
   );
 }
 
-/** LDAP groups: search by name and add one as a Berth user group (then it can be a project member). */
-function LdapGroups({ act }: { act: (f: () => Promise<unknown>) => Promise<boolean> }) {
+function LdapUsers() {
   const [q, setQ] = useState("");
-  const [found, setFound] = useState<{ group_name: string; ldap_group_dn: string }[] | null>(null);
-  const [added, setAdded] = useState("");
+  const [found, setFound] = useState<LdapUser[] | null>(null);
+  const [known, setKnown] = useState<Set<string>>(new Set());
+  const [picked, setPicked] = useState<Set<string>>(new Set());
+  const [outcome, setOutcome] = useState<ReturnType<typeof importOutcome> | null>(null);
+  const { err, act } = useAction();
+  const lookKnown = async (term: string) => {
+    const users = await list<UserRow>(listUrl("/users", { page: 1, pageSize: 100, extra: { username: term || undefined } }));
+    setKnown(new Set(users.items.map((u) => u.username.toLowerCase())));
+  };
+  const search = () =>
+    act(async () => {
+      setOutcome(null);
+      setPicked(new Set());
+      setFound(await get<LdapUser[]>(`/ldap/users/search?username=${encodeURIComponent(q)}`));
+      await lookKnown(q);
+    });
+  const importPicked = () =>
+    act(async () => {
+      const asked = [...picked];
+      const r = await call("POST", "/ldap/users/import", { body: { ldap_uid_list: asked }, raw: true });
+      if (!r.ok && r.status !== 404) throw new Error(`import failed: HTTP ${r.status}`);
+      setOutcome(importOutcome(asked, r.status === 404 ? await r.json() : []));
+      setPicked(new Set());
+      await lookKnown(q);
+    });
+  const toggle = (u: string) => {
+    const n = new Set(picked);
+    if (n.has(u)) n.delete(u);
+    else n.add(u);
+    setPicked(n);
+  };
   return (
-    <>
+    <section aria-labelledby="ldapu-h">
+      <h2 id="ldapu-h">Import users</h2>
       <form
         class="inline-form"
         onSubmit={(e) => {
           e.preventDefault();
+          search();
+        }}
+      >
+        <label for="ldap-q">Find LDAP users</label>
+        <input id="ldap-q" type="search" placeholder="uid (empty: the first 100)" value={q} onInput={(e) => setQ((e.target as HTMLInputElement).value)} />
+        <button type="submit" class="btn">
+          Search users
+        </button>
+      </form>
+      <FormError msg={err} />
+      {outcome && (
+        <div role="status" class="card">
+          {outcome.imported.length > 0 && <p>Imported: {outcome.imported.join(", ")}.</p>}
+          {outcome.failed.length > 0 && (
+            <ul class="plain" aria-label="Not imported">
+              {outcome.failed.map((f) => (
+                <li>
+                  <span class="badge bad">not imported</span> {f.uid}: {f.error}
+                </li>
+              ))}
+            </ul>
+          )}
+        </div>
+      )}
+      {found &&
+        (found.length === 0 ? (
+          <Empty>No directory user matches.</Empty>
+        ) : (
+          <>
+            <div class="toolbar">
+              <button type="button" class="btn primary" disabled={picked.size === 0} onClick={importPicked}>
+                Import selected ({picked.size})
+              </button>
+            </div>
+            <div class="table-wrap">
+              <table aria-label="LDAP users">
+                <thead>
+                  <tr>
+                    <th scope="col">Select</th>
+                    <th scope="col">Username</th>
+                    <th scope="col">Name</th>
+                    <th scope="col">Email</th>
+                    <th scope="col">In Berth</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {found.map((u) => (
+                    <tr>
+                      <td data-label="Select">
+                        <input type="checkbox" checked={picked.has(u.username)} aria-label={`Select ${u.username}`} onChange={() => toggle(u.username)} />
+                      </td>
+                      <td data-label="Username">{u.username}</td>
+                      <td data-label="Name">{u.realname || "—"}</td>
+                      <td data-label="Email" class="wrap">
+                        {u.email || "—"}
+                      </td>
+                      <td data-label="In Berth">{known.has(u.username.toLowerCase()) ? <span class="badge ok">user</span> : <span class="muted">not yet</span>}</td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </div>
+          </>
+        ))}
+    </section>
+  );
+}
+
+/** LDAP groups: search by name and add one as a Berth user group (then it can be a project member); Berth's groups, removable. */
+function LdapGroups() {
+  const [q, setQ] = useState("");
+  const [found, setFound] = useState<LdapGroup[] | null>(null);
+  const [msg, setMsg] = useState("");
+  const [tick, setTick] = useState(0);
+  const ours = useLoad(`ugroups|${tick}`, () => list<UserGroup>("/usergroups?page_size=100"));
+  const { err, act } = useAction(() => setTick((t) => t + 1));
+  const inBerth = (g: LdapGroup) => (ours.data?.items ?? []).some((o) => sameDn(o.ldap_group_dn, g.ldap_group_dn));
+  return (
+    <section aria-labelledby="ldapg-h">
+      <h2 id="ldapg-h">Groups</h2>
+      <form
+        class="inline-form"
+        onSubmit={(e) => {
+          e.preventDefault();
+          setMsg("");
           act(async () => setFound(await get(`/ldap/groups/search?groupname=${encodeURIComponent(q)}`)));
         }}
       >
         <label for="ldap-g">Find LDAP groups</label>
-        <input id="ldap-g" value={q} onInput={(e) => setQ((e.target as HTMLInputElement).value)} />
+        <input id="ldap-g" type="search" placeholder="name (empty: the first 100)" value={q} onInput={(e) => setQ((e.target as HTMLInputElement).value)} />
         <button type="submit" class="btn">
-          Search
+          Search groups
         </button>
       </form>
-      {added && <p role="status">{added}</p>}
-      {found && (
-        <ul class="plain">
-          {found.length === 0 && <li class="muted">No group found.</li>}
-          {found.map((g) => (
-            <li>
-              {g.group_name} <span class="muted wrap">{g.ldap_group_dn}</span>{" "}
-              <button
-                type="button"
-                class="btn small"
-                onClick={() =>
-                  act(async () => {
-                    await send("POST", "/usergroups", { group_name: g.group_name, group_type: 1, ldap_group_dn: g.ldap_group_dn });
-                    setAdded(`${g.group_name} added: it can now be made a project member.`);
-                  })
-                }
-              >
-                Add
-              </button>
-            </li>
-          ))}
-        </ul>
+      <FormError msg={err} />
+      {msg && <p role="status">{msg}</p>}
+      {found &&
+        (found.length === 0 ? (
+          <Empty>No directory group matches.</Empty>
+        ) : (
+          <div class="table-wrap">
+            <table aria-label="LDAP groups">
+              <thead>
+                <tr>
+                  <th scope="col">Group</th>
+                  <th scope="col">DN</th>
+                  <th scope="col">In Berth</th>
+                </tr>
+              </thead>
+              <tbody>
+                {found.map((g) => (
+                  <tr>
+                    <td data-label="Group">{g.group_name}</td>
+                    <td data-label="DN" class="wrap">
+                      {g.ldap_group_dn}
+                    </td>
+                    <td data-label="In Berth">
+                      {inBerth(g) ? (
+                        <span class="badge ok">added</span>
+                      ) : (
+                        <button
+                          type="button"
+                          class="btn small"
+                          aria-label={`Add group ${g.group_name}`}
+                          onClick={() =>
+                            act(async () => {
+                              await send("POST", "/usergroups", { group_name: g.group_name, group_type: 1, ldap_group_dn: g.ldap_group_dn });
+                              setMsg(`${g.group_name} added: it can now be made a project member.`);
+                            })
+                          }
+                        >
+                          Add
+                        </button>
+                      )}
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+        ))}
+      <h3>Berth's LDAP groups</h3>
+      {ours.error ? (
+        <ErrorBox error={ours.error} retry={ours.reload} />
+      ) : !ours.data ? (
+        <Loading />
+      ) : ours.data.items.length === 0 ? (
+        <Empty>No groups yet: add one above, or name its DN when adding a project member.</Empty>
+      ) : (
+        <div class="table-wrap">
+          <table aria-label="Berth's LDAP groups">
+            <thead>
+              <tr>
+                <th scope="col">Group</th>
+                <th scope="col">DN</th>
+                <th scope="col">Actions</th>
+              </tr>
+            </thead>
+            <tbody>
+              {ours.data.items.map((g) => (
+                <tr>
+                  <td data-label="Group">{g.group_name}</td>
+                  <td data-label="DN" class="wrap">
+                    {g.ldap_group_dn}
+                  </td>
+                  <td data-label="Actions">
+                    <button
+                      type="button"
+                      class="btn danger"
+                      aria-label={`Remove group ${g.group_name}`}
+                      onClick={() =>
+                        confirm(`Remove group ${g.group_name}? It stops being a member of every project.`) &&
+                        act(async () => {
+                          await send("DELETE", `/usergroups/${g.id}`);
+                          setMsg(`${g.group_name} removed.`);
+                        })
+                      }
+                    >
+                      Remove
+                    </button>
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
       )}
-    </>
+    </section>
   );
 }
