@@ -65,6 +65,11 @@ char *berth_repl_seal(const char *secret)
     return hex;
 }
 
+static int nibble(char c)
+{
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
 char *berth_repl_open(const char *hex)
 {
     size_t hl = hex != NULL ? strlen(hex) : 0;
@@ -73,12 +78,12 @@ char *berth_repl_open(const char *hex)
     size_t n = hl / 2;
     unsigned char *raw = malloc(n);
     for (size_t i = 0; i < n; i++) {
-        unsigned v;
-        if (sscanf(hex + 2 * i, "%2x", &v) != 1) {
+        int hi = nibble(hex[2 * i]), lo = nibble(hex[2 * i + 1]);
+        if (hi < 0 || lo < 0) {
             free(raw);
             return NULL;
         }
-        raw[i] = (unsigned char)v;
+        raw[i] = (unsigned char)(hi << 4 | lo);
     }
     size_t ctn = n - NONCE_LEN - TAG_LEN;
     char *pt = malloc(ctn + 1);

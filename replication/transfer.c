@@ -1,5 +1,6 @@
 #include "replication/transfer.h"
 
+#include <errno.h>
 #include <jansson.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -161,6 +162,19 @@ static int mount_from(const char *base, const char *digest, char repo[256])
     return hit;
 }
 
+/* The end of an upload's Range header ("0-1234"): 1 with *last, 0 when it is not one */
+static int range_end(const char *range, long long *last)
+{
+    char *end;
+    errno = 0;
+    long long first = strtoll(range, &end, 10);
+    if (end == range || *end != '-' || first < 0)
+        return 0;
+    const char *second = end + 1;
+    *last = strtoll(second, &end, 10);
+    return end != second && errno == 0 && *last >= first;
+}
+
 /* Copy one blob, resuming a session this task left at the destination */
 static int copy_blob(job_t *j, const char *dst_base, const char *srepo, const char *drepo, const char *digest, long long size)
 {
@@ -189,9 +203,9 @@ static int copy_blob(job_t *j, const char *dst_base, const char *srepo, const ch
         /* resume: the destination says how many bytes it holds */
         if (berth_client_do(j->dst, "GET", loc, NULL, NULL, 0, &r) != 0)
             return BERTH_ERETRY;
-        long long a, b;
-        if ((r.status == 204 || r.status == 200) && sscanf(r.range, "%lld-%lld", &a, &b) == 2) {
-            off = b + 1;
+        long long last;
+        if ((r.status == 204 || r.status == 200) && range_end(r.range, &last)) {
+            off = last + 1;
             if (r.location[0])
                 absolute(dst_base, r.location, loc, sizeof(loc));
             logf_(j, "resumed %s at %lld", digest, off);
