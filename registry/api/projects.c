@@ -8,6 +8,7 @@
 #include "registry/api/internal.h"
 #include "registry/api/routes.h"
 #include "registry/service/cache.h"
+#include "replication/replication.h"
 #include "sql/registry.h"
 
 /* caller facts as query parameters: $1 id, $2 admin, $3 robot */
@@ -377,6 +378,7 @@ static int artifacts(berth_api_t *a, const berth_authz_t *z, const char *project
             return -1;
         free(r.json);
         berth_cache_invalidate(repo);
+        berth_repl_event("push", repo, tag); /* event-based replication, as for a /v2 push */
         return berth_api_empty(a, 201);
     }
     if (a->nseg == 8 && berth_api_match(a, "DELETE", "projects/{}/repositories/{}/artifacts/{}/tags/{}")) {
@@ -391,6 +393,7 @@ static int artifacts(berth_api_t *a, const berth_authz_t *z, const char *project
         if (rc != 0)
             return berth_api_err(a, &err);
         berth_cache_invalidate(repo);
+        berth_repl_event("delete", repo, a->seg[7]);
         return berth_api_empty(a, 200);
     }
     return 1;

@@ -176,6 +176,19 @@ class TwoSites(BerthTestCase):
         while time.time() < deadline and manifest(self.b, "live/svc", "v1")[0] != 200:
             time.sleep(0.3)
         self.assertEqual(manifest(self.b, "live/svc", "v1")[1], d)
+        # a tag added and removed through the REST API is an event like a /v2 push or delete
+        st, _, _ = api(self.a, "POST", "/projects/live/repositories/svc/artifacts/v1/tags", {"name": "rest"})
+        self.assertEqual(st, 201)
+        deadline = time.time() + 60
+        while time.time() < deadline and manifest(self.b, "live/svc", "rest")[0] != 200:
+            time.sleep(0.3)
+        self.assertEqual(manifest(self.b, "live/svc", "rest")[1], d, "a tag created through the API was not replicated")
+        st, _, _ = api(self.a, "DELETE", "/projects/live/repositories/svc/artifacts/v1/tags/rest")
+        self.assertEqual(st, 200)
+        deadline = time.time() + 60
+        while time.time() < deadline and manifest(self.b, "live/svc", "rest")[0] != 404:
+            time.sleep(0.3)
+        self.assertEqual(manifest(self.b, "live/svc", "rest")[0], 404, "a tag deleted through the API stayed replicated")
         st, _, _ = self.a.request("DELETE", "/v2/live/svc/manifests/v1")
         self.assertEqual(st, 202)
         deadline = time.time() + 60
