@@ -10,6 +10,7 @@
 
 #include "registry/api/internal.h"
 #include "registry/api/routes.h"
+#include "replication/policy.h"
 #include "replication/replication.h"
 
 /* ---- endpoints ---- */
@@ -168,6 +169,22 @@ static int policy_facts(berth_api_t *a, const char *id, char scope[256], char *o
     return 0;
 }
 
+/* Harbor's triggers: manual, event_based, or scheduled with a cron berthd runs (it never fires an invalid one, so a
+ * policy saved with one would silently never run); NULL when `t` is fine or absent */
+static const char *trigger_problem(json_t *t)
+{
+    if (t == NULL || json_is_null(t))
+        return NULL;
+    const char *type = json_string_value(json_object_get(t, "type"));
+    if (type == NULL || (strcmp(type, "manual") != 0 && strcmp(type, "event_based") != 0 && strcmp(type, "scheduled") != 0))
+        return "trigger.type must be manual, event_based or scheduled";
+    const char *cron = json_string_value(json_object_get(json_object_get(t, "trigger_settings"), "cron"));
+    if (strcmp(type, "scheduled") == 0 && (cron == NULL || !berth_repl_cron_valid(cron)))
+        return "a scheduled trigger needs trigger_settings.cron: six fields (second minute hour day-of-month month "
+               "day-of-week) or five, each *, ?, N or N-M (in range) with an optional /step";
+    return NULL;
+}
+
 /* A policy body into the JSON the SQL takes; checks a delegated policy stays inside its project */
 static json_t *policy_doc(berth_api_t *a, json_t *b, int create)
 {
@@ -178,6 +195,12 @@ static json_t *policy_doc(berth_api_t *a, json_t *b, int create)
         json_t *v = json_object_get(b, copy_keys[i]);
         if (v != NULL && !json_is_null(v))
             json_object_set(d, copy_keys[i], v);
+    }
+    const char *why = trigger_problem(json_object_get(d, "trigger"));
+    if (why != NULL) {
+        json_decref(d);
+        berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "%s", why);
+        return NULL;
     }
     json_t *rc = json_object_get(b, "dest_namespace_replace_count");
     if (json_is_integer(rc))

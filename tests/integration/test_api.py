@@ -334,6 +334,31 @@ class Api(BerthTestCase):
         self.assertEqual(sorted((r["operation"], r["result"]) for r in rows),
                          [("delete", "failure")] + [("update", "failure")] * 3)
 
+    def test_replication_policy_triggers_are_checked(self):
+        """A scheduled trigger's cron is one berthd runs (an invalid one never fired: the policy silently never ran)"""
+        st, h, _ = self.api("POST", "/registries", {"name": "nowhere", "type": "berth", "url": "http://127.0.0.1:9"})
+        self.assertEqual(st, 201)
+        reg = int(h["location"].rsplit("/", 1)[1])
+
+        def policy(name, trigger):
+            return self.api("POST", "/replication/policies", {"name": name, "dest_registry": {"id": reg}, "trigger": trigger})
+        sched = lambda cron: {"type": "scheduled", "trigger_settings": {"cron": cron}}
+        for bad in ({"type": "scheduled"}, sched("0 0 2 * * MON"), sched("0 60 * * * *"), sched("* * *"), sched("0 */0 * * * *"),
+                    {"type": "sometimes"}, {"trigger_settings": {"cron": "0 0 * * * *"}}):
+            st, _, err = policy("bad", bad)
+            self.assertEqual((st, err["errors"][0]["code"]), (400, "BAD_REQUEST"), bad)
+        for i, good in enumerate(({"type": "manual"}, {"type": "event_based"}, sched("0 0 2 * * 0"), sched("*/5 * * * *"))):
+            st, h, body = policy("good%d" % i, good)
+            self.assertEqual(st, 201, (good, body))
+            pid = h["location"].rsplit("/", 1)[1]
+            self.assertEqual(self.api("GET", "/replication/policies/" + pid)[2]["trigger"], good)
+            # an edit is checked as a creation is, and changes nothing when refused
+            self.assertEqual(self.api("PUT", "/replication/policies/" + pid, {"trigger": sched("0 0 25 * * *")})[0], 400)
+            self.assertEqual(self.api("GET", "/replication/policies/" + pid)[2]["trigger"], good)
+            self.assertEqual(self.api("DELETE", "/replication/policies/" + pid)[0], 200)
+        self.assertEqual([p["name"] for p in self.api("GET", "/replication/policies")[2]], [])  # no bad one was stored
+        self.assertEqual(self.api("DELETE", "/registries/%d" % reg)[0], 200)
+
     # --- robots ------------------------------------------------------------------------------------------
     def robot(self, name, access, project="team", auth=ADMIN_AUTH, duration=30):
         return self.api("POST", "/robots", {"name": name, "level": "project", "duration": duration, "permissions": [
