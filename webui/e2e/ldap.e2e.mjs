@@ -36,6 +36,8 @@ test("import directory users before their first sign-in; a name a local user own
   const status = page.getByRole("status").filter({ hasText: "Imported" });
   await status.getByText(`Imported: ${F.import_users.join(", ")}.`).waitFor();
   await page.getByRole("list", { name: "Not imported" }).getByText(`${F.local_clash}: a local user has this name`).waitFor();
+  // the refused row says why: the local account of that name is not the directory user
+  await table.locator("tr", { has: page.getByRole("cell", { name: F.local_clash, exact: true }) }).getByText("a local user has this name").waitFor();
   for (const u of F.import_users) {
     await table.locator("tr", { has: page.getByRole("cell", { name: u, exact: true }) }).getByText("user", { exact: true }).waitFor();
     const found = await apiGet(`/users?username=${u}`);

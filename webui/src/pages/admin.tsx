@@ -549,7 +549,7 @@ function PolicyForm({ pol, onClose, onDone }: { pol: Partial<Policy>; onClose: (
             </label>
           ))}
           {f.trigger === "event_based" && (
-            <label class="check">
+            <label class="check sub">
               <input type="checkbox" checked={f.deletion} onChange={(e) => setF({ ...f, deletion: (e.target as HTMLInputElement).checked })} /> Also delete on the
               other side what is deleted here
             </label>
@@ -870,6 +870,8 @@ function LdapUsers() {
   const [known, setKnown] = useState<Set<string>>(new Set());
   const [picked, setPicked] = useState<Set<string>>(new Set());
   const [outcome, setOutcome] = useState<ReturnType<typeof importOutcome> | null>(null);
+  // a refused import names why on its row: a local account of that name is not the directory user
+  const refused = new Map((outcome?.failed ?? []).map((f) => [f.uid, f.error]));
   const { err, act } = useAction();
   const lookKnown = async (term: string) => {
     const users = await list<UserRow>(listUrl("/users", { page: 1, pageSize: 100, extra: { username: term || undefined } }));
@@ -908,7 +910,7 @@ function LdapUsers() {
         }}
       >
         <label for="ldap-q">Find LDAP users</label>
-        <input id="ldap-q" type="search" placeholder="uid (empty: the first 100)" value={q} onInput={(e) => setQ((e.target as HTMLInputElement).value)} />
+        <input id="ldap-q" type="search" class="wide" placeholder="uid (empty: the first 100)" value={q} onInput={(e) => setQ((e.target as HTMLInputElement).value)} />
         <button type="submit" class="btn">
           Search users
         </button>
@@ -960,7 +962,15 @@ function LdapUsers() {
                       <td data-label="Email" class="wrap">
                         {u.email || "—"}
                       </td>
-                      <td data-label="In Berth">{known.has(u.username.toLowerCase()) ? <span class="badge ok">user</span> : <span class="muted">not yet</span>}</td>
+                      <td data-label="In Berth">
+                        {refused.get(u.username) ? (
+                          <span class="badge bad">{refused.get(u.username)}</span>
+                        ) : known.has(u.username.toLowerCase()) ? (
+                          <span class="badge ok">user</span>
+                        ) : (
+                          <span class="muted">not yet</span>
+                        )}
+                      </td>
                     </tr>
                   ))}
                 </tbody>
@@ -993,7 +1003,7 @@ function LdapGroups() {
         }}
       >
         <label for="ldap-g">Find LDAP groups</label>
-        <input id="ldap-g" type="search" placeholder="name (empty: the first 100)" value={q} onInput={(e) => setQ((e.target as HTMLInputElement).value)} />
+        <input id="ldap-g" type="search" class="wide" placeholder="name (empty: the first 100)" value={q} onInput={(e) => setQ((e.target as HTMLInputElement).value)} />
         <button type="submit" class="btn">
           Search groups
         </button>
