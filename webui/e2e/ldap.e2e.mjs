@@ -13,6 +13,8 @@ const apiGet = async (path) => (await page.request.get(SITE + "/api/v2.0" + path
 before(async () => {
   ({ ctx, page } = await openBrowser());
   await page.goto(SITE + "/login");
+  // systeminfo says ldap_auth here: the sign-in page names directory accounts
+  await page.getByText("Your directory (LDAP) account, or a local Berth account.").waitFor();
   await signIn(page, "admin", F.admin_password);
 });
 after(async () => close(ctx));

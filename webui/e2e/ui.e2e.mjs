@@ -48,6 +48,7 @@ test("anonymous visitors see public projects read-only", async () => {
 test("sign in: a wrong password says so; the right one returns to the page the user came from", async () => {
   await page.goto(BASE + `/login?next=${encodeURIComponent("/projects/" + F.private_project)}`);
   await settled(page);
+  await page.getByText("Your Berth account.").waitFor(); // no LDAP here: systeminfo's auth_mode is db_auth
   await signIn(page, "admin", "wrong-password", false);
   await page.getByRole("alert").filter({ hasText: "Wrong username or password" }).waitFor();
   await checkPage(page, "login-error");

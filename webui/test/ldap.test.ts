@@ -14,3 +14,10 @@ test("an import names what was imported and why the rest was not", () => {
   const failed = [{ uid: "henry", error: "a local user has this name" }];
   assert.deepEqual(importOutcome(["frank", "henry", "gina"], failed), { imported: ["frank", "gina"], failed });
 });
+
+test("the sign-in page says which accounts sign in, from systeminfo's auth_mode", async () => {
+  const { accountsText } = await import("../src/pages/login");
+  assert.match(accountsText("ldap_auth"), /directory \(LDAP\) account/);
+  assert.equal(accountsText("db_auth"), "Your Berth account.");
+  assert.equal(accountsText(undefined), "Local or LDAP account."); // not known yet (or an old server)
+});

@@ -1,8 +1,16 @@
 // Sign in: a page (/login?next=…) and the same form in a dialog when a session expires mid-page.
 import { useState } from "preact/hooks";
-import { loginErrorText } from "../api";
+import { get, loginErrorText } from "../api";
 import { navigate } from "../router";
 import { me, signIn } from "../session";
+import { useLoad } from "../ui/states";
+
+/** Which accounts sign in here, from what /systeminfo tells anyone (auth_mode). */
+export function accountsText(authMode: string | undefined): string {
+  if (authMode === "ldap_auth") return "Your directory (LDAP) account, or a local Berth account.";
+  if (authMode === "db_auth") return "Your Berth account.";
+  return "Local or LDAP account.";
+}
 
 export function LoginForm({ onDone, idPrefix = "login" }: { onDone: () => void; idPrefix?: string }) {
   const [user, setUser] = useState("");
@@ -56,11 +64,12 @@ export function safeNext(next: string | null): string {
 
 export function LoginPage({ search }: { search: string }) {
   const next = safeNext(new URLSearchParams(search).get("next"));
+  const info = useLoad("login-sysinfo", () => get<{ auth_mode: string }>("/systeminfo", { quiet401: true }));
   return (
     <main id="main" class="login-page">
       <div class="card login-card">
         <h1>Sign in to Berth</h1>
-        <p class="muted">Local or LDAP account. Robot accounts use the registry API, not this page.</p>
+        <p class="muted">{accountsText(info.data?.auth_mode)} Robot accounts use the registry API, not this page.</p>
         {me.value && (
           <p role="status">
             You are signed in as <strong>{me.value.username}</strong>. <a href={next}>Carry on</a>, or sign in as someone else.
