@@ -12,7 +12,7 @@
 #include "auth/offload.h"
 #include "auth/token.h"
 #include "core/log.h"
-#include "core/ref.h"
+#include "core/route.h"
 
 /*
  * Positive decisions only, keyed by sha256(surface, Authorization value, scope): a refusal is never remembered,
@@ -173,29 +173,21 @@ static void flight_done(const unsigned char key[32])
     pthread_mutex_unlock(&mu);
 }
 
-int berth_gate_required(berth_scope_t *out, int route_kind, const char *name, const char *method)
+int berth_gate_required(berth_scope_t *out, const berth_route_t *route)
 {
     memset(out, 0, sizeof(*out));
-    if (route_kind == BERTH_ROUTE_BASE)
-        return 0;
-    if (route_kind == BERTH_ROUTE_CATALOG) {
-        snprintf(out->type, sizeof(out->type), "registry");
-        snprintf(out->name, sizeof(out->name), "catalog");
-        out->actions = BERTH_ACTION_ALL;
-        return 1;
+    const char *tpl = route->id > BERTH_V2_NONE && route->id < BERTH_V2__COUNT ? berth_routes[route->id].scope : "";
+    if (tpl == NULL)
+        return 0; /* the base endpoint */
+    char s[BERTH_NAME_MAX + 64];
+    const char *at = strstr(tpl, "<name>");
+    int n = at != NULL ? snprintf(s, sizeof(s), "%.*s%s%s", (int)(at - tpl), tpl, route->name, at + 6)
+                       : snprintf(s, sizeof(s), "%s", tpl);
+    if (n < 0 || (size_t)n >= sizeof(s) || berth_scope_parse(out, s, (size_t)n, NULL) != 0 || out->actions == 0) {
+        /* an unrouted request, or a row unit_routes refuses: fail closed, to system administrators only */
+        berth_log_err("no scope for /v2 route %d", (int)route->id);
+        berth_scope_parse(out, "registry:catalog:*", 18, NULL);
     }
-    snprintf(out->type, sizeof(out->type), "repository");
-    snprintf(out->name, sizeof(out->name), "%s", name);
-    /* writes ask pull,push as Distribution and Harbor do: a client that takes the challenge literally must be
-     * able to read back what it pushed (its manifest, a blob's status) with the same token */
-    if (strcmp(method, "DELETE") == 0 && route_kind != BERTH_ROUTE_UPLOAD)
-        out->actions = BERTH_ACTION_DELETE;
-    else if (strcmp(method, "PUT") == 0 || strcmp(method, "POST") == 0 || strcmp(method, "PATCH") == 0)
-        out->actions = BERTH_ACTION_PULL | BERTH_ACTION_PUSH;
-    else if (route_kind == BERTH_ROUTE_UPLOAD)
-        out->actions = BERTH_ACTION_PUSH;
-    else
-        out->actions = BERTH_ACTION_PULL;
     return 1;
 }
 

@@ -13,6 +13,7 @@
 #include "auth/scope.h"
 #include "auth/service.h"
 #include "core/resp.h"
+#include "core/route.h"
 
 #define BERTH_GATE_WHO_MAX 256
 
@@ -43,7 +44,10 @@ berth_gate_t berth_gate_check_all(berth_authsvc_t *a, const char *authorization,
  * for a malformed header or a Bearer token (registry tokens are not API credentials).
  */
 int berth_gate_identity(berth_authsvc_t *a, const char *authorization, size_t len, const char *remote, berth_db_user_t *out);
-/** The scope a /v2 request needs; returns 0 when it needs none beyond a valid caller (base endpoint). */
-int berth_gate_required(berth_scope_t *out, int route_kind, const char *name, const char *method);
+/**
+ * The scope a routed /v2 request needs, from its row of the route table (core/route.h); returns 0 when it needs
+ * none beyond a valid caller (base endpoint).
+ */
+int berth_gate_required(berth_scope_t *out, const berth_route_t *route);
 
 #endif

@@ -203,6 +203,7 @@ static int assemble(berth_api_t *a, const char *project, const char *repo)
                               .who = a->who.username,
                               .remote = a->rq->remote};
         put.route.kind = BERTH_ROUTE_MANIFEST;
+        put.route.id = BERTH_V2_MANIFEST_PUT;
         snprintf(put.route.name, sizeof(put.route.name), "%s", repo);
         snprintf(put.route.ref, sizeof(put.route.ref), "%s", tag);
         berth_resp_t r;

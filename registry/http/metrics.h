@@ -5,7 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/ref.h"
+#include "core/route.h"
 #include "registry/storage/store.h"
 #include "sql/db.h"
 

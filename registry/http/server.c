@@ -404,7 +404,8 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
     }
     int rc = berth_route_parse(&j->v2.route, path, plen, &err);
     free(rewritten);
-    if (rc != 0 || j->v2.route.kind == BERTH_ROUTE_UPLOAD) {
+    /* a method the route table has no row for is refused before the gate, as on the upload listener */
+    if (rc != 0 || j->v2.route.kind == BERTH_ROUTE_UPLOAD || berth_route_select(&j->v2.route, j->method, &err) != 0) {
         if (rc == BERTH_ENOTFOUND || j->v2.route.kind == BERTH_ROUTE_UPLOAD)
             berth_err_set(&err, BERTH_OCI_NOT_FOUND, NULL);
         else if (manifest_read_of_bad_reference(&j->v2.route, j->method, &err))
@@ -444,7 +445,7 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
     j->ctype = header_dup(req, H2O_TOKEN_CONTENT_TYPE, NULL);
     j->v2.content_type = j->ctype;
     j->authorization = header_dup(req, H2O_TOKEN_AUTHORIZATION, NULL);
-    j->has_need = berth_gate_required(&j->need, j->v2.route.kind, j->v2.route.name, j->method);
+    j->has_need = berth_gate_required(&j->need, &j->v2.route);
     berth_resp_t cached;
     j->gate_passed = berth_gate_fast(s->reg->auth, j->authorization, j->authorization != NULL ? strlen(j->authorization) : 0,
                                      j->has_need ? &j->need : NULL, j->who) == BERTH_GATE_ALLOW;

@@ -72,8 +72,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         berth_err_t err;
         berth_err_clear(&err);
         int rc = berth_route_parse(&st->route, url, strlen(url), &err);
-        if (rc != 0 || st->route.kind != BERTH_ROUTE_UPLOAD) {
-            if (rc == 0 || rc == BERTH_ENOTFOUND)
+        if (rc != 0 || st->route.kind != BERTH_ROUTE_UPLOAD || berth_route_select(&st->route, method, &err) != 0) {
+            if (rc == BERTH_ENOTFOUND || (rc == 0 && st->route.kind != BERTH_ROUTE_UPLOAD))
                 berth_err_set(&err, BERTH_OCI_NOT_FOUND, NULL);
             berth_resp_init(&resp);
             berth_resp_error(&resp, &err);

@@ -4,8 +4,8 @@
 
 #include <stddef.h>
 
-#include "core/ref.h"
 #include "core/resp.h"
+#include "core/route.h"
 #include "registry/storage/store.h"
 #include "sql/db.h"
 
@@ -35,8 +35,14 @@ typedef struct st_berth_v2_req_t {
     const char *remote; /* client address */
 } berth_v2_req_t;
 
-/** Answer every /v2 route except uploads (see upload.h). Fills `resp`; never fails without a response. */
+/**
+ * Answer a /v2 request routed to any route but the uploads' (see upload.h) by its route id (berth_route_select).
+ * Fills `resp`; never fails without a response.
+ */
 void berth_v2_handle(berth_registry_t *reg, const berth_v2_req_t *req, berth_resp_t *resp);
+
+/** 1 when berth_v2_handle has a handler for the route: every route but the upload listener's. */
+int berth_v2_answers(berth_route_id_t id);
 
 /**
  * Answer a manifest or blob GET/HEAD from the read cache without blocking (safe on an event loop).

@@ -271,7 +271,7 @@ berth_upload_t *berth_upload_begin(berth_registry_t *reg, const berth_upload_req
      * depend on what `from` holds */
     berth_scope_t need[2];
     size_t nneed = 1;
-    berth_gate_required(&need[0], BERTH_ROUTE_UPLOAD, rq->route->name, m);
+    berth_gate_required(&need[0], rq->route);
     if (is_post && mount_source(rq, need[1].name) == 0 && strcmp(need[1].name, rq->route->name) != 0) {
         snprintf(need[1].type, sizeof(need[1].type), "repository");
         need[1].actions = BERTH_ACTION_PULL;

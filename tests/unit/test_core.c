@@ -10,6 +10,7 @@
 #include "core/range.h"
 #include "core/ref.h"
 #include "core/resp.h"
+#include "core/route.h"
 #include "core/utf8.h"
 #include "tests/unit/tap.h"
 
