@@ -33,8 +33,10 @@ typedef struct st_berth_db__stmt_t {
  */
 #define BERTH_DB__STMT(id, text, n) [id] = {id, text, n}
 extern const berth_db__stmt_t berth_db__registry_stmts[BERTH_SQL__COUNT];
+extern const berth_db__stmt_t berth_db__isa_stmts[BERTH_SQL__COUNT];
 extern const berth_db__stmt_t berth_db__users_stmts[BERTH_SQL__COUNT];
 extern const berth_db__stmt_t berth_db__api_stmts[BERTH_SQL__COUNT];
+extern const berth_db__stmt_t berth_db__replication_stmts[BERTH_SQL__COUNT];
 
 /** The statement of `id` in whichever table defines it; NULL for an id outside the list or with no text. */
 const berth_db__stmt_t *berth_db__stmt(int id);

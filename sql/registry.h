@@ -55,14 +55,6 @@ int berth_db_blob_unlink(berth_dbconn_t *c, const char *repo, const char *digest
  */
 int berth_db_manifest_put(berth_dbconn_t *c, const char *repo, const char *tag, const berth_digest_t *digest,
                           const berth_manifest_info_t *info, const char *body, size_t len, const char *isa_rows, berth_err_t *err);
-/** The ISA policy of a project ("off", "warn", "strict", with "+scan" when resolution requires a scan pass). */
-int berth_db_isa_policy(berth_dbconn_t *c, const char *project, char *out, size_t outsz, berth_err_t *err);
-/**
- * The ISA variant rows (JSON array, with scan verdicts) of the manifest `ref` (tag or digest) names; its digest
- * and media type too. BERTH_ENOTFOUND (MANIFEST_UNKNOWN) when there is no such manifest.
- */
-int berth_db_isa_variants(berth_dbconn_t *c, const char *repo, const char *ref, char digest[BERTH_DIGEST_MAX], char **rows_json,
-                          char **media_type, berth_err_t *err);
 /** Fetch by tag or digest; MANIFEST_UNKNOWN / NAME_UNKNOWN when absent. Caller disposes `out`. */
 int berth_db_manifest_get(berth_dbconn_t *c, const char *repo, const char *ref, int ref_is_digest, berth_db_manifest_t *out,
                           berth_err_t *err);
@@ -93,18 +85,5 @@ int berth_db_upload_delete(berth_dbconn_t *c, const char *id, berth_err_t *err);
 int berth_db_upload_expire(berth_dbconn_t *c, long max_age_s, berth_strlist_t *out, berth_err_t *err);
 /** 1 if `id` is a live session, 0 if not, <0 on error. */
 int berth_db_upload_exists(berth_dbconn_t *c, const char *id, berth_err_t *err);
-/** Store a derived ISA view index of `source_digest` (idempotent). */
-int berth_db_isa_view_put(berth_dbconn_t *c, const char *repo, const char *digest, const char *source_digest, const char *body,
-                          size_t len, berth_err_t *err);
-/** A stored ISA view index by digest; BERTH_ENOTFOUND when absent. */
-int berth_db_isa_view_get(berth_dbconn_t *c, const char *repo, const char *digest, char **body, size_t *len, berth_err_t *err);
-/**
- * Record a scanner verdict for a variant manifest under one declaration (level and comma-joined features, exactly as
- * its isa_variants rows spell them), replacing an earlier verdict for the same declaration only.
- */
-int berth_db_isa_scan_put(berth_dbconn_t *c, const char *digest, const char *declared, const char *declared_features,
-                          const char *status, const char *max_level, const char *report, berth_err_t *err);
-/** Up to `limit` variant entries without a verdict, as JSON rows {repository, digest, level, features} (malloc'd). */
-int berth_db_isa_unscanned(berth_dbconn_t *c, int limit, char **rows_json, berth_err_t *err);
 
 #endif

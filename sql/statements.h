@@ -12,7 +12,7 @@
 
 /* clang-format off */
 #define BERTH_SQL_STATEMENTS(X) \
-    /* sql/registry.c: /v2 metadata, uploads, ISA rows */ \
+    /* sql/registry.c: /v2 metadata and upload sessions */ \
     X(BERTH_SQL_REPO_ID) \
     X(BERTH_SQL_PROJECT_ENSURE) \
     X(BERTH_SQL_REPO_ENSURE) \
@@ -42,6 +42,7 @@
     X(BERTH_SQL_PROJECT_ID) \
     X(BERTH_SQL_NOTIFY) \
     X(BERTH_SQL_UPLOAD_EXPIRE) \
+    /* sql/isa.c: ISA variant rows, view indexes, scan verdicts */ \
     X(BERTH_SQL_ISA_INSERT) \
     X(BERTH_SQL_ISA_POLICY) \
     X(BERTH_SQL_ISA_VARIANTS) \
@@ -112,6 +113,13 @@
     X(BERTH_Q_USERGROUP_UPDATE) \
     X(BERTH_Q_USERGROUP_DELETE) \
     X(BERTH_Q_USER_IMPORTED) \
+    X(BERTH_Q_ARTIFACT_MANIFEST) \
+    X(BERTH_Q_STATISTICS) \
+    X(BERTH_Q_STATS_STORAGE) \
+    X(BERTH_Q_STATS_ACTIVITY) \
+    X(BERTH_Q_STATS_REPLICATION) \
+    X(BERTH_Q_PROJECT_REPO_COUNT) \
+    /* sql/replication.c: endpoints, policies, executions, tasks (berth_db_api) */ \
     X(BERTH_Q_REG_LIST) \
     X(BERTH_Q_REG_GET) \
     X(BERTH_Q_REG_ENGINE) \
@@ -141,13 +149,7 @@
     X(BERTH_Q_TASKS_RESET) \
     X(BERTH_Q_UPLOAD_GET) \
     X(BERTH_Q_UPLOAD_PUT) \
-    X(BERTH_Q_UPLOAD_DEL) \
-    X(BERTH_Q_ARTIFACT_MANIFEST) \
-    X(BERTH_Q_STATISTICS) \
-    X(BERTH_Q_STATS_STORAGE) \
-    X(BERTH_Q_STATS_ACTIVITY) \
-    X(BERTH_Q_STATS_REPLICATION) \
-    X(BERTH_Q_PROJECT_REPO_COUNT)
+    X(BERTH_Q_UPLOAD_DEL)
 /* clang-format on */
 
 typedef enum {

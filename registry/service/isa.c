@@ -8,6 +8,7 @@
 #include "core/log.h"
 #include "core/manifest.h"
 #include "registry/service/image_config.h"
+#include "sql/isa.h"
 #include "sql/registry.h"
 
 typedef struct {

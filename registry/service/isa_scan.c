@@ -15,6 +15,7 @@
 #include "core/manifest.h"
 #include "registry/isa/scan.h"
 #include "registry/service/cache.h"
+#include "sql/isa.h"
 #include "sql/registry.h"
 
 #define MAX_FILES 20000            /* entries tracked per image */

@@ -3,6 +3,7 @@
  * the check that berth_db_open runs at start refuses a collision, a hole, a misfiled id and a wrong parameter
  * count; an id outside the list is an error, never an index. No database needed.
  */
+#include "sql/api.h"
 #include "sql/db_internal.h"
 #include "tap.h"
 
@@ -115,6 +116,25 @@ int main(void)
     berth_err_clear(&err);
     res = berth_db__run(&c, (berth_sql_id_t)-3, NULL, NULL, NULL, 0, &err);
     ok(res == NULL && err.code == BERTH_ERROR, "berth_db__run(negative id): INTERNAL, no call");
+
+    /* berth_db_api runs the JSON-shaped queries only: every BERTH_Q_ id is one, no other id is */
+    int shaped = 1;
+    for (int id = 0; id < BERTH_SQL__COUNT; id++) {
+        int rest = strncmp(berth_sql_name(id), "BERTH_Q_", 8) == 0;
+        int json = berth_db__api_stmts[id].sql != NULL || berth_db__replication_stmts[id].sql != NULL;
+        if (rest != json) {
+            shaped = 0;
+            printf("# %s: %s\n", berth_sql_name(id),
+                   rest ? "not in sql/api.c or sql/replication.c" : "a JSON query without BERTH_Q_");
+        }
+    }
+    ok(shaped, "the BERTH_Q_ ids are exactly the statements of sql/api.c and sql/replication.c");
+    berth_db_json_t out;
+    berth_err_clear(&err);
+    ok(berth_db_api(&c, BERTH_SQL_REPO_ID, NULL, &out, &err) == BERTH_ERROR && out.json == NULL,
+       "berth_db_api refuses a statement of another shape, without a call");
+    berth_err_clear(&err);
+    ok(berth_db_api(&c, (berth_q_t)BERTH_SQL__COUNT, NULL, &out, &err) == BERTH_ERROR, "and an id past the list");
 
     return tap_done();
 }
