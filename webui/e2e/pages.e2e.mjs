@@ -115,7 +115,10 @@ test("members: add a guest, change a role", async () => {
   await page.getByLabel("Username").fill("lockme");
   await page.getByRole("dialog").getByRole("button", { name: "Add", exact: true }).click();
   await page.getByRole("cell", { name: "lockme", exact: true }).waitFor();
+  // wait for the PUT itself: networkidle may already hold when the change's request has not been sent yet
+  const put = page.waitForResponse((r) => r.request().method() === "PUT" && r.url().includes("/members/"));
   await page.getByLabel("Role of lockme").selectOption("2");
+  assert.equal((await put).status(), 200);
   await settled(page);
   const ms = await (await page.request.get(BASE + "/api/v2.0/projects/secret/members?entityname=lockme")).json();
   assert.equal(ms[0].role_id, 2);
