@@ -282,106 +282,137 @@ static void send_err(h2o_req_t *req, const berth_err_t *err, berth_route_kind_t 
     send_now(req, &resp, route);
 }
 
-static int on_req(h2o_handler_t *self, h2o_req_t *req)
+/* A job for a request that goes to a worker: who asked and how, copied off the request */
+static job_t *job_new(h2o_req_t *req)
 {
-    loop_thread_t *lt = H2O_STRUCT_FROM_MEMBER(loop_thread_t, ctx, req->conn->ctx);
-    struct st_berth_server_t *s = lt->server;
-    size_t plen = req->query_at != SIZE_MAX ? req->query_at : req->path.len;
-    const char *path = req->path.base;
-    berth_err_t err;
-    berth_err_clear(&err);
-
-    if (plen == 8 && memcmp(path, "/metrics", 8) == 0) {
-        berth_resp_t resp;
-        berth_resp_init(&resp);
-        size_t len;
-        char *text = berth_metrics_render(s->reg->db, s->reg->store, berth_workers_queued(s->workers),
-                                          berth_workers_queued(s->auth_workers), &len);
-        berth_resp_body(&resp, 200, text, len, "text/plain; version=0.0.4");
-        send_now(req, &resp, BERTH_ROUTE_NONE);
-        return 0;
-    }
-    if (plen == 14 && memcmp(path, "/api/v2.0/ping", 14) == 0) {
-        berth_resp_t resp;
-        berth_resp_init(&resp);
-        berth_resp_body(&resp, 200, strdup("Pong"), 4, "text/plain");
-        send_now(req, &resp, BERTH_ROUTE_NONE);
-        return 0;
-    }
     job_t *j = calloc(1, sizeof(*j));
     ssize_t xri = h2o_find_header_by_str(&req->headers, H2O_STRLIT("x-real-ip"), -1);
     if (xri >= 0)
         snprintf(j->remote, sizeof(j->remote), "%.*s", (int)req->headers.entries[xri].value.len,
                  req->headers.entries[xri].value.base);
     snprintf(j->method, sizeof(j->method), "%.*s", (int)req->method.len, req->method.base);
-    int is_token = plen == 14 && memcmp(path, "/service/token", 14) == 0;
-    int is_api = (plen > 10 && memcmp(path, "/api/v2.0/", 10) == 0) || (plen > 3 && memcmp(path, "/c/", 3) == 0);
-    if ((is_token || is_api) && s->reg->auth != NULL) {
-        if (req->entity.len > MAX_BODY) {
-            berth_err_set(&err, BERTH_OCI_MANIFEST_TOO_BIG, "request body too large");
-            send_err(req, &err, BERTH_ROUTE_NONE);
-            free(j);
-            return 0;
-        }
-        j->kind = is_token ? JOB_TOKEN : JOB_API;
-        clock_gettime(CLOCK_MONOTONIC, &j->start);
-        j->loop = lt;
-        j->req = req;
-        j->reg = s->reg;
-        size_t qlen = req->query_at != SIZE_MAX ? req->path.len - req->query_at - 1 : 0;
-        j->query = req->query_at != SIZE_MAX ? strndup(req->path.base + req->query_at + 1, qlen) : strdup("");
-        if (req->entity.base != NULL && req->entity.len > 0) {
-            j->body = malloc(req->entity.len + 1);
-            memcpy(j->body, req->entity.base, req->entity.len);
-            j->body[req->entity.len] = '\0';
-        }
-        size_t alen = 0;
-        j->authorization = header_dup(req, H2O_TOKEN_AUTHORIZATION, &alen);
-        if (is_token) {
-            j->token = (berth_token_req_t){.query = j->query,
-                                           .query_len = qlen,
-                                           .authorization = j->authorization,
-                                           .authorization_len = alen,
-                                           .method = j->method,
-                                           .body = j->body,
-                                           .body_len = j->body != NULL ? req->entity.len : 0,
-                                           .remote = j->remote};
-        } else {
-            j->path = strndup(path, plen);
-            j->cookie = header_dup(req, H2O_TOKEN_COOKIE, NULL);
-            j->csrf = header_dup_str(req, H2O_STRLIT("x-harbor-csrf-token"));
-            j->origin = header_dup_str(req, H2O_STRLIT("origin"));
-            j->fetch_site = header_dup_str(req, H2O_STRLIT("sec-fetch-site"));
-            j->host = req->authority.base != NULL ? strndup(req->authority.base, req->authority.len) : NULL;
-            ssize_t pi = h2o_find_header_by_str(&req->headers, H2O_STRLIT("x-forwarded-proto"), -1);
-            int secure =
-                pi >= 0 && req->headers.entries[pi].value.len == 5 && memcmp(req->headers.entries[pi].value.base, "https", 5) == 0;
-            ssize_t ri = h2o_find_header_by_str(&req->headers, H2O_STRLIT("x-is-resource-name"), -1);
-            int resource_name = ri >= 0 && req->headers.entries[ri].value.len == 4 &&
-                                strncasecmp(req->headers.entries[ri].value.base, "true", 4) == 0;
-            j->api = (berth_api_req_t){.method = j->method,
-                                       .path = j->path,
-                                       .path_len = plen,
-                                       .query = j->query,
-                                       .query_len = qlen,
-                                       .body = j->body,
-                                       .body_len = j->body != NULL ? req->entity.len : 0,
-                                       .authorization = j->authorization,
-                                       .cookie = j->cookie,
-                                       .csrf = j->csrf,
-                                       .remote = j->remote,
-                                       .origin = j->origin,
-                                       .fetch_site = j->fetch_site,
-                                       .host = j->host,
-                                       .secure = secure,
-                                       .resource_name = resource_name};
-        }
-        j->guard = h2o_mem_alloc_shared(&req->pool, sizeof(guard_t), on_guard_dispose);
-        j->guard->job = j;
-        j->work.run = run_job;
-        berth_workers_submit(s->workers, &j->work);
+    return j;
+}
+
+/* Hand the job to the workers; the answer comes back through the loop's queue (on_jobs_done) */
+static int job_submit(loop_thread_t *lt, job_t *j, h2o_req_t *req)
+{
+    j->guard = h2o_mem_alloc_shared(&req->pool, sizeof(guard_t), on_guard_dispose);
+    j->guard->job = j;
+    j->work.run = run_job;
+    berth_workers_submit(lt->server->workers, &j->work);
+    return 0;
+}
+
+static int serve_metrics(loop_thread_t *lt, h2o_req_t *req)
+{
+    struct st_berth_server_t *s = lt->server;
+    berth_resp_t resp;
+    berth_resp_init(&resp);
+    size_t len;
+    char *text = berth_metrics_render(s->reg->db, s->reg->store, berth_workers_queued(s->workers),
+                                      berth_workers_queued(s->auth_workers), &len);
+    berth_resp_body(&resp, 200, text, len, "text/plain; version=0.0.4");
+    send_now(req, &resp, BERTH_ROUTE_NONE);
+    return 0;
+}
+
+static int serve_ping(loop_thread_t *lt, h2o_req_t *req)
+{
+    berth_resp_t resp;
+    berth_resp_init(&resp);
+    berth_resp_body(&resp, 200, strdup("Pong"), 4, "text/plain");
+    send_now(req, &resp, BERTH_ROUTE_NONE);
+    return 0;
+}
+
+/* The token service and the REST API (/api/v2.0/…, the web UI's /c/…): answered on a worker */
+static int serve_rest(loop_thread_t *lt, h2o_req_t *req, int is_token)
+{
+    size_t plen = req->query_at != SIZE_MAX ? req->query_at : req->path.len;
+    const char *path = req->path.base;
+    if (req->entity.len > MAX_BODY) {
+        berth_err_t err;
+        berth_err_set(&err, BERTH_OCI_MANIFEST_TOO_BIG, "request body too large");
+        send_err(req, &err, BERTH_ROUTE_NONE);
         return 0;
     }
+    job_t *j = job_new(req);
+    j->kind = is_token ? JOB_TOKEN : JOB_API;
+    clock_gettime(CLOCK_MONOTONIC, &j->start);
+    j->loop = lt;
+    j->req = req;
+    j->reg = lt->server->reg;
+    size_t qlen = req->query_at != SIZE_MAX ? req->path.len - req->query_at - 1 : 0;
+    j->query = req->query_at != SIZE_MAX ? strndup(req->path.base + req->query_at + 1, qlen) : strdup("");
+    if (req->entity.base != NULL && req->entity.len > 0) {
+        j->body = malloc(req->entity.len + 1);
+        memcpy(j->body, req->entity.base, req->entity.len);
+        j->body[req->entity.len] = '\0';
+    }
+    size_t alen = 0;
+    j->authorization = header_dup(req, H2O_TOKEN_AUTHORIZATION, &alen);
+    if (is_token) {
+        j->token = (berth_token_req_t){.query = j->query,
+                                       .query_len = qlen,
+                                       .authorization = j->authorization,
+                                       .authorization_len = alen,
+                                       .method = j->method,
+                                       .body = j->body,
+                                       .body_len = j->body != NULL ? req->entity.len : 0,
+                                       .remote = j->remote};
+    } else {
+        j->path = strndup(path, plen);
+        j->cookie = header_dup(req, H2O_TOKEN_COOKIE, NULL);
+        j->csrf = header_dup_str(req, H2O_STRLIT("x-harbor-csrf-token"));
+        j->origin = header_dup_str(req, H2O_STRLIT("origin"));
+        j->fetch_site = header_dup_str(req, H2O_STRLIT("sec-fetch-site"));
+        j->host = req->authority.base != NULL ? strndup(req->authority.base, req->authority.len) : NULL;
+        ssize_t pi = h2o_find_header_by_str(&req->headers, H2O_STRLIT("x-forwarded-proto"), -1);
+        int secure =
+            pi >= 0 && req->headers.entries[pi].value.len == 5 && memcmp(req->headers.entries[pi].value.base, "https", 5) == 0;
+        ssize_t ri = h2o_find_header_by_str(&req->headers, H2O_STRLIT("x-is-resource-name"), -1);
+        int resource_name =
+            ri >= 0 && req->headers.entries[ri].value.len == 4 && strncasecmp(req->headers.entries[ri].value.base, "true", 4) == 0;
+        j->api = (berth_api_req_t){.method = j->method,
+                                   .path = j->path,
+                                   .path_len = plen,
+                                   .query = j->query,
+                                   .query_len = qlen,
+                                   .body = j->body,
+                                   .body_len = j->body != NULL ? req->entity.len : 0,
+                                   .authorization = j->authorization,
+                                   .cookie = j->cookie,
+                                   .csrf = j->csrf,
+                                   .remote = j->remote,
+                                   .origin = j->origin,
+                                   .fetch_site = j->fetch_site,
+                                   .host = j->host,
+                                   .secure = secure,
+                                   .resource_name = resource_name};
+    }
+    return job_submit(lt, j, req);
+}
+
+static int serve_token(loop_thread_t *lt, h2o_req_t *req)
+{
+    return serve_rest(lt, req, 1);
+}
+
+static int serve_api(loop_thread_t *lt, h2o_req_t *req)
+{
+    return serve_rest(lt, req, 0);
+}
+
+/* /v2 (and, as the distribution spec answers them, every path no other surface claims: 404 in its format) */
+static int serve_v2(loop_thread_t *lt, h2o_req_t *req)
+{
+    struct st_berth_server_t *s = lt->server;
+    size_t plen = req->query_at != SIZE_MAX ? req->query_at : req->path.len;
+    const char *path = req->path.base;
+    berth_err_t err;
+    berth_err_clear(&err);
+    job_t *j = job_new(req);
     /* the ISA view: "/v2/_isa/<view>/<name>/…" is routed as "/v2/<name>/…" (no repository name starts with '_') */
     char *rewritten = NULL;
     if (plen > 9 && memcmp(path, "/v2/_isa/", 9) == 0) {
@@ -462,11 +493,74 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
         j->v2.body = j->body;
         j->v2.body_len = req->entity.len;
     }
-    j->guard = h2o_mem_alloc_shared(&req->pool, sizeof(guard_t), on_guard_dispose);
-    j->guard->job = j;
-    j->work.run = run_job;
-    berth_workers_submit(s->workers, &j->work);
-    return 0;
+    return job_submit(lt, j, req);
+}
+
+/*
+ * The surfaces, each registered with h2o as a path of its own. h2o picks a path by the *normalized* path
+ * (percent-decoded, dot-segments resolved: findings P4) while every surface reads the raw one, so a surface
+ * first checks that the raw path is its own, and otherwise the raw path decides through this same table (only
+ * paths like "/v2/../api/…" differ). A path no surface claims goes to the /v2 parser, which answers it 404.
+ */
+typedef enum {
+    RAW_EXACT,   /* the path itself */
+    RAW_BELOW,   /* "<path>/" and at least one more byte */
+    RAW_SEGMENT, /* the path, or below it: h2o's own rule */
+} raw_match_t;
+
+typedef struct {
+    const char *path;
+    raw_match_t match;
+    int (*serve)(loop_thread_t *lt, h2o_req_t *req);
+} surface_t;
+
+static const surface_t surfaces[] = {
+    {"/metrics", RAW_EXACT, serve_metrics},
+    {"/api/v2.0/ping", RAW_EXACT, serve_ping},
+    {"/service/token", RAW_EXACT, serve_token},
+    {"/api/v2.0", RAW_BELOW, serve_api},
+    {"/c", RAW_BELOW, serve_api}, /* the web UI's session endpoints (Harbor's /c/login) */
+    {"/v2", RAW_SEGMENT, serve_v2},
+};
+
+typedef struct {
+    h2o_handler_t super;
+    const surface_t *surface; /* NULL for "/": whatever no surface claims */
+} surface_handler_t;
+
+static int raw_is(const surface_t *sf, const char *path, size_t plen)
+{
+    size_t len = strlen(sf->path);
+    if (plen < len || memcmp(path, sf->path, len) != 0)
+        return 0;
+    switch (sf->match) {
+    case RAW_EXACT: return plen == len;
+    case RAW_BELOW: return plen > len + 1 && path[len] == '/';
+    default: return plen == len || path[len] == '/';
+    }
+}
+
+static int on_req(h2o_handler_t *self, h2o_req_t *req)
+{
+    loop_thread_t *lt = H2O_STRUCT_FROM_MEMBER(loop_thread_t, ctx, req->conn->ctx);
+    size_t plen = req->query_at != SIZE_MAX ? req->query_at : req->path.len;
+    const surface_t *sf = ((surface_handler_t *)self)->surface;
+    if (sf != NULL && raw_is(sf, req->path.base, plen))
+        return sf->serve(lt, req);
+    for (size_t i = 0; i < sizeof(surfaces) / sizeof(surfaces[0]); i++)
+        if (raw_is(&surfaces[i], req->path.base, plen))
+            return surfaces[i].serve(lt, req);
+    return serve_v2(lt, req);
+}
+
+static void register_surface(h2o_hostconf_t *host, const char *path, const surface_t *sf)
+{
+    /* h2o takes the first registered path that matches, not the longest: register "/api/v2.0/ping" before
+     * "/api/v2.0", and "/" last. A pathconf may move when the next one is registered: use it at once. */
+    h2o_pathconf_t *pathconf = h2o_config_register_path(host, path, 0);
+    surface_handler_t *h = (surface_handler_t *)h2o_create_handler(pathconf, sizeof(*h));
+    h->super.on_req = on_req;
+    h->surface = sf;
 }
 
 static void on_accept(h2o_socket_t *listener, const char *err)
@@ -510,9 +604,9 @@ int berth_server_start(berth_server_t **out, berth_registry_t *reg, berth_worker
     s->config.server_name = h2o_iovec_init(H2O_STRLIT("berth"));
     s->config.max_request_entity_size = MAX_BODY + 1;
     h2o_hostconf_t *host = h2o_config_register_host(&s->config, h2o_iovec_init(H2O_STRLIT("default")), 65535);
-    h2o_pathconf_t *pathconf = h2o_config_register_path(host, "/", 0);
-    h2o_handler_t *handler = h2o_create_handler(pathconf, sizeof(*handler));
-    handler->on_req = on_req;
+    for (size_t i = 0; i < sizeof(surfaces) / sizeof(surfaces[0]); i++)
+        register_surface(host, surfaces[i].path, &surfaces[i]);
+    register_surface(host, "/", NULL);
 
     struct sockaddr_in addr = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK), .sin_port = 0};
     int one = 1;

@@ -27,6 +27,23 @@ class Base(Case):
         st, _, body = self.b.request("GET", "/v2/a/b/nothing")
         self.assertEqual(st, 404)
 
+    def test_surfaces_by_raw_path(self):
+        """Each surface (/v2, /api/v2.0, /c, /service/token, /metrics) answers only its own raw paths, and anything
+        else gets the JSON 404 of the /v2 parser. h2o picks a registered path by the normalized path (dot-segments
+        resolved, percent-decoded), so these prove the raw path still decides."""
+        for path in ("/nope", "/metrics/x", "/api/v2.0", "/api/v2.0/", "/service/token/x", "/c", "/v2x",
+                     "/v2/../api/v2.0/ping", "/v2/../metrics", "/%76%32/", "/x/../service/token"):
+            st, h, body = self.b.request("GET", path)
+            self.assertEqual((st, error_code(body)), (404, "NOT_FOUND"), path)
+            self.assertEqual(h["docker-distribution-api-version"], "registry/2.0", path)
+        st, _, body = self.b.request("GET", "/v2")
+        self.assertEqual((st, body), (200, b"{}"))
+        st, _, body = self.b.request("GET", "/api/v2.0/nope")
+        self.assertEqual((st, json.loads(body)["errors"][0]["message"]), (404, "no such API endpoint"))
+        st, _, body = self.b.request("GET", "/api/v2.0/../v2.0/ping")  # the API's own path: the raw one is no ping
+        self.assertNotEqual(body, b"Pong")
+        self.assertEqual(self.b.request("POST", "/c/nope", b"", auth=None)[0], 404)
+
 
 class Blobs(Case):
     def test_monolithic_post(self):
