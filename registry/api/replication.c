@@ -443,7 +443,7 @@ static int execution_access(berth_api_t *a, char **json)
 
 static int get_execution(berth_api_t *a)
 {
-    char *json;
+    char *json = NULL;
     if (execution_access(a, &json) != 0)
         return -1;
     return berth_api_json(a, 200, json);
