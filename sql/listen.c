@@ -3,6 +3,7 @@
 #include <libpq-fe.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -13,7 +14,7 @@ struct st_berth_db_listener_t {
     char *conninfo;
     void (*on_change)(const char *);
     void (*on_state)(int);
-    volatile int stop;
+    atomic_int stop; /* written by berth_db_listen_stop, read by the listener thread: atomic, not volatile (TSan) */
     pthread_t tid;
 };
 

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,7 +46,7 @@ struct st_berth_server_t {
     berth_workers_t *auth_workers; /* password hashing and LDAP (auth/offload.h) */
     int auth_queue;
     int fd, nloops;
-    volatile int stopping;
+    atomic_int stopping; /* written by the main thread, read by every loop thread: atomic, not volatile (TSan) */
     loop_thread_t *loops;
 };
 

@@ -170,6 +170,14 @@ class Berthd:
         if sig != signal.SIGKILL and "ERROR: LeakSanitizer" in self.logs():
             log = self.logs()
             raise AssertionError("berthd leaked memory:\n" + log[log.find("ERROR: LeakSanitizer"):][:6000])
+        # under ThreadSanitizer (tests/run.sh, BERTH_TSAN) any race report fails the test, even one berthd survived
+        try:
+            with open(self.log_path, "rb") as f:
+                full = f.read().decode(errors="replace")
+        except OSError:
+            full = ""
+        if "WARNING: ThreadSanitizer" in full:
+            raise AssertionError("ThreadSanitizer reported a race in berthd:\n" + full[full.find("WARNING: ThreadSanitizer"):][:8000])
         # nginx may outlive a SIGKILLed berthd for a moment; it is ours, end it
         pid_file = os.path.join(self.env["BERTH_RUN_DIR"], "nginx.pid")
         if sig == signal.SIGKILL and os.path.exists(pid_file):
