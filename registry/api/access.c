@@ -7,8 +7,10 @@
 #include "auth/audit.h"
 #include "auth/gate.h"
 #include "auth/header.h"
+#include "core/log.h"
 #include "core/query.h"
 #include "registry/api/internal.h"
+#include "registry/api/routes.h"
 
 static int unauthenticated(berth_api_t *a)
 {
@@ -151,4 +153,33 @@ int berth_api_authenticate(berth_api_t *a)
     if (rc == BERTH_EUNAVAIL)
         return berth_api_fail(a, BERTH_OCI_AUTH_UNAVAILABLE, NULL);
     return berth_api_fail(a, BERTH_OCI_UNAUTHORIZED, "invalid credentials");
+}
+
+int berth_api_permit(berth_api_t *a)
+{
+    const berth_api_perm_t *p = &a->route->perm;
+    switch (p->kind) {
+    case BERTH_API_PUBLIC:
+    case BERTH_API_ANYONE: return 0;
+    case BERTH_API_LOGIN: return berth_api_need_login(a);
+    case BERTH_API_ADMIN: return berth_api_need_admin(a);
+    case BERTH_API_PROJECT:
+        if (berth_api_project(a, a->seg[1], &a->z, a->project) != 0)
+            return -1;
+        return berth_api_need(a, &a->z, p->res, p->act);
+    case BERTH_API_DENY: break;
+    }
+    /* a row without a permission: refused, whoever asks (deny by default) */
+    berth_log_err("%s %s has no permission in its route table", a->route->method, a->route->path);
+    return berth_api_fail(a, BERTH_OCI_DENIED, "this endpoint has no permission rule");
+}
+
+const char *berth_api_perm_name(const berth_api_perm_t *p, char *buf, size_t bufsz)
+{
+    static const char *const kinds[] = {"deny", "public", "anyone", "login", "system admin", "project"};
+    if (p->kind != BERTH_API_PROJECT || (unsigned)p->res >= BERTH_RES__COUNT)
+        snprintf(buf, bufsz, "%s", (unsigned)p->kind < sizeof(kinds) / sizeof(kinds[0]) ? kinds[p->kind] : "?");
+    else
+        snprintf(buf, bufsz, "project %s:%s", berth_authz_resource_name(p->res), berth_authz_action_name(p->act) ?: "?");
+    return buf;
 }

@@ -30,10 +30,9 @@ static int username_ok(const char *u)
     return 1;
 }
 
+/* On a login route: the user themself or a system admin (robots are never a user) */
 static int self_or_admin(berth_api_t *a, const char *id)
 {
-    if (berth_api_need_login(a) != 0)
-        return -1;
     if (a->who.sysadmin || (!a->who.robot && a->who.id == strtoll(id, NULL, 10)))
         return 0;
     return berth_api_fail(a, BERTH_OCI_DENIED, "system administrators only");
@@ -63,8 +62,6 @@ static int refuse_internal(berth_api_t *a, const char *id)
 
 static int create_user(berth_api_t *a)
 {
-    if (berth_api_need_admin(a) != 0)
-        return -1;
     json_t *body = berth_api_body(a);
     if (body == NULL)
         return -1;
@@ -99,8 +96,6 @@ static int create_user(berth_api_t *a)
 /* GET users/current/permissions?scope=/project/<id or name>: what the caller may do there */
 static int permissions(berth_api_t *a)
 {
-    if (berth_api_need_login(a) != 0)
-        return -1;
     const char *scope = berth_api_param(a, "scope");
     json_t *arr = json_array();
     if (scope != NULL && strncmp(scope, "/project/", 9) == 0) {
@@ -123,8 +118,6 @@ static int permissions(berth_api_t *a)
 
 static int current(berth_api_t *a)
 {
-    if (berth_api_need_login(a) != 0)
-        return -1;
     if (a->who.robot)
         return berth_api_jsonv(a, 200, json_pack("{s:s,s:b}", "username", a->who.username, "robot", 1));
     char id[24];
@@ -133,8 +126,9 @@ static int current(berth_api_t *a)
     return berth_api_object(a, BERTH_Q_USER_GET, p, "user");
 }
 
-static int change_password(berth_api_t *a, const char *id)
+static int change_password(berth_api_t *a)
 {
+    const char *id = berth_api_arg(a, "user_id");
     if (self_or_admin(a, id) != 0 || refuse_internal(a, id) != 0)
         return -1;
     json_t *body = berth_api_body(a);
@@ -178,101 +172,101 @@ static int change_password(berth_api_t *a, const char *id)
     return r.affected == 1 ? berth_api_empty(a, 200) : berth_api_fail(a, BERTH_OCI_NOT_FOUND, "user not found");
 }
 
-static int users(berth_api_t *a)
+static int list_users(berth_api_t *a)
 {
     char limit[24], offset[24];
-    if (a->nseg == 1 && berth_api_match(a, "GET", "users")) {
-        if (berth_api_need_admin(a) != 0 || berth_api_page(a, limit, offset) != 0)
-            return -1;
-        char name[256] = "";
-        const char *v = berth_api_param(a, "username");
-        if (v != NULL)
-            snprintf(name, sizeof(name), "%s", v);
-        else
-            berth_api_qterm(a, "username", name, sizeof(name));
-        char sort[40];
-        if (berth_api_sort(a, BERTH_API_SORTS("username", "user_id", "email", "creation_time", "update_time"), sort) != 0)
-            return -1;
-        const char *p[] = {name[0] ? name : NULL, limit, offset, sort};
-        return berth_api_list(a, BERTH_Q_USERS_LIST, p, limit, offset);
-    }
-    if (a->nseg == 1 && berth_api_match(a, "POST", "users"))
-        return create_user(a);
-    if (berth_api_match(a, "GET", "users/current"))
-        return current(a);
-    if (berth_api_match(a, "GET", "users/current/permissions"))
-        return permissions(a);
-    if (berth_api_match(a, "GET", "users/search")) {
-        if (berth_api_need_login(a) != 0 || berth_api_page(a, limit, offset) != 0)
-            return -1;
-        char name[256] = "";
-        const char *v = berth_api_param(a, "username");
-        if (v == NULL)
-            return berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "username is required");
+    if (berth_api_page(a, limit, offset) != 0)
+        return -1;
+    char name[256] = "";
+    const char *v = berth_api_param(a, "username");
+    if (v != NULL)
         snprintf(name, sizeof(name), "%s", v);
-        char sort[40];
-        if (berth_api_sort(a, BERTH_API_SORTS("username", "user_id"), sort) != 0)
-            return -1;
-        const char *p[] = {name, limit, offset, sort};
-        return berth_api_list(a, BERTH_Q_USERS_SEARCH, p, limit, offset);
-    }
-    if (a->nseg < 2 || !berth_api_id_ok(a->seg[1]))
-        return a->nseg >= 2 ? berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "user id must be a number") : 1;
-    const char *id = a->seg[1];
+    else
+        berth_api_qterm(a, "username", name, sizeof(name));
+    char sort[40];
+    if (berth_api_sort(a, BERTH_API_SORTS("username", "user_id", "email", "creation_time", "update_time"), sort) != 0)
+        return -1;
+    const char *p[] = {name[0] ? name : NULL, limit, offset, sort};
+    return berth_api_list(a, BERTH_Q_USERS_LIST, p, limit, offset);
+}
+
+static int search_users(berth_api_t *a)
+{
+    char limit[24], offset[24];
+    if (berth_api_page(a, limit, offset) != 0)
+        return -1;
+    char name[256] = "";
+    const char *v = berth_api_param(a, "username");
+    if (v == NULL)
+        return berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "username is required");
+    snprintf(name, sizeof(name), "%s", v);
+    char sort[40];
+    if (berth_api_sort(a, BERTH_API_SORTS("username", "user_id"), sort) != 0)
+        return -1;
+    const char *p[] = {name, limit, offset, sort};
+    return berth_api_list(a, BERTH_Q_USERS_SEARCH, p, limit, offset);
+}
+
+static int get_user(berth_api_t *a)
+{
+    const char *id = berth_api_arg(a, "user_id");
+    if (self_or_admin(a, id) != 0)
+        return -1;
+    const char *p[] = {id};
+    return berth_api_object(a, BERTH_Q_USER_GET, p, "user");
+}
+
+static int update_user(berth_api_t *a)
+{
+    const char *id = berth_api_arg(a, "user_id");
+    if (self_or_admin(a, id) != 0 || refuse_internal(a, id) != 0)
+        return -1;
+    json_t *body = berth_api_body(a);
+    if (body == NULL)
+        return -1;
+    char *email = copy_str(body, "email"), *real = copy_str(body, "realname"), *comment = copy_str(body, "comment");
+    json_decref(body);
+    const char *p[] = {id, email, real, comment};
     berth_db_json_t r;
-    if (berth_api_match(a, "GET", "users/{}")) {
-        if (self_or_admin(a, id) != 0)
-            return -1;
-        const char *p[] = {id};
-        return berth_api_object(a, BERTH_Q_USER_GET, p, "user");
-    }
-    if (berth_api_match(a, "PUT", "users/{}")) {
-        if (self_or_admin(a, id) != 0 || refuse_internal(a, id) != 0)
-            return -1;
-        json_t *body = berth_api_body(a);
-        if (body == NULL)
-            return -1;
-        char *email = copy_str(body, "email"), *real = copy_str(body, "realname"), *comment = copy_str(body, "comment");
-        json_decref(body);
-        const char *p[] = {id, email, real, comment};
-        int rc = berth_api_query(a, BERTH_Q_USER_UPDATE, p, &r);
-        free(email);
-        free(real);
-        free(comment);
-        if (rc != 0)
-            return -1;
-        return r.affected == 1 ? berth_api_empty(a, 200) : berth_api_fail(a, BERTH_OCI_NOT_FOUND, "user not found");
-    }
-    if (berth_api_match(a, "PUT", "users/{}/password"))
-        return change_password(a, id);
-    if (berth_api_match(a, "PUT", "users/{}/sysadmin")) {
-        if (berth_api_need_admin(a) != 0 || refuse_internal(a, id) != 0)
-            return -1;
-        json_t *body = berth_api_body(a);
-        if (body == NULL)
-            return -1;
-        json_t *flag = json_object_get(body, "sysadmin_flag");
-        int ok = json_is_boolean(flag), on = json_is_true(flag);
-        json_decref(body);
-        if (!ok)
-            return berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "sysadmin_flag must be true or false");
-        const char *p[] = {id, on ? "true" : "false"};
-        if (berth_api_query(a, BERTH_Q_USER_SYSADMIN, p, &r) != 0)
-            return -1;
-        berth_api_audit(a, on ? "grant_admin" : "revoke_admin", "user", id, NULL, r.affected == 1);
-        return r.affected == 1 ? berth_api_empty(a, 200) : berth_api_fail(a, BERTH_OCI_NOT_FOUND, "user not found");
-    }
-    if (berth_api_match(a, "DELETE", "users/{}")) {
-        if (berth_api_need_admin(a) != 0)
-            return -1;
-        if (a->who.id == strtoll(id, NULL, 10))
-            return berth_api_fail(a, BERTH_OCI_PRECONDITION, "you cannot delete yourself");
-        if (refuse_internal(a, id) != 0)
-            return -1;
-        const char *p[] = {id};
-        return berth_api_delete(a, BERTH_Q_USER_DELETE, p, "user", id, NULL);
-    }
-    return 1;
+    int rc = berth_api_query(a, BERTH_Q_USER_UPDATE, p, &r);
+    free(email);
+    free(real);
+    free(comment);
+    if (rc != 0)
+        return -1;
+    return r.affected == 1 ? berth_api_empty(a, 200) : berth_api_fail(a, BERTH_OCI_NOT_FOUND, "user not found");
+}
+
+static int set_sysadmin(berth_api_t *a)
+{
+    const char *id = berth_api_arg(a, "user_id");
+    if (refuse_internal(a, id) != 0)
+        return -1;
+    json_t *body = berth_api_body(a);
+    if (body == NULL)
+        return -1;
+    json_t *flag = json_object_get(body, "sysadmin_flag");
+    int ok = json_is_boolean(flag), on = json_is_true(flag);
+    json_decref(body);
+    if (!ok)
+        return berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "sysadmin_flag must be true or false");
+    const char *p[] = {id, on ? "true" : "false"};
+    berth_db_json_t r;
+    if (berth_api_query(a, BERTH_Q_USER_SYSADMIN, p, &r) != 0)
+        return -1;
+    berth_api_audit(a, on ? "grant_admin" : "revoke_admin", "user", id, NULL, r.affected == 1);
+    return r.affected == 1 ? berth_api_empty(a, 200) : berth_api_fail(a, BERTH_OCI_NOT_FOUND, "user not found");
+}
+
+static int delete_user(berth_api_t *a)
+{
+    const char *id = berth_api_arg(a, "user_id");
+    if (a->who.id == strtoll(id, NULL, 10))
+        return berth_api_fail(a, BERTH_OCI_PRECONDITION, "you cannot delete yourself");
+    if (refuse_internal(a, id) != 0)
+        return -1;
+    const char *p[] = {id};
+    return berth_api_delete(a, BERTH_Q_USER_DELETE, p, "user", id, NULL);
 }
 
 /* ---- robots ---- */
@@ -553,60 +547,92 @@ static int refresh_secret(berth_api_t *a, const char *id, json_t *robot)
     return rc;
 }
 
-static int robots(berth_api_t *a)
+static int list_robots(berth_api_t *a)
 {
     char limit[24], offset[24];
-    if (a->nseg == 1 && berth_api_match(a, "GET", "robots")) {
-        if (berth_api_page(a, limit, offset) != 0)
+    if (berth_api_page(a, limit, offset) != 0)
+        return -1;
+    char level[16] = "", pid[24] = "";
+    berth_api_qterm(a, "Level", level, sizeof(level));
+    berth_api_qterm(a, "ProjectID", pid, sizeof(pid));
+    if (pid[0] != '\0') { /* a project's robots: whoever may list them there */
+        berth_authz_t z;
+        char canonical[256];
+        if (berth_api_project(a, pid, &z, canonical) != 0 || berth_api_need(a, &z, BERTH_RES_ROBOT, BERTH_ACT_LIST) != 0)
             return -1;
-        char level[16] = "", pid[24] = "";
-        berth_api_qterm(a, "Level", level, sizeof(level));
-        berth_api_qterm(a, "ProjectID", pid, sizeof(pid));
-        if (pid[0] != '\0') { /* a project's robots: whoever may list them there */
-            berth_authz_t z;
-            char canonical[256];
-            if (berth_api_project(a, pid, &z, canonical) != 0 || berth_api_need(a, &z, BERTH_RES_ROBOT, BERTH_ACT_LIST) != 0)
-                return -1;
-            snprintf(pid, sizeof(pid), "%lld", (long long)z.project_id);
-        } else if (berth_api_need_admin(a) != 0) {
-            return -1;
-        }
-        char sort[40];
-        if (berth_api_sort(a, BERTH_API_SORTS("id", "name", "creation_time", "update_time", "expires_at"), sort) != 0)
-            return -1;
-        const char *p[] = {pid[0] ? pid : NULL, level[0] ? level : NULL, limit, offset, sort};
-        return berth_api_list(a, BERTH_Q_ROBOTS_LIST, p, limit, offset);
+        snprintf(pid, sizeof(pid), "%lld", (long long)z.project_id);
+    } else if (berth_api_need_admin(a) != 0) {
+        return -1;
     }
-    if (a->nseg == 1 && berth_api_match(a, "POST", "robots"))
-        return berth_api_need_login(a) != 0 ? -1 : create_robot(a);
-    if (a->nseg != 2)
-        return 1;
-    if (!berth_api_id_ok(a->seg[1]))
-        return berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "robot id must be a number");
-    const char *id = a->seg[1];
+    char sort[40];
+    if (berth_api_sort(a, BERTH_API_SORTS("id", "name", "creation_time", "update_time", "expires_at"), sort) != 0)
+        return -1;
+    const char *p[] = {pid[0] ? pid : NULL, level[0] ? level : NULL, limit, offset, sort};
+    return berth_api_list(a, BERTH_Q_ROBOTS_LIST, p, limit, offset);
+}
+
+static int get_robot(berth_api_t *a)
+{
     json_t *robot = NULL;
-    int rc = 1;
-    if (berth_api_match(a, "GET", "robots/{}")) {
-        if ((rc = robot_load(a, id, BERTH_ACT_READ, &robot)) == 0)
-            berth_api_jsonv(a, 200, json_incref(robot));
-    } else if (berth_api_match(a, "PUT", "robots/{}")) {
-        if ((rc = robot_load(a, id, BERTH_ACT_UPDATE, &robot)) == 0)
-            rc = update_robot(a, id, robot);
-    } else if (berth_api_match(a, "PATCH", "robots/{}")) {
-        if ((rc = robot_load(a, id, BERTH_ACT_UPDATE, &robot)) == 0)
-            rc = refresh_secret(a, id, robot);
-    } else if (berth_api_match(a, "DELETE", "robots/{}")) {
-        if ((rc = robot_load(a, id, BERTH_ACT_DELETE, &robot)) == 0) {
-            const char *p[] = {id};
-            rc = berth_api_delete(a, BERTH_Q_ROBOT_DELETE, p, "robot", id,
-                                  json_string_value(json_object_get(robot, "project_name")));
-        }
+    int rc = robot_load(a, berth_api_arg(a, "robot_id"), BERTH_ACT_READ, &robot);
+    if (rc == 0)
+        rc = berth_api_jsonv(a, 200, robot);
+    return rc;
+}
+
+static int put_robot(berth_api_t *a)
+{
+    const char *id = berth_api_arg(a, "robot_id");
+    json_t *robot = NULL;
+    int rc = robot_load(a, id, BERTH_ACT_UPDATE, &robot);
+    if (rc == 0)
+        rc = update_robot(a, id, robot);
+    json_decref(robot);
+    return rc;
+}
+
+static int patch_robot(berth_api_t *a)
+{
+    const char *id = berth_api_arg(a, "robot_id");
+    json_t *robot = NULL;
+    int rc = robot_load(a, id, BERTH_ACT_UPDATE, &robot);
+    if (rc == 0)
+        rc = refresh_secret(a, id, robot);
+    json_decref(robot);
+    return rc;
+}
+
+static int delete_robot(berth_api_t *a)
+{
+    const char *id = berth_api_arg(a, "robot_id");
+    json_t *robot = NULL;
+    int rc = robot_load(a, id, BERTH_ACT_DELETE, &robot);
+    if (rc == 0) {
+        const char *p[] = {id};
+        rc = berth_api_delete(a, BERTH_Q_ROBOT_DELETE, p, "robot", id, json_string_value(json_object_get(robot, "project_name")));
     }
     json_decref(robot);
     return rc;
 }
 
-int berth_api_accounts_route(berth_api_t *a)
-{
-    return strcmp(a->seg[0], "users") == 0 ? users(a) : robots(a);
-}
+/* "login" rows marked (+) narrow it in the handler: the user themself or a system admin; for robots, a system
+ * admin (system robots) or whoever holds the robot right in the robot's project */
+const berth_api_route_t berth_api_accounts_routes[] = {
+    BERTH_API_ROUTE("GET", "/users", BERTH_API_P_ADMIN, list_users, "listUsers"),
+    BERTH_API_ROUTE("POST", "/users", BERTH_API_P_ADMIN, create_user, "createUser"),
+    BERTH_API_ROUTE("GET", "/users/current", BERTH_API_P_LOGIN, current, "getCurrentUserInfo"),
+    BERTH_API_ROUTE("GET", "/users/current/permissions", BERTH_API_P_LOGIN, permissions, "getCurrentUserPermissions"),
+    BERTH_API_ROUTE("GET", "/users/search", BERTH_API_P_LOGIN, search_users, "searchUsers"),
+    BERTH_API_ROUTE("GET", "/users/{user_id}", BERTH_API_P_LOGIN, get_user, "getUser"),              /* (+) */
+    BERTH_API_ROUTE("PUT", "/users/{user_id}", BERTH_API_P_LOGIN, update_user, "updateUserProfile"), /* (+) */
+    BERTH_API_ROUTE("DELETE", "/users/{user_id}", BERTH_API_P_ADMIN, delete_user, "deleteUser"),
+    BERTH_API_ROUTE("PUT", "/users/{user_id}/password", BERTH_API_P_LOGIN, change_password, "updateUserPassword"), /* (+) */
+    BERTH_API_ROUTE("PUT", "/users/{user_id}/sysadmin", BERTH_API_P_ADMIN, set_sysadmin, "setUserSysAdmin"),
+    BERTH_API_ROUTE("GET", "/robots", BERTH_API_P_LOGIN, list_robots, "listRobot"),                  /* (+) */
+    BERTH_API_ROUTE("POST", "/robots", BERTH_API_P_LOGIN, create_robot, "createRobot"),              /* (+) */
+    BERTH_API_ROUTE("GET", "/robots/{robot_id}", BERTH_API_P_LOGIN, get_robot, "getRobotByID"),      /* (+) */
+    BERTH_API_ROUTE("PUT", "/robots/{robot_id}", BERTH_API_P_LOGIN, put_robot, "updateRobot"),       /* (+) */
+    BERTH_API_ROUTE("PATCH", "/robots/{robot_id}", BERTH_API_P_LOGIN, patch_robot, "refreshSec"),    /* (+) */
+    BERTH_API_ROUTE("DELETE", "/robots/{robot_id}", BERTH_API_P_LOGIN, delete_robot, "deleteRobot"), /* (+) */
+    BERTH_API_ROUTES_END,
+};

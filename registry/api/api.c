@@ -1,6 +1,7 @@
 /*
- * The REST API's dispatcher: split the path, check the query, find who is calling, and hand the request to the
- * endpoint group it names. The helpers every endpoint uses live in respond.c, request.c, results.c and access.c.
+ * The REST API's dispatcher: split the path, check the query, find the route in the groups' tables (routes.h), find
+ * who is calling, apply the route's permission and hand the request to its handler. The helpers every endpoint
+ * uses live in respond.c, request.c, results.c and access.c.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +9,34 @@
 #include "core/query.h"
 #include "registry/api/internal.h"
 #include "registry/api/routes.h"
+
+const berth_api_route_t *const berth_api_route_tables[] = {
+    berth_api_system_routes, berth_api_stats_routes,       berth_api_projects_routes,
+    berth_api_image_routes,  berth_api_isa_routes,         berth_api_accounts_routes,
+    berth_api_ldap_routes,   berth_api_replication_routes, NULL};
+
+const berth_api_route_t *berth_api_route_find(berth_api_t *a)
+{
+    const char *m = a->rq->method;
+    for (const berth_api_route_t *const *t = berth_api_route_tables; *t != NULL; t++)
+        for (const berth_api_route_t *r = *t; r->method != NULL; r++)
+            if ((strcmp(r->method, m) == 0 || (strcmp(r->method, "GET") == 0 && strcmp(m, "HEAD") == 0)) &&
+                berth_api_route_match(r, a->seg, a->nseg))
+                return r;
+    return NULL;
+}
+
+/* The /c/ surface: browser sessions, outside /api/v2.0 and its tables */
+static void session_route(berth_api_t *a)
+{
+    int post = strcmp(a->rq->method, "POST") == 0;
+    if (post && a->nseg == 1 && strcmp(a->seg[0], "login") == 0)
+        berth_api_session(a, 1);
+    else if (post && a->nseg == 1 && strcmp(a->seg[0], "log_out") == 0)
+        berth_api_session(a, 0);
+    else
+        berth_api_fail(a, BERTH_OCI_NOT_FOUND, NULL);
+}
 
 void berth_api_handle(berth_registry_t *reg, const berth_api_req_t *rq, berth_resp_t *resp)
 {
@@ -31,10 +60,10 @@ void berth_api_handle(berth_registry_t *reg, const berth_api_req_t *rq, berth_re
             berth_api_fail(&a, BERTH_OCI_BAD_REQUEST, "malformed query parameter (bad escape, NUL byte or not UTF-8)");
         goto Exit;
     }
-    if (is_api &&
-        berth_api_match(&a, "GET", "health")) { /* before any identity (as to anyone): it reports a database that does not answer */
+    a.route = is_api ? berth_api_route_find(&a) : NULL;
+    if (a.route != NULL && a.route->perm.kind == BERTH_API_PUBLIC) { /* before any identity, and without a database */
         a.c = berth_db_acquire(reg->db, &err);
-        berth_api_health(&a);
+        a.route->handler(&a);
         goto Exit;
     }
     if ((a.c = berth_db_acquire(reg->db, &err)) == NULL) {
@@ -42,33 +71,15 @@ void berth_api_handle(berth_registry_t *reg, const berth_api_req_t *rq, berth_re
         goto Exit;
     }
     if (!is_api) {
-        if (berth_api_match(&a, "POST", "login"))
-            berth_api_session(&a, 1);
-        else if (berth_api_match(&a, "POST", "log_out"))
-            berth_api_session(&a, 0);
-        else
-            berth_api_fail(&a, BERTH_OCI_NOT_FOUND, NULL);
+        session_route(&a);
         goto Exit;
     }
     if (berth_api_authenticate(&a) != 0)
         goto Exit;
-    int rc = 1;
-    if (a.nseg > 0 && strcmp(a.seg[0], "projects") == 0)
-        rc = berth_api_projects_route(&a);
-    else if (a.nseg > 0 && (strcmp(a.seg[0], "users") == 0 || strcmp(a.seg[0], "robots") == 0))
-        rc = berth_api_accounts_route(&a);
-    else if (a.nseg > 0 && (strcmp(a.seg[0], "ldap") == 0 || strcmp(a.seg[0], "usergroups") == 0))
-        rc = berth_api_ldap_route(&a);
-    else if (a.nseg > 0 && strcmp(a.seg[0], "isa") == 0)
-        rc = berth_api_isa_route(&a);
-    else if (a.nseg > 0 && (strcmp(a.seg[0], "registries") == 0 || strcmp(a.seg[0], "replication") == 0))
-        rc = berth_api_replication_route(&a);
-    else if (a.nseg > 0 && strcmp(a.seg[0], "statistics") == 0)
-        rc = berth_api_stats_route(&a);
-    else
-        rc = berth_api_system_route(&a);
-    if (rc > 0)
+    if (a.route == NULL)
         berth_api_fail(&a, BERTH_OCI_NOT_FOUND, "no such API endpoint");
+    else if (berth_api_permit(&a) == 0 && berth_api_path_check(&a) == 0)
+        a.route->handler(&a);
 Exit:
     if (a.c != NULL)
         berth_db_release(reg->db, a.c);

@@ -31,8 +31,9 @@ static int config_of(berth_api_t *a, const char *repo, const char *ref, json_t *
     return rc;
 }
 
-static int get_artifact(berth_api_t *a, const char *repo, const char *ref)
+static int get_artifact(berth_api_t *a)
 {
+    const char *repo = a->repo, *ref = berth_api_arg(a, "reference");
     const char *p[] = {repo, ref};
     berth_db_json_t r;
     if (berth_api_query(a, BERTH_Q_ARTIFACT_GET, p, &r) != 0)
@@ -56,8 +57,9 @@ static int get_artifact(berth_api_t *a, const char *repo, const char *ref)
     return berth_api_jsonv(a, 200, art);
 }
 
-static int addition(berth_api_t *a, const char *repo, const char *ref, const char *what)
+static int addition(berth_api_t *a)
 {
+    const char *repo = a->repo, *ref = berth_api_arg(a, "reference"), *what = berth_api_arg(a, "addition");
     if (strcmp(what, "build_history") != 0) /* Harbor's others (values.yaml, readme.md, dependencies) are Helm's */
         return berth_api_fail(a, BERTH_OCI_NOT_FOUND, "no addition %s for this artifact", what);
     json_t *cfg = NULL;
@@ -72,13 +74,13 @@ static int addition(berth_api_t *a, const char *repo, const char *ref, const cha
     return berth_api_jsonv(a, 200, out);
 }
 
-int berth_api_image_artifact(berth_api_t *a, const berth_authz_t *z, const char *repo)
-{
-    int get = a->nseg == 6 && berth_api_match(a, "GET", "projects/{}/repositories/{}/artifacts/{}");
-    int add = a->nseg == 8 && berth_api_match(a, "GET", "projects/{}/repositories/{}/artifacts/{}/additions/{}");
-    if (!get && !add)
-        return 1;
-    if (berth_api_need(a, z, BERTH_RES_ARTIFACT, BERTH_ACT_READ) != 0)
-        return -1;
-    return get ? get_artifact(a, repo, a->seg[5]) : addition(a, repo, a->seg[5], a->seg[7]);
-}
+#define R "/projects/{project_name}/repositories/{repository_name}"
+
+const berth_api_route_t berth_api_image_routes[] = {
+    BERTH_API_ROUTE("GET", R "/artifacts/{reference}", BERTH_API_P_PROJECT(ARTIFACT, READ), get_artifact, "getArtifact"),
+    BERTH_API_ROUTE("GET", R "/artifacts/{reference}/additions/{addition}", BERTH_API_P_PROJECT(ARTIFACT, READ), addition,
+                    "getAddition"),
+    BERTH_API_ROUTES_END,
+};
+
+#undef R

@@ -5,10 +5,13 @@
 #include <jansson.h>
 
 #include "auth/authz.h"
+#include "core/ref.h"
 #include "registry/api/api.h"
 #include "sql/api.h"
 
 #define BERTH_API_MAX_SEGS 12
+
+struct st_berth_api_route_t; /* routes.h */
 
 typedef struct st_berth_api_t {
     berth_registry_t *reg;
@@ -19,7 +22,11 @@ typedef struct st_berth_api_t {
     int authed;
     char *seg[BERTH_API_MAX_SEGS]; /* decoded path segments after /api/v2.0/ (route parameters) */
     int nseg;
-    char qbuf[1024]; /* last value berth_api_param returned */
+    char qbuf[1024];                          /* last value berth_api_param returned */
+    const struct st_berth_api_route_t *route; /* the row that matched */
+    berth_authz_t z;                          /* routes in a project: the caller's rights there */
+    char project[256];                        /* routes in a project: its canonical name */
+    char repo[BERTH_NAME_MAX + 2];            /* routes with {repository_name}: "project/repository", checked */
 } berth_api_t;
 
 typedef int (*berth_api_fn)(berth_api_t *a);
@@ -79,8 +86,8 @@ void berth_api_audit(berth_api_t *a, const char *op, const char *rtype, const ch
 /** The user group a member request names ({id} or {group_name, ldap_group_dn}, created if new); 0 or answered. */
 int berth_api_group_id(berth_api_t *a, json_t *group, char id[24]);
 
-/** 1 if method and segments match `pattern` ("projects/{}/members"; "{}" matches one segment). */
-int berth_api_match(berth_api_t *a, const char *method, const char *pattern);
+/** The decoded path segment of the matched route's "{name}", or NULL. */
+const char *berth_api_arg(berth_api_t *a, const char *name);
 /** Split the path after the API prefix into decoded segments (a->seg); -1 when malformed or too many. */
 int berth_api_split(berth_api_t *a, const char *path, size_t len);
 /** Who is calling (a->who, a->authed): 0, or answered (bad credentials, CSRF, unavailable directory). */

@@ -114,8 +114,9 @@ static int get_resolve(berth_api_t *a, const char *host, const char *repo, const
 /* ---- assemble --------------------------------------------------------------------------------------------- */
 
 /* POST …/repositories/{r}/isa/assemble {"tag", "variants":[{"reference","level"?}]}: the canonical index, pushed */
-static int assemble(berth_api_t *a, const char *project, const char *repo)
+static int assemble(berth_api_t *a)
 {
+    const char *repo = a->repo;
     json_t *body = berth_api_body(a);
     if (body == NULL)
         return -1;
@@ -204,7 +205,7 @@ static int assemble(berth_api_t *a, const char *project, const char *repo)
                               .remote = a->rq->remote};
         put.route.kind = BERTH_ROUTE_MANIFEST;
         put.route.id = BERTH_V2_MANIFEST_PUT;
-        snprintf(put.route.name, sizeof(put.route.name), "%s", repo);
+        snprintf(put.route.name, sizeof(put.route.name), "%.*s", BERTH_NAME_MAX, repo); /* checked: at most that long */
         snprintf(put.route.ref, sizeof(put.route.ref), "%s", tag);
         berth_resp_t r;
         berth_v2_handle(a->reg, &put, &r); /* the same checks and transaction as a client's PUT */
@@ -226,7 +227,6 @@ static int assemble(berth_api_t *a, const char *project, const char *repo)
         json_decref(ents[x].desc);
     free(ents);
     json_decref(body);
-    (void)project;
     return rc;
 }
 
@@ -292,7 +292,8 @@ static int image_score(json_t *r)
     return n == 0 ? 10 : (10 * below + n / 2) / n;
 }
 
-static int k8s(berth_api_t *a, const char *verb)
+/* The scheduler extender: filter (nodes where every image has a fitting variant) or prioritize (score them) */
+static int k8s(berth_api_t *a, int filter)
 {
     json_t *args = berth_api_body(a);
     if (args == NULL)
@@ -301,7 +302,7 @@ static int k8s(berth_api_t *a, const char *verb)
     berth_image_ref_t imgs[16];
     size_t nimg = pod_images(a, pod, imgs, 16), i;
     json_t *node, *out;
-    if (strcmp(verb, "filter") == 0) {
+    if (filter) {
         json_t *pass = json_array(), *failed = json_object();
         json_array_foreach(items, i, node)
         {
@@ -324,7 +325,7 @@ static int k8s(berth_api_t *a, const char *verb)
         /* a CPU does not change by preempting pods: every refusal is unresolvable */
         out = json_pack("{s:{s:o},s:n,s:{},s:o,s:s}", "Nodes", "items", pass, "NodeNames", "FailedNodes",
                         "FailedAndUnresolvableNodes", failed, "Error", "");
-    } else if (strcmp(verb, "prioritize") == 0) {
+    } else {
         out = json_array();
         json_array_foreach(items, i, node)
         {
@@ -341,9 +342,6 @@ static int k8s(berth_api_t *a, const char *verb)
             json_decref(nd);
             json_array_append_new(out, json_pack("{s:s,s:i}", "Host", node_name(node), "Score", nimg > 0 ? score : 0));
         }
-    } else {
-        json_decref(args);
-        return 1;
     }
     json_decref(args);
     return berth_api_jsonv(a, 200, out);
@@ -395,41 +393,54 @@ static int affinity(berth_api_t *a)
     return berth_api_jsonv(a, 200, json_pack("{s:{s:o}}", "required", "nodeSelectorTerms", terms));
 }
 
-int berth_api_isa_route(berth_api_t *a)
+static int resolve(berth_api_t *a)
 {
-    if (berth_api_match(a, "POST", "isa/resolve"))
-        return post_resolve(a, 0);
-    if (berth_api_match(a, "POST", "isa/resolve:batch"))
-        return post_resolve(a, 1);
-    if (berth_api_match(a, "POST", "isa/k8s/affinity"))
-        return affinity(a);
-    if (a->nseg == 3 && strcmp(a->rq->method, "POST") == 0 && strcmp(a->seg[1], "k8s") == 0) {
-        if (berth_api_need_login(a) != 0)
-            return -1;
-        return k8s(a, a->seg[2]);
-    }
-    return 1;
+    return post_resolve(a, 0);
 }
 
-int berth_api_isa_artifact(berth_api_t *a, const berth_authz_t *z, const char *project, const char *repo)
+static int resolve_batch(berth_api_t *a)
 {
-    /* projects/{p}/repositories/{r}/artifacts/{ref}/isa[/resolve] and …/{r}/isa/assemble */
-    if (a->nseg == 6 && berth_api_match(a, "POST", "projects/{}/repositories/{}/isa/assemble")) {
-        if (berth_api_need(a, z, BERTH_RES_REPOSITORY, BERTH_ACT_PUSH) != 0)
-            return -1;
-        return assemble(a, project, repo);
-    }
-    if (berth_api_need(a, z, BERTH_RES_REPOSITORY, BERTH_ACT_PULL) != 0)
-        return -1;
-    const char *ref = a->seg[5];
-    if (a->nseg == 7 && berth_api_match(a, "GET", "projects/{}/repositories/{}/artifacts/{}/isa")) {
-        json_t *t = NULL;
-        berth_err_t err;
-        if (berth_isa_table(a->c, repo, ref, &t, &err) != 0)
-            return berth_api_err(a, &err);
-        return berth_api_jsonv(a, 200, t);
-    }
-    if (a->nseg == 8 && berth_api_match(a, "GET", "projects/{}/repositories/{}/artifacts/{}/isa/resolve"))
-        return get_resolve(a, "", repo, ref);
-    return 1;
+    return post_resolve(a, 1);
 }
+
+static int k8s_filter(berth_api_t *a)
+{
+    return k8s(a, 1);
+}
+
+static int k8s_prioritize(berth_api_t *a)
+{
+    return k8s(a, 0);
+}
+
+/* GET …/repositories/{r}/artifacts/{ref}/isa: the artifact's variant table */
+static int variants(berth_api_t *a)
+{
+    json_t *t = NULL;
+    berth_err_t err;
+    if (berth_isa_table(a->c, a->repo, berth_api_arg(a, "reference"), &t, &err) != 0)
+        return berth_api_err(a, &err);
+    return berth_api_jsonv(a, 200, t);
+}
+
+static int artifact_resolve(berth_api_t *a)
+{
+    return get_resolve(a, "", a->repo, berth_api_arg(a, "reference"));
+}
+
+/* The /isa verbs check pull on each image they are given (absent to whoever may not pull it); the artifact
+ * routes check the repository right of the route. */
+const berth_api_route_t berth_api_isa_routes[] = {
+    BERTH_API_ROUTE("POST", "/isa/resolve", BERTH_API_P_ANYONE, resolve, "isaResolve"),
+    BERTH_API_ROUTE("POST", "/isa/resolve:batch", BERTH_API_P_ANYONE, resolve_batch, "isaResolveBatch"),
+    BERTH_API_ROUTE("POST", "/isa/k8s/filter", BERTH_API_P_LOGIN, k8s_filter, "isaK8sFilter"),
+    BERTH_API_ROUTE("POST", "/isa/k8s/prioritize", BERTH_API_P_LOGIN, k8s_prioritize, "isaK8sPrioritize"),
+    BERTH_API_ROUTE("POST", "/isa/k8s/affinity", BERTH_API_P_ANYONE, affinity, "isaK8sAffinity"),
+    BERTH_API_ROUTE("GET", "/projects/{project_name}/repositories/{repository_name}/artifacts/{reference}/isa",
+                    BERTH_API_P_PROJECT(REPOSITORY, PULL), variants, "getArtifactIsa"),
+    BERTH_API_ROUTE("GET", "/projects/{project_name}/repositories/{repository_name}/artifacts/{reference}/isa/resolve",
+                    BERTH_API_P_PROJECT(REPOSITORY, PULL), artifact_resolve, "resolveArtifactIsa"),
+    BERTH_API_ROUTE("POST", "/projects/{project_name}/repositories/{repository_name}/isa/assemble",
+                    BERTH_API_P_PROJECT(REPOSITORY, PUSH), assemble, "assembleIsaIndex"),
+    BERTH_API_ROUTES_END,
+};

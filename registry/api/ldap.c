@@ -53,143 +53,171 @@ static int import_one(berth_api_t *a, berth_ldap_t *l, const char *uid, berth_er
     return rc;
 }
 
-static int ldap_route(berth_api_t *a)
+static int ping(berth_api_t *a)
 {
-    if (berth_api_need_admin(a) != 0)
-        return -1;
     berth_ldap_t *l = client(a);
     if (l == NULL)
         return -1;
     berth_err_t err;
     berth_err_clear(&err);
-    char *json = NULL;
-    if (berth_api_match(a, "POST", "ldap/ping")) {
-        if (berth_ldap_ping(l, &err) != 0)
-            return berth_api_err(a, &err);
-        return berth_api_jsonv(a, 200, json_pack("{s:b}", "success", 1));
+    if (berth_ldap_ping(l, &err) != 0)
+        return berth_api_err(a, &err);
+    return berth_api_jsonv(a, 200, json_pack("{s:b}", "success", 1));
+}
+
+/* an empty or absent term lists the first 100 entries; malformed input is a 400 before LDAP is asked */
+static int search_users(berth_api_t *a)
+{
+    berth_ldap_t *l = client(a);
+    char term[257], *json = NULL;
+    if (l == NULL || search_param(a, "username", term, sizeof(term)) != 0)
+        return -1;
+    berth_err_t err;
+    berth_err_clear(&err);
+    int rc = berth_ldap_search_users(l, term, 100, &json, &err);
+    return ldap_json(a, rc, json, &err);
+}
+
+static int search_groups(berth_api_t *a)
+{
+    berth_ldap_t *l = client(a);
+    char name[257], dn[1001], *json = NULL;
+    if (l == NULL || search_param(a, "groupname", name, sizeof(name)) != 0 || search_param(a, "groupdn", dn, sizeof(dn)) != 0)
+        return -1;
+    berth_err_t err;
+    berth_err_clear(&err);
+    int rc = berth_ldap_search_groups(l, name, dn, 100, &json, &err);
+    return ldap_json(a, rc, json, &err);
+}
+
+static int import_users(berth_api_t *a)
+{
+    berth_ldap_t *l = client(a);
+    if (l == NULL)
+        return -1;
+    berth_err_t err;
+    berth_err_clear(&err);
+    json_t *body = berth_api_body(a);
+    if (body == NULL)
+        return -1;
+    json_t *uids = json_object_get(body, "ldap_uid_list"), *failed = json_array(), *uid;
+    size_t i;
+    if (!json_is_array(uids)) {
+        json_decref(body);
+        json_decref(failed);
+        return berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "ldap_uid_list must be a list of user ids");
     }
-    /* an empty or absent term lists the first 100 entries; malformed input is a 400 before LDAP is asked */
-    if (berth_api_match(a, "GET", "ldap/users/search")) {
-        char term[257];
-        if (search_param(a, "username", term, sizeof(term)) != 0)
-            return -1;
-        int rc = berth_ldap_search_users(l, term, 100, &json, &err);
-        return ldap_json(a, rc, json, &err);
-    }
-    if (berth_api_match(a, "GET", "ldap/groups/search")) {
-        char name[257], dn[1001];
-        if (search_param(a, "groupname", name, sizeof(name)) != 0 || search_param(a, "groupdn", dn, sizeof(dn)) != 0)
-            return -1;
-        int rc = berth_ldap_search_groups(l, name, dn, 100, &json, &err);
-        return ldap_json(a, rc, json, &err);
-    }
-    if (berth_api_match(a, "POST", "ldap/users/import")) {
-        json_t *body = berth_api_body(a);
-        if (body == NULL)
-            return -1;
-        json_t *uids = json_object_get(body, "ldap_uid_list"), *failed = json_array(), *uid;
-        size_t i;
-        if (!json_is_array(uids)) {
+    json_array_foreach(uids, i, uid)
+    {
+        const char *u = json_string_value(uid);
+        int rc = u != NULL ? import_one(a, l, u, &err) : BERTH_ENOTFOUND;
+        if (rc == BERTH_EUNAVAIL || (rc != 0 && err.oci == BERTH_OCI_UNAVAILABLE)) {
             json_decref(body);
             json_decref(failed);
-            return berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "ldap_uid_list must be a list of user ids");
+            return berth_api_err(a, &err);
         }
-        json_array_foreach(uids, i, uid)
-        {
-            const char *u = json_string_value(uid);
-            int rc = u != NULL ? import_one(a, l, u, &err) : BERTH_ENOTFOUND;
-            if (rc == BERTH_EUNAVAIL || (rc != 0 && err.oci == BERTH_OCI_UNAVAILABLE)) {
-                json_decref(body);
-                json_decref(failed);
-                return berth_api_err(a, &err);
-            }
-            if (rc != 0)
-                json_array_append_new(failed,
-                                      json_pack("{s:s,s:s}", "uid", u != NULL ? u : "", "error",
-                                                rc == BERTH_ECONFLICT ? "a local user has this name" : "not found in LDAP"));
-        }
-        json_decref(body);
-        if (json_array_size(failed) > 0) /* Harbor answers 404 with the ids it could not import */
-            return berth_api_jsonv(a, 404, failed);
-        json_decref(failed);
-        return berth_api_empty(a, 200);
+        if (rc != 0)
+            json_array_append_new(failed, json_pack("{s:s,s:s}", "uid", u != NULL ? u : "", "error",
+                                                    rc == BERTH_ECONFLICT ? "a local user has this name" : "not found in LDAP"));
     }
-    return 1;
+    json_decref(body);
+    if (json_array_size(failed) > 0) /* Harbor answers 404 with the ids it could not import */
+        return berth_api_jsonv(a, 404, failed);
+    json_decref(failed);
+    return berth_api_empty(a, 200);
 }
 
-static int usergroups(berth_api_t *a)
+/* GET /usergroups?group_name= and Harbor's GET /usergroups/search?groupname= (required there): one list, by name */
+static int list_groups(berth_api_t *a, int search)
 {
     char limit[24], offset[24];
-    /* GET /usergroups and Harbor's GET /usergroups/search?groupname= (required there): one list, by name */
-    int search = berth_api_match(a, "GET", "usergroups/search");
-    if (search || (a->nseg == 1 && berth_api_match(a, "GET", "usergroups"))) {
-        if (berth_api_need_login(a) != 0 || berth_api_page(a, limit, offset) != 0)
-            return -1;
-        char name[256] = "";
-        const char *v = berth_api_param(a, search ? "groupname" : "group_name");
-        if (search && (v == NULL || v[0] == '\0'))
-            return berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "groupname is required");
-        if (v != NULL)
-            snprintf(name, sizeof(name), "%s", v);
-        char sort[40];
-        if (berth_api_sort(a, BERTH_API_SORTS("group_name", "id"), sort) != 0)
-            return -1;
-        const char *p[] = {name[0] ? name : NULL, limit, offset, sort};
-        return berth_api_list(a, BERTH_Q_USERGROUPS_LIST, p, limit, offset);
-    }
-    if (a->nseg == 1 && berth_api_match(a, "POST", "usergroups")) {
-        if (berth_api_need_admin(a) != 0)
-            return -1;
-        json_t *body = berth_api_body(a);
-        if (body == NULL)
-            return -1;
-        json_t *type = json_object_get(body, "group_type");
-        char id[24];
-        int rc = type != NULL && json_integer_value(type) != 1
-                     ? berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "only LDAP groups (group_type 1)")
-                     : berth_api_group_id(a, body, id);
-        const char *dn = json_string_value(json_object_get(body, "ldap_group_dn"));
-        if (rc == 0)
-            berth_api_audit(a, "create", "usergroup", dn, NULL, 1);
-        json_decref(body);
-        if (rc != 0)
-            return -1;
-        berth_resp_header(a->resp, "location", "/api/v2.0/usergroups/%s", id);
-        return berth_api_empty(a, 201);
-    }
-    if (a->nseg != 2)
-        return 1;
-    const char *id = a->seg[1];
-    if (!berth_api_id_ok(id))
-        return berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "group id must be a number");
-    const char *p[] = {id, NULL};
-    if (berth_api_match(a, "GET", "usergroups/{}"))
-        return berth_api_need_login(a) != 0 ? -1 : berth_api_object(a, BERTH_Q_USERGROUP_GET, p, "user group");
-    if (berth_api_need_admin(a) != 0)
+    if (berth_api_page(a, limit, offset) != 0)
         return -1;
-    if (berth_api_match(a, "PUT", "usergroups/{}")) {
-        json_t *body = berth_api_body(a);
-        if (body == NULL)
-            return -1;
-        char name[256] = "";
-        const char *n = json_string_value(json_object_get(body, "group_name"));
-        if (n != NULL)
-            snprintf(name, sizeof(name), "%s", n);
-        json_decref(body);
-        if (name[0] == '\0')
-            return berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "group_name is required");
-        p[1] = name;
-        berth_db_json_t r;
-        if (berth_api_query(a, BERTH_Q_USERGROUP_UPDATE, p, &r) != 0)
-            return -1;
-        return r.affected == 1 ? berth_api_empty(a, 200) : berth_api_fail(a, BERTH_OCI_NOT_FOUND, "user group not found");
-    }
-    if (berth_api_match(a, "DELETE", "usergroups/{}"))
-        return berth_api_delete(a, BERTH_Q_USERGROUP_DELETE, p, "usergroup", id, NULL);
-    return 1;
+    char name[256] = "";
+    const char *v = berth_api_param(a, search ? "groupname" : "group_name");
+    if (search && (v == NULL || v[0] == '\0'))
+        return berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "groupname is required");
+    if (v != NULL)
+        snprintf(name, sizeof(name), "%s", v);
+    char sort[40];
+    if (berth_api_sort(a, BERTH_API_SORTS("group_name", "id"), sort) != 0)
+        return -1;
+    const char *p[] = {name[0] ? name : NULL, limit, offset, sort};
+    return berth_api_list(a, BERTH_Q_USERGROUPS_LIST, p, limit, offset);
 }
 
-int berth_api_ldap_route(berth_api_t *a)
+static int list_usergroups(berth_api_t *a)
 {
-    return strcmp(a->seg[0], "ldap") == 0 ? ldap_route(a) : usergroups(a);
+    return list_groups(a, 0);
 }
+
+static int search_usergroups(berth_api_t *a)
+{
+    return list_groups(a, 1);
+}
+
+static int create_usergroup(berth_api_t *a)
+{
+    json_t *body = berth_api_body(a);
+    if (body == NULL)
+        return -1;
+    json_t *type = json_object_get(body, "group_type");
+    char id[24];
+    int rc = type != NULL && json_integer_value(type) != 1
+                 ? berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "only LDAP groups (group_type 1)")
+                 : berth_api_group_id(a, body, id);
+    const char *dn = json_string_value(json_object_get(body, "ldap_group_dn"));
+    if (rc == 0)
+        berth_api_audit(a, "create", "usergroup", dn, NULL, 1);
+    json_decref(body);
+    if (rc != 0)
+        return -1;
+    berth_resp_header(a->resp, "location", "/api/v2.0/usergroups/%s", id);
+    return berth_api_empty(a, 201);
+}
+
+static int get_usergroup(berth_api_t *a)
+{
+    const char *p[] = {berth_api_arg(a, "group_id")};
+    return berth_api_object(a, BERTH_Q_USERGROUP_GET, p, "user group");
+}
+
+static int update_usergroup(berth_api_t *a)
+{
+    json_t *body = berth_api_body(a);
+    if (body == NULL)
+        return -1;
+    char name[256] = "";
+    const char *n = json_string_value(json_object_get(body, "group_name"));
+    if (n != NULL)
+        snprintf(name, sizeof(name), "%s", n);
+    json_decref(body);
+    if (name[0] == '\0')
+        return berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "group_name is required");
+    const char *p[] = {berth_api_arg(a, "group_id"), name};
+    berth_db_json_t r;
+    if (berth_api_query(a, BERTH_Q_USERGROUP_UPDATE, p, &r) != 0)
+        return -1;
+    return r.affected == 1 ? berth_api_empty(a, 200) : berth_api_fail(a, BERTH_OCI_NOT_FOUND, "user group not found");
+}
+
+static int delete_usergroup(berth_api_t *a)
+{
+    const char *id = berth_api_arg(a, "group_id");
+    const char *p[] = {id, NULL};
+    return berth_api_delete(a, BERTH_Q_USERGROUP_DELETE, p, "usergroup", id, NULL);
+}
+
+const berth_api_route_t berth_api_ldap_routes[] = {
+    BERTH_API_ROUTE("POST", "/ldap/ping", BERTH_API_P_ADMIN, ping, "pingLdap"),
+    BERTH_API_ROUTE("GET", "/ldap/users/search", BERTH_API_P_ADMIN, search_users, "searchLdapUser"),
+    BERTH_API_ROUTE("GET", "/ldap/groups/search", BERTH_API_P_ADMIN, search_groups, "searchLdapGroup"),
+    BERTH_API_ROUTE("POST", "/ldap/users/import", BERTH_API_P_ADMIN, import_users, "importLdapUser"),
+    BERTH_API_ROUTE("GET", "/usergroups", BERTH_API_P_LOGIN, list_usergroups, "listUserGroups"),
+    BERTH_API_ROUTE("POST", "/usergroups", BERTH_API_P_ADMIN, create_usergroup, "createUserGroup"),
+    BERTH_API_ROUTE("GET", "/usergroups/search", BERTH_API_P_LOGIN, search_usergroups, "searchUserGroups"),
+    BERTH_API_ROUTE("GET", "/usergroups/{group_id}", BERTH_API_P_LOGIN, get_usergroup, "getUserGroup"),
+    BERTH_API_ROUTE("PUT", "/usergroups/{group_id}", BERTH_API_P_ADMIN, update_usergroup, "updateUserGroup"),
+    BERTH_API_ROUTE("DELETE", "/usergroups/{group_id}", BERTH_API_P_ADMIN, delete_usergroup, "deleteUserGroup"),
+    BERTH_API_ROUTES_END,
+};

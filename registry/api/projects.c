@@ -76,8 +76,6 @@ static int public_flag(json_t *body)
 
 static int create_project(berth_api_t *a)
 {
-    if (berth_api_need_login(a) != 0)
-        return -1;
     if (!a->who.sysadmin && (a->who.robot || berth_api_conf->project_creation_admin_only))
         return berth_api_fail(a, BERTH_OCI_DENIED, "only system administrators may create projects");
     json_t *body = berth_api_body(a);
@@ -104,8 +102,6 @@ static int create_project(berth_api_t *a)
 
 static int head_project(berth_api_t *a)
 {
-    if (berth_api_need_login(a) != 0)
-        return -1;
     const char *name = berth_api_param(a, "project_name");
     if (name == NULL)
         return berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "project_name is required");
@@ -119,18 +115,22 @@ static int head_project(berth_api_t *a)
     return berth_api_empty(a, z.exists && berth_authz_can(&z, BERTH_RES_PROJECT, BERTH_ACT_READ) ? 200 : 404);
 }
 
-static int get_project(berth_api_t *a, const char *name)
+static int get_project(berth_api_t *a)
 {
     caller_t c;
     caller(a, &c);
-    const char *p[] = {c.id, c.robot, name};
+    const char *p[] = {c.id, c.robot, a->project};
     return berth_api_object(a, BERTH_Q_PROJECT_GET, p, "project");
 }
 
-static int update_project(berth_api_t *a, const berth_authz_t *z, const char *name)
+/* the project's id as a query parameter */
+static void project_id(berth_api_t *a, char pid[24])
 {
-    if (berth_api_need(a, z, BERTH_RES_PROJECT, BERTH_ACT_UPDATE) != 0)
-        return -1;
+    snprintf(pid, 24, "%lld", (long long)a->z.project_id);
+}
+
+static int update_project(berth_api_t *a)
+{
     json_t *body = berth_api_body(a);
     if (body == NULL)
         return -1;
@@ -147,30 +147,52 @@ static int update_project(berth_api_t *a, const berth_authz_t *z, const char *na
     if (isa[0] && strcmp(isa, "off") != 0 && strcmp(isa, "warn") != 0 && strcmp(isa, "strict") != 0)
         return berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "metadata.isa_policy must be off, warn or strict");
     char id[24];
-    snprintf(id, sizeof(id), "%lld", (long long)z->project_id);
+    project_id(a, id);
     const char *p[] = {id, pub < 0 ? NULL : pub ? "true" : "false", isa[0] ? isa : NULL, scan < 0 ? NULL : scan ? "true" : "false"};
     berth_db_json_t r;
     if (berth_api_query(a, BERTH_Q_PROJECT_UPDATE, p, &r) != 0)
         return -1;
     free(r.json);
-    berth_api_audit(a, "update", "project", name, name, 1);
+    berth_api_audit(a, "update", "project", a->project, a->project, 1);
     return berth_api_empty(a, 200);
 }
 
-static int delete_project(berth_api_t *a, const berth_authz_t *z, const char *name)
+static int delete_project(berth_api_t *a)
 {
-    if (berth_api_need(a, z, BERTH_RES_PROJECT, BERTH_ACT_DELETE) != 0)
-        return -1;
     char id[24];
-    snprintf(id, sizeof(id), "%lld", (long long)z->project_id);
+    project_id(a, id);
     const char *p[] = {id};
     berth_db_json_t r;
     if (berth_api_query(a, BERTH_Q_PROJECT_DELETE, p, &r) != 0)
         return -1;
-    berth_api_audit(a, "delete", "project", name, name, r.affected == 1);
+    berth_api_audit(a, "delete", "project", a->project, a->project, r.affected == 1);
     if (r.affected != 1)
         return berth_api_fail(a, BERTH_OCI_PRECONDITION, "the project still has repositories");
     return berth_api_empty(a, 200);
+}
+
+static int summary(berth_api_t *a)
+{
+    char pid[24];
+    project_id(a, pid);
+    const char *p[] = {pid};
+    return berth_api_object(a, BERTH_Q_PROJECT_SUMMARY, p, "project");
+}
+
+static int deletable(berth_api_t *a)
+{
+    char pid[24];
+    project_id(a, pid);
+    const char *p[] = {pid};
+    berth_db_json_t r;
+    if (berth_api_query(a, BERTH_Q_PROJECT_REPO_COUNT, p, &r) != 0)
+        return -1;
+    long long n = r.json != NULL ? strtoll(r.json, NULL, 10) : 0;
+    free(r.json);
+    json_t *v = json_pack("{s:b}", "deletable", n == 0);
+    if (n > 0)
+        json_object_set_new(v, "message", json_sprintf("the project still has %lld repositories; delete them first", n));
+    return berth_api_jsonv(a, 200, v);
 }
 
 static int role_ok(json_t *v)
@@ -179,100 +201,103 @@ static int role_ok(json_t *v)
     return json_is_integer(v) && r >= 1 && r <= 5;
 }
 
-static int members(berth_api_t *a, const berth_authz_t *z, const char *project)
-{
-    char pid[24], limit[24], offset[24], role[8];
-    snprintf(pid, sizeof(pid), "%lld", (long long)z->project_id);
-    if (a->nseg == 3 && berth_api_match(a, "GET", "projects/{}/members")) {
-        if (berth_api_need(a, z, BERTH_RES_MEMBER, BERTH_ACT_LIST) != 0 || berth_api_page(a, limit, offset) != 0)
-            return -1;
-        const char *v = berth_api_param(a, "entityname");
-        char name[256] = "";
-        if (v != NULL)
-            snprintf(name, sizeof(name), "%s", v);
-        char sort[40];
-        if (berth_api_sort(a, BERTH_API_SORTS("entity_name", "role_id", "id"), sort) != 0)
-            return -1;
-        const char *p[] = {pid, name[0] ? name : NULL, limit, offset, sort};
-        return berth_api_list(a, BERTH_Q_MEMBERS_LIST, p, limit, offset);
-    }
-    if (berth_api_match(a, "POST", "projects/{}/members")) {
-        if (berth_api_need(a, z, BERTH_RES_MEMBER, BERTH_ACT_CREATE) != 0)
-            return -1;
-        json_t *body = berth_api_body(a);
-        if (body == NULL)
-            return -1;
-        const char *user = json_string_value(json_object_get(json_object_get(body, "member_user"), "username"));
-        json_t *group = json_object_get(body, "member_group");
-        if ((user == NULL && !json_is_object(group)) || !role_ok(json_object_get(body, "role_id"))) {
-            json_decref(body);
-            return berth_api_fail(a, BERTH_OCI_BAD_REQUEST,
-                                  "member_user.username or member_group, and role_id (1-5), are required");
-        }
-        snprintf(role, sizeof(role), "%d", (int)json_integer_value(json_object_get(body, "role_id")));
-        char uname[256], gid[24];
-        snprintf(uname, sizeof(uname), "%s", user != NULL ? user : "");
-        if (user == NULL && berth_api_group_id(a, group, gid) != 0) {
-            json_decref(body);
-            return -1;
-        }
-        if (user == NULL)
-            snprintf(uname, sizeof(uname), "group %s", gid);
-        json_decref(body);
-        const char *p[] = {pid, user != NULL ? uname : gid, role};
-        berth_db_json_t r;
-        int rc = berth_api_query(a, user != NULL ? BERTH_Q_MEMBER_ADD : BERTH_Q_MEMBER_ADD_GROUP, p, &r);
-        berth_api_audit(a, "create", "member", uname, project, rc == 0 && r.json != NULL);
-        if (rc != 0)
-            return -1;
-        if (r.json == NULL)
-            return berth_api_fail(a, BERTH_OCI_NOT_FOUND, "%s not found", uname);
-        char prefix[BERTH_NAME_MAX + 40];
-        snprintf(prefix, sizeof(prefix), "/api/v2.0/projects/%s/members", project);
-        return berth_api_created(a, r.json, "id", prefix);
-    }
-    if (a->nseg != 4)
-        return 1;
-    const char *mid = a->seg[3];
-    if (!berth_api_id_ok(mid))
-        return berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "member id must be a number");
-    const char *p[] = {pid, mid, role};
-    berth_db_json_t r;
-    if (berth_api_match(a, "GET", "projects/{}/members/{}")) {
-        if (berth_api_need(a, z, BERTH_RES_MEMBER, BERTH_ACT_READ) != 0)
-            return -1;
-        return berth_api_object(a, BERTH_Q_MEMBER_GET, p, "member");
-    }
-    if (berth_api_match(a, "PUT", "projects/{}/members/{}")) {
-        if (berth_api_need(a, z, BERTH_RES_MEMBER, BERTH_ACT_UPDATE) != 0)
-            return -1;
-        json_t *body = berth_api_body(a);
-        if (body == NULL)
-            return -1;
-        int ok = role_ok(json_object_get(body, "role_id"));
-        snprintf(role, sizeof(role), "%d", (int)json_integer_value(json_object_get(body, "role_id")));
-        json_decref(body);
-        if (!ok)
-            return berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "role_id must be 1-5");
-        if (berth_api_query(a, BERTH_Q_MEMBER_UPDATE, p, &r) != 0)
-            return -1;
-        berth_api_audit(a, "update", "member", mid, project, r.affected == 1);
-        return r.affected == 1 ? berth_api_empty(a, 200) : berth_api_fail(a, BERTH_OCI_NOT_FOUND, "member not found");
-    }
-    if (berth_api_match(a, "DELETE", "projects/{}/members/{}")) {
-        if (berth_api_need(a, z, BERTH_RES_MEMBER, BERTH_ACT_DELETE) != 0)
-            return -1;
-        return berth_api_delete(a, BERTH_Q_MEMBER_DELETE, p, "member", mid, project);
-    }
-    return 1;
-}
-
-static int logs(berth_api_t *a, const berth_authz_t *z)
+static int list_members(berth_api_t *a)
 {
     char pid[24], limit[24], offset[24];
-    if (berth_api_need(a, z, BERTH_RES_LOG, BERTH_ACT_LIST) != 0 || berth_api_page(a, limit, offset) != 0)
+    project_id(a, pid);
+    if (berth_api_page(a, limit, offset) != 0)
         return -1;
-    snprintf(pid, sizeof(pid), "%lld", (long long)z->project_id);
+    const char *v = berth_api_param(a, "entityname");
+    char name[256] = "";
+    if (v != NULL)
+        snprintf(name, sizeof(name), "%s", v);
+    char sort[40];
+    if (berth_api_sort(a, BERTH_API_SORTS("entity_name", "role_id", "id"), sort) != 0)
+        return -1;
+    const char *p[] = {pid, name[0] ? name : NULL, limit, offset, sort};
+    return berth_api_list(a, BERTH_Q_MEMBERS_LIST, p, limit, offset);
+}
+
+static int add_member(berth_api_t *a)
+{
+    char pid[24], role[8];
+    project_id(a, pid);
+    json_t *body = berth_api_body(a);
+    if (body == NULL)
+        return -1;
+    const char *user = json_string_value(json_object_get(json_object_get(body, "member_user"), "username"));
+    json_t *group = json_object_get(body, "member_group");
+    if ((user == NULL && !json_is_object(group)) || !role_ok(json_object_get(body, "role_id"))) {
+        json_decref(body);
+        return berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "member_user.username or member_group, and role_id (1-5), are required");
+    }
+    snprintf(role, sizeof(role), "%d", (int)json_integer_value(json_object_get(body, "role_id")));
+    char uname[256], gid[24];
+    snprintf(uname, sizeof(uname), "%s", user != NULL ? user : "");
+    if (user == NULL && berth_api_group_id(a, group, gid) != 0) {
+        json_decref(body);
+        return -1;
+    }
+    if (user == NULL)
+        snprintf(uname, sizeof(uname), "group %s", gid);
+    json_decref(body);
+    const char *p[] = {pid, user != NULL ? uname : gid, role};
+    berth_db_json_t r;
+    int rc = berth_api_query(a, user != NULL ? BERTH_Q_MEMBER_ADD : BERTH_Q_MEMBER_ADD_GROUP, p, &r);
+    berth_api_audit(a, "create", "member", uname, a->project, rc == 0 && r.json != NULL);
+    if (rc != 0)
+        return -1;
+    if (r.json == NULL)
+        return berth_api_fail(a, BERTH_OCI_NOT_FOUND, "%s not found", uname);
+    char prefix[BERTH_NAME_MAX + 40];
+    snprintf(prefix, sizeof(prefix), "/api/v2.0/projects/%s/members", a->project);
+    return berth_api_created(a, r.json, "id", prefix);
+}
+
+static int get_member(berth_api_t *a)
+{
+    char pid[24];
+    project_id(a, pid);
+    const char *p[] = {pid, berth_api_arg(a, "mid")};
+    return berth_api_object(a, BERTH_Q_MEMBER_GET, p, "member");
+}
+
+static int update_member(berth_api_t *a)
+{
+    char pid[24], role[8];
+    project_id(a, pid);
+    const char *mid = berth_api_arg(a, "mid");
+    json_t *body = berth_api_body(a);
+    if (body == NULL)
+        return -1;
+    int ok = role_ok(json_object_get(body, "role_id"));
+    snprintf(role, sizeof(role), "%d", (int)json_integer_value(json_object_get(body, "role_id")));
+    json_decref(body);
+    if (!ok)
+        return berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "role_id must be 1-5");
+    const char *p[] = {pid, mid, role};
+    berth_db_json_t r;
+    if (berth_api_query(a, BERTH_Q_MEMBER_UPDATE, p, &r) != 0)
+        return -1;
+    berth_api_audit(a, "update", "member", mid, a->project, r.affected == 1);
+    return r.affected == 1 ? berth_api_empty(a, 200) : berth_api_fail(a, BERTH_OCI_NOT_FOUND, "member not found");
+}
+
+static int delete_member(berth_api_t *a)
+{
+    char pid[24];
+    project_id(a, pid);
+    const char *mid = berth_api_arg(a, "mid");
+    const char *p[] = {pid, mid};
+    return berth_api_delete(a, BERTH_Q_MEMBER_DELETE, p, "member", mid, a->project);
+}
+
+static int logs(berth_api_t *a)
+{
+    char pid[24], limit[24], offset[24];
+    if (berth_api_page(a, limit, offset) != 0)
+        return -1;
+    project_id(a, pid);
     char op[32] = "", rtype[32] = "", user[256] = "", res[512] = "";
     berth_api_qterm(a, "operation", op, sizeof(op));
     berth_api_qterm(a, "resource_type", rtype, sizeof(rtype));
@@ -284,6 +309,19 @@ static int logs(berth_api_t *a, const berth_authz_t *z)
     const char *p[] = {"0",   "false", pid, op[0] ? op : NULL, rtype[0] ? rtype : NULL, user[0] ? user : NULL, res[0] ? res : NULL,
                        limit, offset,  sort};
     return berth_api_list(a, BERTH_Q_AUDIT_LIST, p, limit, offset);
+}
+
+static int project_robots(berth_api_t *a)
+{
+    char pid[24], limit[24], offset[24];
+    if (berth_api_page(a, limit, offset) != 0)
+        return -1;
+    project_id(a, pid);
+    char sort[40];
+    if (berth_api_sort(a, BERTH_API_SORTS("id", "name", "creation_time", "update_time", "expires_at"), sort) != 0)
+        return -1;
+    const char *p[] = {pid, NULL, limit, offset, sort};
+    return berth_api_list(a, BERTH_Q_ROBOTS_LIST, p, limit, offset);
 }
 
 /* Resolve an artifact reference (digest or tag) to its digest; answered 404 when unknown */
@@ -302,214 +340,171 @@ static int artifact_digest(berth_api_t *a, const char *repo, const char *ref, ch
     return d != NULL ? 0 : berth_api_fail(a, BERTH_OCI_NOT_FOUND, "artifact %s not found", ref);
 }
 
-static int artifacts(berth_api_t *a, const berth_authz_t *z, const char *project, const char *repo)
+static int list_artifacts(berth_api_t *a)
+{
+    char limit[24], offset[24];
+    if (berth_api_page(a, limit, offset) != 0)
+        return -1;
+    char tag[BERTH_TAG_MAX + 1] = "", type[16] = "", sort[40];
+    berth_api_qterm(a, "tags", tag, sizeof(tag));
+    berth_api_qterm(a, "type", type, sizeof(type));
+    if (berth_api_sort(a, BERTH_API_SORTS("push_time", "pull_time", "size", "digest", "id"), sort) != 0)
+        return -1;
+    const char *p[] = {a->repo, tag[0] ? tag : NULL, limit, offset, type[0] ? type : NULL, sort};
+    return berth_api_list(a, BERTH_Q_ARTIFACTS_LIST, p, limit, offset);
+}
+
+static int artifact_manifest(berth_api_t *a)
+{
+    const char *p[] = {a->repo, berth_api_arg(a, "reference")};
+    return berth_api_object(a, BERTH_Q_ARTIFACT_MANIFEST, p, "artifact");
+}
+
+static int delete_artifact(berth_api_t *a)
+{
+    char digest[BERTH_DIGEST_MAX];
+    if (artifact_digest(a, a->repo, berth_api_arg(a, "reference"), digest) != 0)
+        return -1;
+    berth_err_t err;
+    berth_err_clear(&err);
+    int rc = berth_db_manifest_delete(a->c, a->repo, digest, &err);
+    char res[600];
+    snprintf(res, sizeof(res), "%s@%s", a->repo, digest);
+    berth_api_audit(a, "delete", "artifact", res, a->project, rc == 0);
+    if (rc != 0)
+        return berth_api_err(a, &err);
+    berth_cache_invalidate(a->repo);
+    return berth_api_empty(a, 200);
+}
+
+static int list_tags(berth_api_t *a)
 {
     char limit[24], offset[24], digest[BERTH_DIGEST_MAX];
-    if (a->nseg == 5 && berth_api_match(a, "GET", "projects/{}/repositories/{}/artifacts")) {
-        if (berth_api_need(a, z, BERTH_RES_ARTIFACT, BERTH_ACT_LIST) != 0 || berth_api_page(a, limit, offset) != 0)
-            return -1;
-        char tag[BERTH_TAG_MAX + 1] = "", type[16] = "", sort[40];
-        berth_api_qterm(a, "tags", tag, sizeof(tag));
-        berth_api_qterm(a, "type", type, sizeof(type));
-        if (berth_api_sort(a, BERTH_API_SORTS("push_time", "pull_time", "size", "digest", "id"), sort) != 0)
-            return -1;
-        const char *p[] = {repo, tag[0] ? tag : NULL, limit, offset, type[0] ? type : NULL, sort};
-        return berth_api_list(a, BERTH_Q_ARTIFACTS_LIST, p, limit, offset);
-    }
-    if (a->nseg < 6)
-        return 1;
-    const char *ref = a->seg[5];
-    int rc = berth_api_image_artifact(a, z, repo); /* GET …/{ref} with its image config, …/{ref}/additions/{} */
-    if (rc <= 0)
-        return rc;
-    if (a->nseg == 7 && berth_api_match(a, "GET", "projects/{}/repositories/{}/artifacts/{}/manifest")) {
-        if (berth_api_need(a, z, BERTH_RES_ARTIFACT, BERTH_ACT_READ) != 0)
-            return -1;
-        const char *p[] = {repo, ref};
-        return berth_api_object(a, BERTH_Q_ARTIFACT_MANIFEST, p, "artifact");
-    }
-    if (a->nseg == 6 && berth_api_match(a, "DELETE", "projects/{}/repositories/{}/artifacts/{}")) {
-        if (berth_api_need(a, z, BERTH_RES_ARTIFACT, BERTH_ACT_DELETE) != 0 || artifact_digest(a, repo, ref, digest) != 0)
-            return -1;
-        berth_err_t err;
-        berth_err_clear(&err);
-        int rc = berth_db_manifest_delete(a->c, repo, digest, &err);
-        char res[600];
-        snprintf(res, sizeof(res), "%s@%s", repo, digest);
-        berth_api_audit(a, "delete", "artifact", res, project, rc == 0);
-        if (rc != 0)
-            return berth_api_err(a, &err);
-        berth_cache_invalidate(repo);
-        return berth_api_empty(a, 200);
-    }
-    if (a->nseg == 7 && berth_api_match(a, "GET", "projects/{}/repositories/{}/artifacts/{}/tags")) {
-        if (berth_api_need(a, z, BERTH_RES_TAG, BERTH_ACT_LIST) != 0 || berth_api_page(a, limit, offset) != 0 ||
-            artifact_digest(a, repo, ref, digest) != 0)
-            return -1;
-        char sort[40];
-        if (berth_api_sort(a, BERTH_API_SORTS("name", "push_time"), sort) != 0)
-            return -1;
-        const char *p[] = {repo, digest, limit, offset, sort};
-        return berth_api_list(a, BERTH_Q_TAGS_LIST, p, limit, offset);
-    }
-    if (a->nseg == 7 && berth_api_match(a, "POST", "projects/{}/repositories/{}/artifacts/{}/tags")) {
-        if (berth_api_need(a, z, BERTH_RES_TAG, BERTH_ACT_CREATE) != 0)
-            return -1;
-        json_t *body = berth_api_body(a);
-        if (body == NULL)
-            return -1;
-        char tag[BERTH_TAG_MAX + 1] = "";
-        const char *t = json_string_value(json_object_get(body, "name"));
-        int valid = t != NULL && berth_ref_tag_valid(t, strlen(t));
-        if (valid)
-            snprintf(tag, sizeof(tag), "%s", t);
-        json_decref(body);
-        if (!valid)
-            return berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "name must be a valid tag");
-        if (artifact_digest(a, repo, ref, digest) != 0)
-            return -1;
-        const char *p[] = {repo, digest, tag};
-        berth_db_json_t r;
-        int rc = berth_api_query(a, BERTH_Q_TAG_CREATE, p, &r);
-        char res[600];
-        snprintf(res, sizeof(res), "%s:%s", repo, tag);
-        berth_api_audit(a, "create", "tag", res, project, rc == 0);
-        if (rc != 0)
-            return -1;
-        free(r.json);
-        berth_cache_invalidate(repo);
-        berth_repl_event("push", repo, tag); /* event-based replication, as for a /v2 push */
-        return berth_api_empty(a, 201);
-    }
-    if (a->nseg == 8 && berth_api_match(a, "DELETE", "projects/{}/repositories/{}/artifacts/{}/tags/{}")) {
-        if (berth_api_need(a, z, BERTH_RES_TAG, BERTH_ACT_DELETE) != 0)
-            return -1;
-        berth_err_t err;
-        berth_err_clear(&err);
-        int rc = berth_db_tag_delete(a->c, repo, a->seg[7], &err);
-        char res[600];
-        snprintf(res, sizeof(res), "%s:%s", repo, a->seg[7]);
-        berth_api_audit(a, "delete", "tag", res, project, rc == 0);
-        if (rc != 0)
-            return berth_api_err(a, &err);
-        berth_cache_invalidate(repo);
-        berth_repl_event("delete", repo, a->seg[7]);
-        return berth_api_empty(a, 200);
-    }
-    return 1;
+    if (berth_api_page(a, limit, offset) != 0 || artifact_digest(a, a->repo, berth_api_arg(a, "reference"), digest) != 0)
+        return -1;
+    char sort[40];
+    if (berth_api_sort(a, BERTH_API_SORTS("name", "push_time"), sort) != 0)
+        return -1;
+    const char *p[] = {a->repo, digest, limit, offset, sort};
+    return berth_api_list(a, BERTH_Q_TAGS_LIST, p, limit, offset);
 }
 
-static int repositories(berth_api_t *a, const berth_authz_t *z, const char *project)
+static int create_tag(berth_api_t *a)
+{
+    char digest[BERTH_DIGEST_MAX];
+    json_t *body = berth_api_body(a);
+    if (body == NULL)
+        return -1;
+    char tag[BERTH_TAG_MAX + 1] = "";
+    const char *t = json_string_value(json_object_get(body, "name"));
+    int valid = t != NULL && berth_ref_tag_valid(t, strlen(t));
+    if (valid)
+        snprintf(tag, sizeof(tag), "%s", t);
+    json_decref(body);
+    if (!valid)
+        return berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "name must be a valid tag");
+    if (artifact_digest(a, a->repo, berth_api_arg(a, "reference"), digest) != 0)
+        return -1;
+    const char *p[] = {a->repo, digest, tag};
+    berth_db_json_t r;
+    int rc = berth_api_query(a, BERTH_Q_TAG_CREATE, p, &r);
+    char res[600];
+    snprintf(res, sizeof(res), "%s:%s", a->repo, tag);
+    berth_api_audit(a, "create", "tag", res, a->project, rc == 0);
+    if (rc != 0)
+        return -1;
+    free(r.json);
+    berth_cache_invalidate(a->repo);
+    berth_repl_event("push", a->repo, tag); /* event-based replication, as for a /v2 push */
+    return berth_api_empty(a, 201);
+}
+
+static int delete_tag(berth_api_t *a)
+{
+    const char *tag = berth_api_arg(a, "tag_name");
+    berth_err_t err;
+    berth_err_clear(&err);
+    int rc = berth_db_tag_delete(a->c, a->repo, tag, &err);
+    char res[600];
+    snprintf(res, sizeof(res), "%s:%s", a->repo, tag);
+    berth_api_audit(a, "delete", "tag", res, a->project, rc == 0);
+    if (rc != 0)
+        return berth_api_err(a, &err);
+    berth_cache_invalidate(a->repo);
+    berth_repl_event("delete", a->repo, tag);
+    return berth_api_empty(a, 200);
+}
+
+static int list_repositories(berth_api_t *a)
 {
     char pid[24], limit[24], offset[24];
-    snprintf(pid, sizeof(pid), "%lld", (long long)z->project_id);
-    if (a->nseg == 3 && berth_api_match(a, "GET", "projects/{}/repositories")) {
-        if (berth_api_need(a, z, BERTH_RES_REPOSITORY, BERTH_ACT_LIST) != 0 || berth_api_page(a, limit, offset) != 0)
-            return -1;
-        char name[256] = "", sort[40];
-        if (berth_api_sort(a, BERTH_API_SORTS("name", "update_time", "creation_time", "pull_count", "artifact_count"), sort) != 0)
-            return -1;
-        berth_api_qterm(a, "name", name, sizeof(name));
-        const char *p[] = {pid, name[0] ? name : NULL, limit, offset, sort};
-        return berth_api_list(a, BERTH_Q_REPOS_LIST, p, limit, offset);
-    }
-    if (a->nseg < 4)
-        return 1;
-    char repo[BERTH_NAME_MAX + 2];
-    int n = snprintf(repo, sizeof(repo), "%s/%s", project, a->seg[3]);
-    if (n < 0 || (size_t)n > BERTH_NAME_MAX || !berth_ref_name_valid(repo, (size_t)n))
-        return berth_api_fail(a, BERTH_OCI_NAME_INVALID, "invalid repository name");
-    if (a->nseg == 4 && berth_api_match(a, "GET", "projects/{}/repositories/{}")) {
-        if (berth_api_need(a, z, BERTH_RES_REPOSITORY, BERTH_ACT_READ) != 0)
-            return -1;
-        const char *p[] = {repo};
-        return berth_api_object(a, BERTH_Q_REPO_GET, p, "repository");
-    }
-    if (a->nseg == 4 && berth_api_match(a, "DELETE", "projects/{}/repositories/{}")) {
-        if (berth_api_need(a, z, BERTH_RES_REPOSITORY, BERTH_ACT_DELETE) != 0)
-            return -1;
-        const char *p[] = {repo};
-        berth_db_json_t r;
-        if (berth_api_query(a, BERTH_Q_REPO_DELETE, p, &r) != 0)
-            return -1;
-        int found = r.json != NULL && strcmp(r.json, "1") == 0;
-        free(r.json);
-        berth_api_audit(a, "delete", "repository", repo, project, found);
-        if (!found)
-            return berth_api_fail(a, BERTH_OCI_NOT_FOUND, "repository not found");
-        berth_cache_invalidate(repo);
-        return berth_api_empty(a, 200);
-    }
-    if ((a->nseg >= 7 && strcmp(a->seg[4], "artifacts") == 0 && strcmp(a->seg[6], "isa") == 0) ||
-        (a->nseg == 6 && strcmp(a->seg[4], "isa") == 0))
-        return berth_api_isa_artifact(a, z, project, repo);
-    if (a->nseg >= 5 && strcmp(a->seg[4], "artifacts") == 0)
-        return artifacts(a, z, project, repo);
-    return 1;
+    project_id(a, pid);
+    if (berth_api_page(a, limit, offset) != 0)
+        return -1;
+    char name[256] = "", sort[40];
+    if (berth_api_sort(a, BERTH_API_SORTS("name", "update_time", "creation_time", "pull_count", "artifact_count"), sort) != 0)
+        return -1;
+    berth_api_qterm(a, "name", name, sizeof(name));
+    const char *p[] = {pid, name[0] ? name : NULL, limit, offset, sort};
+    return berth_api_list(a, BERTH_Q_REPOS_LIST, p, limit, offset);
 }
 
-int berth_api_projects_route(berth_api_t *a)
+static int get_repository(berth_api_t *a)
 {
-    if (a->nseg == 1 && berth_api_match(a, "POST", "projects"))
-        return create_project(a);
-    if (a->nseg == 1 && strcmp(a->rq->method, "HEAD") == 0)
-        return head_project(a);
-    if (a->nseg == 1 && berth_api_match(a, "GET", "projects"))
-        return list_projects(a);
-    if (a->nseg < 2)
-        return 1;
-    berth_authz_t z;
-    char name[256];
-    if (berth_api_project(a, a->seg[1], &z, name) != 0)
-        return -1;
-    if (a->nseg == 2) {
-        if (berth_api_match(a, "GET", "projects/{}"))
-            return get_project(a, name);
-        if (berth_api_match(a, "PUT", "projects/{}"))
-            return update_project(a, &z, name);
-        if (berth_api_match(a, "DELETE", "projects/{}"))
-            return delete_project(a, &z, name);
-        return 1;
-    }
-    const char *sub = a->seg[2];
-    if (strcmp(sub, "summary") == 0 && berth_api_match(a, "GET", "projects/{}/summary")) {
-        char pid[24];
-        snprintf(pid, sizeof(pid), "%lld", (long long)z.project_id);
-        const char *p[] = {pid};
-        return berth_api_object(a, BERTH_Q_PROJECT_SUMMARY, p, "project");
-    }
-    if (strcmp(sub, "_deletable") == 0 && berth_api_match(a, "GET", "projects/{}/_deletable")) {
-        if (berth_api_need(a, &z, BERTH_RES_PROJECT, BERTH_ACT_DELETE) != 0)
-            return -1;
-        char pid[24];
-        snprintf(pid, sizeof(pid), "%lld", (long long)z.project_id);
-        const char *p[] = {pid};
-        berth_db_json_t r;
-        if (berth_api_query(a, BERTH_Q_PROJECT_REPO_COUNT, p, &r) != 0)
-            return -1;
-        long long n = r.json != NULL ? strtoll(r.json, NULL, 10) : 0;
-        free(r.json);
-        json_t *v = json_pack("{s:b}", "deletable", n == 0);
-        if (n > 0)
-            json_object_set_new(v, "message", json_sprintf("the project still has %lld repositories; delete them first", n));
-        return berth_api_jsonv(a, 200, v);
-    }
-    if (strcmp(sub, "members") == 0)
-        return members(a, &z, name);
-    if (strcmp(sub, "logs") == 0 && berth_api_match(a, "GET", "projects/{}/logs"))
-        return logs(a, &z);
-    if (strcmp(sub, "repositories") == 0)
-        return repositories(a, &z, name);
-    if (strcmp(sub, "robots") == 0 && berth_api_match(a, "GET", "projects/{}/robots")) {
-        char pid[24], limit[24], offset[24];
-        if (berth_api_need(a, &z, BERTH_RES_ROBOT, BERTH_ACT_LIST) != 0 || berth_api_page(a, limit, offset) != 0)
-            return -1;
-        snprintf(pid, sizeof(pid), "%lld", (long long)z.project_id);
-        char sort[40];
-        if (berth_api_sort(a, BERTH_API_SORTS("id", "name", "creation_time", "update_time", "expires_at"), sort) != 0)
-            return -1;
-        const char *p[] = {pid, NULL, limit, offset, sort};
-        return berth_api_list(a, BERTH_Q_ROBOTS_LIST, p, limit, offset);
-    }
-    return 1;
+    const char *p[] = {a->repo};
+    return berth_api_object(a, BERTH_Q_REPO_GET, p, "repository");
 }
+
+static int delete_repository(berth_api_t *a)
+{
+    const char *p[] = {a->repo};
+    berth_db_json_t r;
+    if (berth_api_query(a, BERTH_Q_REPO_DELETE, p, &r) != 0)
+        return -1;
+    int found = r.json != NULL && strcmp(r.json, "1") == 0;
+    free(r.json);
+    berth_api_audit(a, "delete", "repository", a->repo, a->project, found);
+    if (!found)
+        return berth_api_fail(a, BERTH_OCI_NOT_FOUND, "repository not found");
+    berth_cache_invalidate(a->repo);
+    return berth_api_empty(a, 200);
+}
+
+#define P "/projects/{project_name_or_id}"
+#define R "/projects/{project_name}/repositories/{repository_name}"
+
+/* Rows in a project check their right there; the project itself must be visible to the caller, or it answers
+ * as absent (401 anonymous, 404 otherwise). HEAD /projects comes before GET /projects, which would answer it. */
+const berth_api_route_t berth_api_projects_routes[] = {
+    BERTH_API_ROUTE("HEAD", "/projects", BERTH_API_P_LOGIN, head_project, "headProject"),
+    BERTH_API_ROUTE("GET", "/projects", BERTH_API_P_ANYONE, list_projects, "listProjects"),
+    BERTH_API_ROUTE("POST", "/projects", BERTH_API_P_LOGIN, create_project, "createProject"), /* + the creation setting */
+    BERTH_API_ROUTE("GET", P, BERTH_API_P_PROJECT(PROJECT, READ), get_project, "getProject"),
+    BERTH_API_ROUTE("PUT", P, BERTH_API_P_PROJECT(PROJECT, UPDATE), update_project, "updateProject"),
+    BERTH_API_ROUTE("DELETE", P, BERTH_API_P_PROJECT(PROJECT, DELETE), delete_project, "deleteProject"),
+    BERTH_API_ROUTE("GET", P "/summary", BERTH_API_P_PROJECT(PROJECT, READ), summary, "getProjectSummary"),
+    BERTH_API_ROUTE("GET", P "/_deletable", BERTH_API_P_PROJECT(PROJECT, DELETE), deletable, "getProjectDeletable"),
+    BERTH_API_ROUTE("GET", P "/logs", BERTH_API_P_PROJECT(LOG, LIST), logs, "getLogs"),
+    BERTH_API_ROUTE("GET", P "/members", BERTH_API_P_PROJECT(MEMBER, LIST), list_members, "listProjectMembers"),
+    BERTH_API_ROUTE("POST", P "/members", BERTH_API_P_PROJECT(MEMBER, CREATE), add_member, "createProjectMember"),
+    BERTH_API_ROUTE("GET", P "/members/{mid}", BERTH_API_P_PROJECT(MEMBER, READ), get_member, "getProjectMember"),
+    BERTH_API_ROUTE("PUT", P "/members/{mid}", BERTH_API_P_PROJECT(MEMBER, UPDATE), update_member, "updateProjectMember"),
+    BERTH_API_ROUTE("DELETE", P "/members/{mid}", BERTH_API_P_PROJECT(MEMBER, DELETE), delete_member, "deleteProjectMember"),
+    BERTH_API_ROUTE("GET", P "/robots", BERTH_API_P_PROJECT(ROBOT, LIST), project_robots, "listProjectRobots"),
+    BERTH_API_ROUTE("GET", "/projects/{project_name}/repositories", BERTH_API_P_PROJECT(REPOSITORY, LIST), list_repositories,
+                    "listRepositories"),
+    BERTH_API_ROUTE("GET", R, BERTH_API_P_PROJECT(REPOSITORY, READ), get_repository, "getRepository"),
+    BERTH_API_ROUTE("DELETE", R, BERTH_API_P_PROJECT(REPOSITORY, DELETE), delete_repository, "deleteRepository"),
+    BERTH_API_ROUTE("GET", R "/artifacts", BERTH_API_P_PROJECT(ARTIFACT, LIST), list_artifacts, "listArtifacts"),
+    BERTH_API_ROUTE("DELETE", R "/artifacts/{reference}", BERTH_API_P_PROJECT(ARTIFACT, DELETE), delete_artifact, "deleteArtifact"),
+    BERTH_API_ROUTE("GET", R "/artifacts/{reference}/manifest", BERTH_API_P_PROJECT(ARTIFACT, READ), artifact_manifest,
+                    "getArtifactManifest"),
+    BERTH_API_ROUTE("GET", R "/artifacts/{reference}/tags", BERTH_API_P_PROJECT(TAG, LIST), list_tags, "listTags"),
+    BERTH_API_ROUTE("POST", R "/artifacts/{reference}/tags", BERTH_API_P_PROJECT(TAG, CREATE), create_tag, "createTag"),
+    BERTH_API_ROUTE("DELETE", R "/artifacts/{reference}/tags/{tag_name}", BERTH_API_P_PROJECT(TAG, DELETE), delete_tag,
+                    "deleteTag"),
+    BERTH_API_ROUTES_END,
+};
+
+#undef P
+#undef R

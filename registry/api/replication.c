@@ -21,94 +21,110 @@ static int http_url(const char *url)
     return (strncasecmp(url, "http://", 7) == 0 && url[7] != '\0') || (strncasecmp(url, "https://", 8) == 0 && url[8] != '\0');
 }
 
-static int registries(berth_api_t *a)
+static int list_registries(berth_api_t *a)
 {
     char limit[24], offset[24];
-    if (berth_api_need_admin(a) != 0)
+    if (berth_api_page(a, limit, offset) != 0)
         return -1;
-    if (a->nseg == 1 && berth_api_match(a, "GET", "registries")) {
-        if (berth_api_page(a, limit, offset) != 0)
-            return -1;
-        char sort[40];
-        if (berth_api_sort(a, BERTH_API_SORTS("id", "name", "type", "url", "creation_time", "update_time"), sort) != 0)
-            return -1;
-        const char *p[] = {limit, offset, sort};
-        return berth_api_list(a, BERTH_Q_REG_LIST, p, limit, offset);
+    char sort[40];
+    if (berth_api_sort(a, BERTH_API_SORTS("id", "name", "type", "url", "creation_time", "update_time"), sort) != 0)
+        return -1;
+    const char *p[] = {limit, offset, sort};
+    return berth_api_list(a, BERTH_Q_REG_LIST, p, limit, offset);
+}
+
+typedef enum { REG_CREATE, REG_PING, REG_UPDATE } reg_write_t;
+
+/* POST /registries, POST /registries/ping and PUT /registries/{id}: one body */
+static int registry_write(berth_api_t *a, reg_write_t mode)
+{
+    json_t *body = berth_api_body(a);
+    if (body == NULL)
+        return -1;
+    const char *name = json_string_value(json_object_get(body, "name")), *type = json_string_value(json_object_get(body, "type"));
+    const char *url = json_string_value(json_object_get(body, "url"));
+    json_t *cred = json_object_get(body, "credential");
+    const char *key = json_string_value(json_object_get(cred, "access_key")),
+               *secret = json_string_value(json_object_get(cred, "access_secret"));
+    json_t *ins = json_object_get(body, "insecure");
+    const char *ca = json_string_value(json_object_get(body, "ca_file"));
+    const char *desc = json_string_value(json_object_get(body, "description"));
+    const char *id = berth_api_arg(a, "registry_id");
+    int rc;
+    if (url != NULL && !http_url(url)) {
+        json_decref(body);
+        return berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "url must be http:// or https://");
     }
-    int is_ping = a->nseg == 2 && strcmp(a->seg[1], "ping") == 0 && berth_api_match(a, "POST", "registries/ping");
-    if ((a->nseg == 1 && berth_api_match(a, "POST", "registries")) || is_ping ||
-        (a->nseg == 2 && berth_api_match(a, "PUT", "registries/{}"))) {
-        json_t *body = berth_api_body(a);
-        if (body == NULL)
-            return -1;
-        const char *name = json_string_value(json_object_get(body, "name")),
-                   *type = json_string_value(json_object_get(body, "type"));
-        const char *url = json_string_value(json_object_get(body, "url"));
-        json_t *cred = json_object_get(body, "credential");
-        const char *key = json_string_value(json_object_get(cred, "access_key")),
-                   *secret = json_string_value(json_object_get(cred, "access_secret"));
-        json_t *ins = json_object_get(body, "insecure");
-        const char *ca = json_string_value(json_object_get(body, "ca_file"));
-        const char *desc = json_string_value(json_object_get(body, "description"));
-        int rc;
-        if (url != NULL && !http_url(url)) {
-            json_decref(body);
-            return berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "url must be http:// or https://");
-        }
-        if (is_ping) {
-            berth_err_t err;
-            rc = url == NULL ? berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "url is required")
-                 : berth_repl_ping(type, url, key, secret, json_is_true(ins), ca, &err) != 0 ? berth_api_err(a, &err)
-                                                                                             : berth_api_empty(a, 200);
-            json_decref(body);
-            return rc;
-        }
-        int create = strcmp(a->rq->method, "POST") == 0;
-        if (create &&
-            (name == NULL || url == NULL || type == NULL || (strcmp(type, "berth") != 0 && strcmp(type, "docker-registry") != 0))) {
-            json_decref(body);
-            return berth_api_fail(a, BERTH_OCI_BAD_REQUEST,
-                                  "name, type (berth or docker-registry) and an http(s) url are required");
-        }
-        char *sealed = secret != NULL && secret[0] ? berth_repl_seal(secret) : NULL;
-        berth_db_json_t r = {0};
-        if (create) {
-            const char *p[] = {name, type, url, key, sealed, json_is_boolean(ins) ? (json_is_true(ins) ? "true" : "false") : NULL,
-                               ca,   desc};
-            rc = berth_api_query(a, BERTH_Q_REG_CREATE, p, &r);
-            if (rc == 0)
-                berth_api_created(a, r.json, "id", "/api/v2.0/registries");
-        } else {
-            const char *p[] = {
-                a->seg[1], name, url, key, sealed, json_is_boolean(ins) ? (json_is_true(ins) ? "true" : "false") : NULL, ca, desc};
-            rc = berth_api_id_ok(a->seg[1]) ? berth_api_query(a, BERTH_Q_REG_UPDATE, p, &r)
-                                            : berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "bad id");
-            if (rc == 0)
-                rc = r.affected == 1 ? berth_api_empty(a, 200) : berth_api_fail(a, BERTH_OCI_NOT_FOUND, "registry not found");
-        }
-        berth_api_audit(a, create ? "create" : "update", "registry", name != NULL ? name : a->seg[1], NULL, rc == 0);
-        free(sealed);
+    if (mode == REG_PING) {
+        berth_err_t err;
+        rc = url == NULL ? berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "url is required")
+             : berth_repl_ping(type, url, key, secret, json_is_true(ins), ca, &err) != 0 ? berth_api_err(a, &err)
+                                                                                         : berth_api_empty(a, 200);
         json_decref(body);
         return rc;
     }
-    if (a->nseg != 2 || !berth_api_id_ok(a->seg[1]))
-        return a->nseg == 2 ? berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "registry id must be a number") : 1;
-    const char *p[] = {a->seg[1]};
-    if (berth_api_match(a, "GET", "registries/{}"))
-        return berth_api_object(a, BERTH_Q_REG_GET, p, "registry");
-    if (berth_api_match(a, "DELETE", "registries/{}")) {
-        berth_db_json_t r;
-        int rc = berth_api_query(a, BERTH_Q_REG_DELETE, p, &r);
-        if (rc != 0 && a->resp->status == 404)
-            return berth_api_fail(a, BERTH_OCI_PRECONDITION, "policies still use this registry");
-        if (rc != 0)
-            return -1;
-        int found = r.json != NULL;
-        free(r.json);
-        berth_api_audit(a, "delete", "registry", a->seg[1], NULL, found);
-        return found ? berth_api_empty(a, 200) : berth_api_fail(a, BERTH_OCI_NOT_FOUND, "registry not found");
+    int create = mode == REG_CREATE;
+    if (create &&
+        (name == NULL || url == NULL || type == NULL || (strcmp(type, "berth") != 0 && strcmp(type, "docker-registry") != 0))) {
+        json_decref(body);
+        return berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "name, type (berth or docker-registry) and an http(s) url are required");
     }
-    return 1;
+    char *sealed = secret != NULL && secret[0] ? berth_repl_seal(secret) : NULL;
+    berth_db_json_t r = {0};
+    if (create) {
+        const char *p[] = {name, type, url, key, sealed, json_is_boolean(ins) ? (json_is_true(ins) ? "true" : "false") : NULL,
+                           ca,   desc};
+        rc = berth_api_query(a, BERTH_Q_REG_CREATE, p, &r);
+        if (rc == 0)
+            berth_api_created(a, r.json, "id", "/api/v2.0/registries");
+    } else {
+        const char *p[] = {id, name, url, key, sealed, json_is_boolean(ins) ? (json_is_true(ins) ? "true" : "false") : NULL,
+                           ca, desc};
+        rc = berth_api_query(a, BERTH_Q_REG_UPDATE, p, &r);
+        if (rc == 0)
+            rc = r.affected == 1 ? berth_api_empty(a, 200) : berth_api_fail(a, BERTH_OCI_NOT_FOUND, "registry not found");
+    }
+    berth_api_audit(a, create ? "create" : "update", "registry", name != NULL ? name : id, NULL, rc == 0);
+    free(sealed);
+    json_decref(body);
+    return rc;
+}
+
+static int create_registry(berth_api_t *a)
+{
+    return registry_write(a, REG_CREATE);
+}
+
+static int ping_registry(berth_api_t *a)
+{
+    return registry_write(a, REG_PING);
+}
+
+static int update_registry(berth_api_t *a)
+{
+    return registry_write(a, REG_UPDATE);
+}
+
+static int get_registry(berth_api_t *a)
+{
+    const char *p[] = {berth_api_arg(a, "registry_id")};
+    return berth_api_object(a, BERTH_Q_REG_GET, p, "registry");
+}
+
+static int delete_registry(berth_api_t *a)
+{
+    const char *id = berth_api_arg(a, "registry_id");
+    const char *p[] = {id};
+    berth_db_json_t r;
+    int rc = berth_api_query(a, BERTH_Q_REG_DELETE, p, &r);
+    if (rc != 0 && a->resp->status == 404)
+        return berth_api_fail(a, BERTH_OCI_PRECONDITION, "policies still use this registry");
+    if (rc != 0)
+        return -1;
+    int found = r.json != NULL;
+    free(r.json);
+    berth_api_audit(a, "delete", "registry", id, NULL, found);
+    return found ? berth_api_empty(a, 200) : berth_api_fail(a, BERTH_OCI_NOT_FOUND, "registry not found");
 }
 
 /* ---- policies and executions ---- */
@@ -248,141 +264,164 @@ static json_t *policy_doc(berth_api_t *a, json_t *b, int create)
     return d;
 }
 
-static int policies(berth_api_t *a)
+static int list_policies(berth_api_t *a)
 {
     char limit[24], offset[24], scope[256] = "";
-    if (berth_api_need_login(a) != 0)
+    if (berth_api_page(a, limit, offset) != 0)
         return -1;
-    if (a->nseg == 2 && berth_api_match(a, "GET", "replication/policies")) {
-        if (berth_api_page(a, limit, offset) != 0)
-            return -1;
-        const char *ps = berth_api_param(a, "project_scope");
-        if (ps != NULL)
-            snprintf(scope, sizeof(scope), "%s", ps);
-        if (!may_manage(a, scope))
-            return deny(a);
-        char sort[40];
-        if (berth_api_sort(a, BERTH_API_SORTS("id", "name", "creation_time", "update_time"), sort) != 0)
-            return -1;
-        const char *p[] = {scope[0] ? scope : NULL, limit, offset, sort};
-        return berth_api_list(a, BERTH_Q_POL_LIST, p, limit, offset);
-    }
-    if (a->nseg == 2 && berth_api_match(a, "POST", "replication/policies")) {
-        json_t *body = berth_api_body(a);
-        if (body == NULL)
-            return -1;
-        const char *sc = json_string_value(json_object_get(body, "project_scope"));
-        if (!may_manage(a, sc)) {
-            json_decref(body);
-            return deny(a);
-        }
-        json_t *d = policy_doc(a, body, 1);
+    const char *ps = berth_api_param(a, "project_scope");
+    if (ps != NULL)
+        snprintf(scope, sizeof(scope), "%s", ps);
+    if (!may_manage(a, scope))
+        return deny(a);
+    char sort[40];
+    if (berth_api_sort(a, BERTH_API_SORTS("id", "name", "creation_time", "update_time"), sort) != 0)
+        return -1;
+    const char *p[] = {scope[0] ? scope : NULL, limit, offset, sort};
+    return berth_api_list(a, BERTH_Q_POL_LIST, p, limit, offset);
+}
+
+static int create_policy(berth_api_t *a)
+{
+    json_t *body = berth_api_body(a);
+    if (body == NULL)
+        return -1;
+    const char *sc = json_string_value(json_object_get(body, "project_scope"));
+    if (!may_manage(a, sc)) {
         json_decref(body);
-        if (d == NULL)
-            return -1;
-        if (confined(a, a->who.username, sc, json_string_value(json_object_get(d, "dest_namespace"))) != 0) {
-            json_decref(d);
-            return -1;
-        }
-        char *doc = json_dumps(d, JSON_COMPACT);
-        const char *p[] = {doc};
-        berth_db_json_t r;
-        int rc = berth_api_query(a, BERTH_Q_POL_CREATE, p, &r);
-        berth_api_audit(a, "create", "replication_policy", json_string_value(json_object_get(d, "name")), sc, rc == 0);
-        if (rc == 0)
-            berth_api_created(a, r.json, "id", "/api/v2.0/replication/policies");
-        free(doc);
-        json_decref(d);
-        return rc;
+        return deny(a);
     }
-    if (a->nseg != 3 || !berth_api_id_ok(a->seg[2]))
-        return a->nseg == 3 ? berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "policy id must be a number") : 1;
-    if (policy_scope(a, a->seg[2], scope) != 0)
+    json_t *d = policy_doc(a, body, 1);
+    json_decref(body);
+    if (d == NULL)
+        return -1;
+    if (confined(a, a->who.username, sc, json_string_value(json_object_get(d, "dest_namespace"))) != 0) {
+        json_decref(d);
+        return -1;
+    }
+    char *doc = json_dumps(d, JSON_COMPACT);
+    const char *p[] = {doc};
+    berth_db_json_t r;
+    int rc = berth_api_query(a, BERTH_Q_POL_CREATE, p, &r);
+    berth_api_audit(a, "create", "replication_policy", json_string_value(json_object_get(d, "name")), sc, rc == 0);
+    if (rc == 0)
+        berth_api_created(a, r.json, "id", "/api/v2.0/replication/policies");
+    free(doc);
+    json_decref(d);
+    return rc;
+}
+
+/* The policy of the route: its scope into scope[256] if the caller may manage it; else answered, -1 */
+static int policy_access(berth_api_t *a, char scope[256])
+{
+    if (policy_scope(a, berth_api_arg(a, "policy_id"), scope) != 0)
+        return -1;
+    return may_manage(a, scope) ? 0 : deny(a);
+}
+
+static int get_policy(berth_api_t *a)
+{
+    char scope[256] = "";
+    if (policy_access(a, scope) != 0)
+        return -1;
+    const char *p[] = {berth_api_arg(a, "policy_id")};
+    return berth_api_object(a, BERTH_Q_POL_GET, p, "policy");
+}
+
+static int delete_policy(berth_api_t *a)
+{
+    char scope[256] = "";
+    if (policy_access(a, scope) != 0)
+        return -1;
+    const char *id = berth_api_arg(a, "policy_id");
+    const char *p[] = {id, NULL};
+    return berth_api_delete(a, BERTH_Q_POL_DELETE, p, "replication_policy", id, NULL);
+}
+
+static int update_policy(berth_api_t *a)
+{
+    char scope[256] = "";
+    if (policy_access(a, scope) != 0)
+        return -1;
+    const char *id = berth_api_arg(a, "policy_id");
+    json_t *body = berth_api_body(a);
+    if (body == NULL)
+        return -1;
+    if (scope[0]) /* a delegated policy stays in its project */
+        json_object_set_new(body, "project_scope", json_string(scope));
+    json_t *d = policy_doc(a, body, 0);
+    json_decref(body);
+    if (d == NULL)
+        return -1;
+    char owner[256], ns[256];
+    if (policy_facts(a, id, scope, owner, ns) != 0 ||
+        confined(a, owner, scope, json_string_value(json_object_get(d, "dest_namespace")) ?: ns) != 0) {
+        json_decref(d);
+        return -1;
+    }
+    char *doc = json_dumps(d, JSON_COMPACT);
+    const char *p[] = {id, doc};
+    berth_db_json_t r;
+    int rc = berth_api_query(a, BERTH_Q_POL_UPDATE, p, &r);
+    free(doc);
+    json_decref(d);
+    if (rc != 0)
+        return -1;
+    return berth_api_empty(a, 200);
+}
+
+static int start_execution(berth_api_t *a)
+{
+    char scope[256] = "";
+    json_t *body = berth_api_body(a);
+    if (body == NULL)
+        return -1;
+    long long pid = (long long)json_integer_value(json_object_get(body, "policy_id"));
+    json_decref(body);
+    char ids[24];
+    snprintf(ids, sizeof(ids), "%lld", pid);
+    if (pid <= 0 || policy_scope(a, ids, scope) != 0)
+        return pid <= 0 ? berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "policy_id is required") : -1;
+    if (!may_manage(a, scope))
+        return deny(a);
+    long long eid;
+    berth_err_t err;
+    if (berth_repl_trigger(pid, "manual", &eid, &err) != 0)
+        return berth_api_err(a, &err);
+    berth_api_audit(a, "create", "replication_execution", ids, scope[0] ? scope : NULL, 1);
+    if (eid == 0)
+        return berth_api_fail(a, BERTH_OCI_CONFLICT, "the policy's previous execution is still running");
+    berth_resp_header(a->resp, "location", "/api/v2.0/replication/executions/%lld", eid);
+    return berth_api_empty(a, 201);
+}
+
+static int list_executions(berth_api_t *a)
+{
+    char limit[24], offset[24], scope[256] = "";
+    if (berth_api_page(a, limit, offset) != 0)
+        return -1;
+    char pid[24] = "";
+    const char *v = berth_api_param(a, "policy_id");
+    if (v != NULL && berth_api_id_ok(v))
+        snprintf(pid, sizeof(pid), "%s", v);
+    if (pid[0] && policy_scope(a, pid, scope) != 0)
         return -1;
     if (!may_manage(a, scope))
         return deny(a);
-    const char *p[] = {a->seg[2], NULL};
-    if (berth_api_match(a, "GET", "replication/policies/{}"))
-        return berth_api_object(a, BERTH_Q_POL_GET, p, "policy");
-    if (berth_api_match(a, "DELETE", "replication/policies/{}"))
-        return berth_api_delete(a, BERTH_Q_POL_DELETE, p, "replication_policy", a->seg[2], NULL);
-    if (berth_api_match(a, "PUT", "replication/policies/{}")) {
-        json_t *body = berth_api_body(a);
-        if (body == NULL)
-            return -1;
-        if (scope[0]) /* a delegated policy stays in its project */
-            json_object_set_new(body, "project_scope", json_string(scope));
-        json_t *d = policy_doc(a, body, 0);
-        json_decref(body);
-        if (d == NULL)
-            return -1;
-        char owner[256], ns[256];
-        if (policy_facts(a, a->seg[2], scope, owner, ns) != 0 ||
-            confined(a, owner, scope, json_string_value(json_object_get(d, "dest_namespace")) ?: ns) != 0) {
-            json_decref(d);
-            return -1;
-        }
-        char *doc = json_dumps(d, JSON_COMPACT);
-        p[1] = doc;
-        berth_db_json_t r;
-        int rc = berth_api_query(a, BERTH_Q_POL_UPDATE, p, &r);
-        free(doc);
-        json_decref(d);
-        if (rc != 0)
-            return -1;
-        return berth_api_empty(a, 200);
-    }
-    return 1;
+    char sort[40];
+    if (berth_api_sort(a, BERTH_API_SORTS("id", "start_time", "end_time", "status"), sort) != 0)
+        return -1;
+    const char *p[] = {pid[0] ? pid : NULL, scope[0] && !a->who.sysadmin ? scope : NULL, limit, offset, sort};
+    return berth_api_list(a, BERTH_Q_EXEC_LIST, p, limit, offset);
 }
 
-static int executions(berth_api_t *a)
+/* The execution of the route, if the caller may manage its policy: 0 with its JSON in *json (caller frees) or
+ * NULL when json is NULL; else answered, -1 */
+static int execution_access(berth_api_t *a, char **json)
 {
-    char limit[24], offset[24], scope[256] = "";
-    if (berth_api_need_login(a) != 0)
-        return -1;
-    if (a->nseg == 2 && berth_api_match(a, "POST", "replication/executions")) {
-        json_t *body = berth_api_body(a);
-        if (body == NULL)
-            return -1;
-        long long pid = (long long)json_integer_value(json_object_get(body, "policy_id"));
-        json_decref(body);
-        char ids[24];
-        snprintf(ids, sizeof(ids), "%lld", pid);
-        if (pid <= 0 || policy_scope(a, ids, scope) != 0)
-            return pid <= 0 ? berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "policy_id is required") : -1;
-        if (!may_manage(a, scope))
-            return deny(a);
-        long long eid;
-        berth_err_t err;
-        if (berth_repl_trigger(pid, "manual", &eid, &err) != 0)
-            return berth_api_err(a, &err);
-        berth_api_audit(a, "create", "replication_execution", ids, scope[0] ? scope : NULL, 1);
-        if (eid == 0)
-            return berth_api_fail(a, BERTH_OCI_CONFLICT, "the policy's previous execution is still running");
-        berth_resp_header(a->resp, "location", "/api/v2.0/replication/executions/%lld", eid);
-        return berth_api_empty(a, 201);
-    }
-    if (a->nseg == 2 && berth_api_match(a, "GET", "replication/executions")) {
-        if (berth_api_page(a, limit, offset) != 0)
-            return -1;
-        char pid[24] = "";
-        const char *v = berth_api_param(a, "policy_id");
-        if (v != NULL && berth_api_id_ok(v))
-            snprintf(pid, sizeof(pid), "%s", v);
-        if (pid[0] && policy_scope(a, pid, scope) != 0)
-            return -1;
-        if (!may_manage(a, scope))
-            return deny(a);
-        char sort[40];
-        if (berth_api_sort(a, BERTH_API_SORTS("id", "start_time", "end_time", "status"), sort) != 0)
-            return -1;
-        const char *p[] = {pid[0] ? pid : NULL, scope[0] && !a->who.sysadmin ? scope : NULL, limit, offset, sort};
-        return berth_api_list(a, BERTH_Q_EXEC_LIST, p, limit, offset);
-    }
-    if (a->nseg < 3 || !berth_api_id_ok(a->seg[2]))
-        return a->nseg >= 3 ? berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "execution id must be a number") : 1;
-    const char *p[] = {a->seg[2]};
+    const char *p[] = {berth_api_arg(a, "execution_id")};
     berth_db_json_t r;
+    char scope[256] = "";
     if (berth_api_query(a, BERTH_Q_EXEC_GET, p, &r) != 0)
         return -1;
     if (r.json == NULL)
@@ -395,49 +434,88 @@ static int executions(berth_api_t *a)
         free(r.json);
         return a->resp->status == 200 ? deny(a) : -1;
     }
-    if (a->nseg == 3 && berth_api_match(a, "GET", "replication/executions/{}"))
-        return berth_api_json(a, 200, r.json);
-    free(r.json);
-    if (a->nseg == 3 && berth_api_match(a, "PUT", "replication/executions/{}")) {
-        berth_db_json_t s;
-        if (berth_api_query(a, BERTH_Q_EXEC_STOP, p, &s) != 0)
-            return -1;
-        return berth_api_empty(a, 200);
-    }
-    if (a->nseg == 4 && berth_api_match(a, "GET", "replication/executions/{}/tasks")) {
-        if (berth_api_page(a, limit, offset) != 0)
-            return -1;
-        char sort[40];
-        if (berth_api_sort(a, BERTH_API_SORTS("id", "start_time", "end_time", "status", "resource"), sort) != 0)
-            return -1;
-        const char *tp[] = {a->seg[2], limit, offset, sort};
-        return berth_api_list(a, BERTH_Q_TASK_LIST, tp, limit, offset);
-    }
-    if (a->nseg == 6 && berth_api_match(a, "GET", "replication/executions/{}/tasks/{}/log") && berth_api_id_ok(a->seg[4])) {
-        const char *lp[] = {a->seg[2], a->seg[4]};
-        berth_db_json_t l;
-        if (berth_api_query(a, BERTH_Q_TASK_LOG, lp, &l) != 0)
-            return -1;
-        json_t *v = l.json != NULL ? json_loads(l.json, JSON_DECODE_ANY, NULL) : NULL;
-        free(l.json);
-        if (!json_is_string(v)) {
-            json_decref(v);
-            return berth_api_fail(a, BERTH_OCI_NOT_FOUND, "task not found");
-        }
-        berth_resp_body(a->resp, 200, strdup(json_string_value(v)), strlen(json_string_value(v)), "text/plain");
-        json_decref(v);
-        return 0;
-    }
-    return 1;
+    if (json != NULL)
+        *json = r.json;
+    else
+        free(r.json);
+    return 0;
 }
 
-int berth_api_replication_route(berth_api_t *a)
+static int get_execution(berth_api_t *a)
 {
-    if (strcmp(a->seg[0], "registries") == 0)
-        return registries(a);
-    if (a->nseg >= 2 && strcmp(a->seg[1], "policies") == 0)
-        return policies(a);
-    if (a->nseg >= 2 && strcmp(a->seg[1], "executions") == 0)
-        return executions(a);
-    return 1;
+    char *json = NULL;
+    if (execution_access(a, &json) != 0)
+        return -1;
+    return berth_api_json(a, 200, json);
 }
+
+static int stop_execution(berth_api_t *a)
+{
+    if (execution_access(a, NULL) != 0)
+        return -1;
+    const char *p[] = {berth_api_arg(a, "execution_id")};
+    berth_db_json_t s;
+    if (berth_api_query(a, BERTH_Q_EXEC_STOP, p, &s) != 0)
+        return -1;
+    return berth_api_empty(a, 200);
+}
+
+static int list_tasks(berth_api_t *a)
+{
+    char limit[24], offset[24];
+    if (execution_access(a, NULL) != 0 || berth_api_page(a, limit, offset) != 0)
+        return -1;
+    char sort[40];
+    if (berth_api_sort(a, BERTH_API_SORTS("id", "start_time", "end_time", "status", "resource"), sort) != 0)
+        return -1;
+    const char *tp[] = {berth_api_arg(a, "execution_id"), limit, offset, sort};
+    return berth_api_list(a, BERTH_Q_TASK_LIST, tp, limit, offset);
+}
+
+static int task_log(berth_api_t *a)
+{
+    if (execution_access(a, NULL) != 0)
+        return -1;
+    const char *lp[] = {berth_api_arg(a, "execution_id"), berth_api_arg(a, "task_id")};
+    berth_db_json_t l;
+    if (berth_api_query(a, BERTH_Q_TASK_LOG, lp, &l) != 0)
+        return -1;
+    json_t *v = l.json != NULL ? json_loads(l.json, JSON_DECODE_ANY, NULL) : NULL;
+    free(l.json);
+    if (!json_is_string(v)) {
+        json_decref(v);
+        return berth_api_fail(a, BERTH_OCI_NOT_FOUND, "task not found");
+    }
+    berth_resp_body(a->resp, 200, strdup(json_string_value(v)), strlen(json_string_value(v)), "text/plain");
+    json_decref(v);
+    return 0;
+}
+
+#define E "/replication/executions/{execution_id}"
+
+/* Policies and executions are "login" rows the handlers narrow (+): a system admin, or a project admin of the
+ * policy's project_scope (may_manage). */
+const berth_api_route_t berth_api_replication_routes[] = {
+    BERTH_API_ROUTE("GET", "/registries", BERTH_API_P_ADMIN, list_registries, "listRegistries"),
+    BERTH_API_ROUTE("POST", "/registries", BERTH_API_P_ADMIN, create_registry, "createRegistry"),
+    BERTH_API_ROUTE("POST", "/registries/ping", BERTH_API_P_ADMIN, ping_registry, "pingRegistry"),
+    BERTH_API_ROUTE("GET", "/registries/{registry_id}", BERTH_API_P_ADMIN, get_registry, "getRegistry"),
+    BERTH_API_ROUTE("PUT", "/registries/{registry_id}", BERTH_API_P_ADMIN, update_registry, "updateRegistry"),
+    BERTH_API_ROUTE("DELETE", "/registries/{registry_id}", BERTH_API_P_ADMIN, delete_registry, "deleteRegistry"),
+    BERTH_API_ROUTE("GET", "/replication/policies", BERTH_API_P_LOGIN, list_policies, "listReplicationPolicies"),       /* (+) */
+    BERTH_API_ROUTE("POST", "/replication/policies", BERTH_API_P_LOGIN, create_policy, "createReplicationPolicy"),      /* (+) */
+    BERTH_API_ROUTE("GET", "/replication/policies/{policy_id}", BERTH_API_P_LOGIN, get_policy, "getReplicationPolicy"), /* (+) */
+    BERTH_API_ROUTE("PUT", "/replication/policies/{policy_id}", BERTH_API_P_LOGIN, update_policy,
+                    "updateReplicationPolicy"), /* (+) */
+    BERTH_API_ROUTE("DELETE", "/replication/policies/{policy_id}", BERTH_API_P_LOGIN, delete_policy,
+                    "deleteReplicationPolicy"),                                                                         /* (+) */
+    BERTH_API_ROUTE("GET", "/replication/executions", BERTH_API_P_LOGIN, list_executions, "listReplicationExecutions"), /* (+) */
+    BERTH_API_ROUTE("POST", "/replication/executions", BERTH_API_P_LOGIN, start_execution, "startReplication"),         /* (+) */
+    BERTH_API_ROUTE("GET", E, BERTH_API_P_LOGIN, get_execution, "getReplicationExecution"),                             /* (+) */
+    BERTH_API_ROUTE("PUT", E, BERTH_API_P_LOGIN, stop_execution, "stopReplication"),                                    /* (+) */
+    BERTH_API_ROUTE("GET", E "/tasks", BERTH_API_P_LOGIN, list_tasks, "listReplicationTasks"),                          /* (+) */
+    BERTH_API_ROUTE("GET", E "/tasks/{task_id}/log", BERTH_API_P_LOGIN, task_log, "getReplicationLog"),                 /* (+) */
+    BERTH_API_ROUTES_END,
+};
+
+#undef E

@@ -4,7 +4,9 @@
 #include <string.h>
 
 #include "core/query.h"
+#include "core/ref.h"
 #include "registry/api/internal.h"
+#include "registry/api/routes.h"
 
 const char *berth_api_param(berth_api_t *a, const char *key)
 {
@@ -79,21 +81,64 @@ int berth_api_id_ok(const char *s)
     return n > 0 && n <= 18 && strspn(s, "0123456789") == n;
 }
 
-int berth_api_match(berth_api_t *a, const char *method, const char *pattern)
+int berth_api_route_match(const berth_api_route_t *r, char *const *seg, int nseg)
 {
-    if (strcmp(a->rq->method, method) != 0 && !(strcmp(method, "GET") == 0 && strcmp(a->rq->method, "HEAD") == 0))
-        return 0;
     int i = 0;
-    for (const char *p = pattern; *p != '\0'; i++) {
+    for (const char *p = r->path + 1; *p != '\0'; i++) {
         const char *end = strchr(p, '/');
         size_t len = end != NULL ? (size_t)(end - p) : strlen(p);
-        if (i >= a->nseg)
+        if (i >= nseg)
             return 0;
-        if (!(len == 2 && memcmp(p, "{}", 2) == 0) && (strlen(a->seg[i]) != len || memcmp(a->seg[i], p, len) != 0))
+        if (p[0] != '{' && (strlen(seg[i]) != len || memcmp(seg[i], p, len) != 0))
             return 0;
         p = end != NULL ? end + 1 : p + len;
     }
-    return i == a->nseg;
+    return i == nseg;
+}
+
+/* Index of the matched route's "{name}" segment, or -1 */
+static int arg_index(const berth_api_route_t *r, const char *name, size_t name_len)
+{
+    int i = 0;
+    for (const char *p = r->path + 1; *p != '\0'; i++) {
+        const char *end = strchr(p, '/');
+        size_t len = end != NULL ? (size_t)(end - p) : strlen(p);
+        if (len == name_len + 2 && p[0] == '{' && memcmp(p + 1, name, name_len) == 0)
+            return i;
+        p = end != NULL ? end + 1 : p + len;
+    }
+    return -1;
+}
+
+const char *berth_api_arg(berth_api_t *a, const char *name)
+{
+    int i = a->route != NULL ? arg_index(a->route, name, strlen(name)) : -1;
+    return i >= 0 && i < a->nseg ? a->seg[i] : NULL;
+}
+
+/*
+ * The path's typed parameters: database ids ({user_id}, {mid}, …) must be numbers, and {repository_name} must
+ * make a valid name under the route's project (into a->repo).
+ */
+int berth_api_path_check(berth_api_t *a)
+{
+    static const struct {
+        const char *name, *what;
+    } ids[] = {{"user_id", "user id"},           {"mid", "member id"},           {"robot_id", "robot id"},
+               {"group_id", "group id"},         {"registry_id", "registry id"}, {"policy_id", "policy id"},
+               {"execution_id", "execution id"}, {"task_id", "task id"}};
+    for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]); i++) {
+        const char *v = berth_api_arg(a, ids[i].name);
+        if (v != NULL && !berth_api_id_ok(v))
+            return berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "%s must be a number", ids[i].what);
+    }
+    const char *r = berth_api_arg(a, "repository_name");
+    if (r != NULL) {
+        int n = snprintf(a->repo, sizeof(a->repo), "%s/%s", a->project, r);
+        if (n < 0 || (size_t)n > BERTH_NAME_MAX || !berth_ref_name_valid(a->repo, (size_t)n))
+            return berth_api_fail(a, BERTH_OCI_NAME_INVALID, "invalid repository name");
+    }
+    return 0;
 }
 
 /* Split "/api/v2.0/a/b%252Fc" into decoded segments. Harbor double-encodes '/' inside repository names. */

@@ -19,42 +19,68 @@ static long bounded(berth_api_t *a, const char *key, long dflt, long max, int *b
     return n;
 }
 
-int berth_api_stats_route(berth_api_t *a)
+/* the caller's id, whether a system admin, whether a robot: $1-$3 of the statistics queries */
+typedef struct {
+    char id[24];
+    const char *admin, *robot;
+} viewer_t;
+
+static void viewer(berth_api_t *a, viewer_t *v)
 {
-    if (a->nseg < 1 || strcmp(a->seg[0], "statistics") != 0)
-        return 1;
-    if (berth_api_need_login(a) != 0)
-        return -1;
-    char id[24], arg[24];
-    snprintf(id, sizeof(id), "%lld", (long long)a->who.id);
-    const char *admin = a->who.sysadmin ? "true" : "false", *robot = a->who.robot ? "true" : "false";
-    int bad = 0;
-    if (berth_api_match(a, "GET", "statistics")) {
-        const char *p[] = {id, admin, robot};
-        return berth_api_object(a, BERTH_Q_STATISTICS, p, "statistics");
-    }
-    if (berth_api_match(a, "GET", "statistics/storage")) {
-        snprintf(arg, sizeof(arg), "%ld", bounded(a, "limit", 20, 100, &bad));
-        if (bad)
-            return berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "limit must be between 1 and 100");
-        const char *p[] = {id, admin, robot, arg};
-        return berth_api_object(a, BERTH_Q_STATS_STORAGE, p, "statistics");
-    }
-    if (berth_api_match(a, "GET", "statistics/activity")) {
-        snprintf(arg, sizeof(arg), "%ld", bounded(a, "days", 30, 366, &bad));
-        if (bad)
-            return berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "days must be between 1 and 366");
-        const char *p[] = {id, admin, robot, arg};
-        return berth_api_object(a, BERTH_Q_STATS_ACTIVITY, p, "statistics");
-    }
-    if (berth_api_match(a, "GET", "statistics/replication")) {
-        if (berth_api_need_admin(a) != 0)
-            return -1;
-        snprintf(arg, sizeof(arg), "%ld", bounded(a, "limit", 30, 500, &bad));
-        if (bad)
-            return berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "limit must be between 1 and 500");
-        const char *p[] = {arg};
-        return berth_api_object(a, BERTH_Q_STATS_REPLICATION, p, "statistics");
-    }
-    return 1;
+    snprintf(v->id, sizeof(v->id), "%lld", (long long)a->who.id);
+    v->admin = a->who.sysadmin ? "true" : "false";
+    v->robot = a->who.robot ? "true" : "false";
 }
+
+static int totals(berth_api_t *a)
+{
+    viewer_t v;
+    viewer(a, &v);
+    const char *p[] = {v.id, v.admin, v.robot};
+    return berth_api_object(a, BERTH_Q_STATISTICS, p, "statistics");
+}
+
+static int storage(berth_api_t *a)
+{
+    viewer_t v;
+    char arg[24];
+    int bad = 0;
+    viewer(a, &v);
+    snprintf(arg, sizeof(arg), "%ld", bounded(a, "limit", 20, 100, &bad));
+    if (bad)
+        return berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "limit must be between 1 and 100");
+    const char *p[] = {v.id, v.admin, v.robot, arg};
+    return berth_api_object(a, BERTH_Q_STATS_STORAGE, p, "statistics");
+}
+
+static int activity(berth_api_t *a)
+{
+    viewer_t v;
+    char arg[24];
+    int bad = 0;
+    viewer(a, &v);
+    snprintf(arg, sizeof(arg), "%ld", bounded(a, "days", 30, 366, &bad));
+    if (bad)
+        return berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "days must be between 1 and 366");
+    const char *p[] = {v.id, v.admin, v.robot, arg};
+    return berth_api_object(a, BERTH_Q_STATS_ACTIVITY, p, "statistics");
+}
+
+static int replication(berth_api_t *a)
+{
+    char arg[24];
+    int bad = 0;
+    snprintf(arg, sizeof(arg), "%ld", bounded(a, "limit", 30, 500, &bad));
+    if (bad)
+        return berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "limit must be between 1 and 500");
+    const char *p[] = {arg};
+    return berth_api_object(a, BERTH_Q_STATS_REPLICATION, p, "statistics");
+}
+
+const berth_api_route_t berth_api_stats_routes[] = {
+    BERTH_API_ROUTE("GET", "/statistics", BERTH_API_P_LOGIN, totals, "getStatistic"),
+    BERTH_API_ROUTE("GET", "/statistics/storage", BERTH_API_P_LOGIN, storage, "getStatisticStorage"),
+    BERTH_API_ROUTE("GET", "/statistics/activity", BERTH_API_P_LOGIN, activity, "getStatisticActivity"),
+    BERTH_API_ROUTE("GET", "/statistics/replication", BERTH_API_P_ADMIN, replication, "getStatisticReplication"),
+    BERTH_API_ROUTES_END,
+};

@@ -15,7 +15,8 @@
 
 extern const char berth_openapi_yaml[]; /* generated from registry/api/openapi.yaml */
 
-int berth_api_health(berth_api_t *a)
+/* GET /health: components core, database, storage. `a->c` may be NULL (the database did not answer). */
+static int health(berth_api_t *a)
 {
     berth_db_json_t r = {0};
     berth_err_t err;
@@ -76,7 +77,7 @@ static int search(berth_api_t *a)
 static int audit_logs(berth_api_t *a)
 {
     char limit[24], offset[24], id[24];
-    if (berth_api_need_login(a) != 0 || berth_api_page(a, limit, offset) != 0)
+    if (berth_api_page(a, limit, offset) != 0)
         return -1;
     /* robots see no global log; users see the projects they administer; system admins see everything */
     snprintf(id, sizeof(id), "%lld", a->who.robot ? -1LL : (long long)a->who.id);
@@ -101,26 +102,27 @@ static int audit_logs(berth_api_t *a)
     return berth_api_list(a, BERTH_Q_AUDIT_LIST, p, limit, offset);
 }
 
-int berth_api_system_route(berth_api_t *a)
+static int ping(berth_api_t *a)
 {
-    if (berth_api_match(a, "GET", "ping")) {
-        berth_resp_body(a->resp, 200, strdup("Pong"), 4, "text/plain");
-        return 0;
-    }
-    if (berth_api_match(a, "GET", "health"))
-        return berth_api_health(a);
-    if (berth_api_match(a, "GET", "systeminfo"))
-        return systeminfo(a);
-    if (berth_api_match(a, "GET", "search"))
-        return search(a);
-    if (berth_api_match(a, "GET", "audit-logs"))
-        return audit_logs(a);
-    if (berth_api_match(a, "GET", "openapi.yaml")) {
-        berth_resp_body(a->resp, 200, strdup(berth_openapi_yaml), strlen(berth_openapi_yaml), "application/yaml");
-        return 0;
-    }
-    return 1;
+    berth_resp_body(a->resp, 200, strdup("Pong"), 4, "text/plain");
+    return 0;
 }
+
+static int openapi(berth_api_t *a)
+{
+    berth_resp_body(a->resp, 200, strdup(berth_openapi_yaml), strlen(berth_openapi_yaml), "application/yaml");
+    return 0;
+}
+
+const berth_api_route_t berth_api_system_routes[] = {
+    BERTH_API_ROUTE("GET", "/ping", BERTH_API_P_ANYONE, ping, "getPing"),
+    BERTH_API_ROUTE("GET", "/health", BERTH_API_P_PUBLIC, health, "getHealth"),
+    BERTH_API_ROUTE("GET", "/systeminfo", BERTH_API_P_ANYONE, systeminfo, "getSystemInfo"),
+    BERTH_API_ROUTE("GET", "/search", BERTH_API_P_ANYONE, search, "search"),
+    BERTH_API_ROUTE("GET", "/audit-logs", BERTH_API_P_LOGIN, audit_logs, "listAuditLogs"),
+    BERTH_API_ROUTE("GET", "/openapi.yaml", BERTH_API_P_ANYONE, openapi, "getOpenAPI"),
+    BERTH_API_ROUTES_END,
+};
 
 /*
  * POST /c/login (form: principal, password) opens a browser session: an HttpOnly, SameSite=Strict cookie and a
