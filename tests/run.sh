@@ -12,6 +12,8 @@ cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j"$jobs"
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DBERTH_SANITIZE=ON -DBERTH_TEST_PG_PORT=55434 >/dev/null
 cmake --build build-asan -j"$jobs"
+cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DBERTH_TSAN=ON -DBERTH_TEST_PG_PORT=55435 >/dev/null
+cmake --build build-tsan -j"$jobs"
 cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug -DBERTH_BUILD_FUZZERS=ON >/dev/null
 cmake --build build-fuzz -j"$jobs" --target fuzzers
 # what a packager builds first: gcc and clang, Release and Debug, warnings as errors (-Werror is in CMakeLists.txt).
@@ -33,4 +35,11 @@ echo "== release build"
 echo "== ASan+UBSan build"
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 LSAN_OPTIONS=suppressions=$root/tests/lsan.supp:print_suppressions=0 \
   UBSAN_OPTIONS=print_stacktrace=1 "$root"/tests/ctest-strict --output-on-failure -j2 "$@") || status=1
+# ThreadSanitizer: the unit tests; a race report fails them (exitcode 66). integration_replication also runs clean
+# of race reports under TSan (BERTH_TSAN build; the harness fails a test whose berthd log holds one), but one of
+# its timing-bound tests (test_referrers_mount_override_stop_and_delegation) does not finish in time at TSan's
+# speed, so it is not in this stage yet (see the commit message).
+echo "== ThreadSanitizer build"
+(cd build-tsan && TSAN_OPTIONS="suppressions=$root/tests/tsan.supp second_deadlock_stack=1 exitcode=66" \
+  "$root"/tests/ctest-strict --output-on-failure -j2 -R '^unit_') || status=1
 exit $status
