@@ -25,6 +25,7 @@
 #include "registry/http/upload_server.h"
 #include "registry/http/worker.h"
 #include "registry/service/cache.h"
+#include "registry/service/events.h"
 #include "registry/service/isa_scan.h"
 #include "registry/service/janitor.h"
 #include "registry/service/upload_limits.h"
@@ -268,7 +269,10 @@ static int serve(berth_config_t *cfgp, berth_db_t *db, berth_store_t *store, ber
     berth_api_configure(&api_conf);
     berth_db_projects_auto_create(cfg.projects_auto_create);
     berth_realm_configure(cfg.external_url_set);
+    if (berth_event_subscribers_install() != 0) /* before anything that can change state starts; nothing to unwind */
+        return 1;
     berth_audit_start(db);
+    /* other instances' writes arrive as NOTIFY, not as events here: they only invalidate the cache */
     berth_db_listener_t *listener = berth_db_listen_start(cfg.database_url, berth_cache_invalidate, berth_cache_set_enabled);
     berth_registry_t reg = {
         .db = db, .auth = &auth, .store = store, .blob_redirect_prefix = BLOB_PREFIX, .isa_view_disabled = !cfg.isa_view};

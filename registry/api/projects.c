@@ -7,8 +7,7 @@
 #include "core/log.h"
 #include "registry/api/internal.h"
 #include "registry/api/routes.h"
-#include "registry/service/cache.h"
-#include "replication/replication.h"
+#include "registry/service/events.h"
 #include "sql/registry.h"
 
 /* caller facts as query parameters: $1 id, $2 admin, $3 robot */
@@ -324,6 +323,28 @@ static int project_robots(berth_api_t *a)
     return berth_api_list(a, BERTH_Q_ROBOTS_LIST, p, limit, offset);
 }
 
+/* A change through the API committed: announce it (events.h: cache, audit, replication, ...) */
+static void emit(berth_api_t *a, berth_event_kind_t kind, const char *digest, const char *tag)
+{
+    berth_event_emit(&(berth_event_t){.kind = kind,
+                                      .surface = BERTH_EVENT_REST,
+                                      .project = a->project,
+                                      .repo = a->repo,
+                                      .digest = digest,
+                                      .tag = tag,
+                                      .size = -1,
+                                      .principal = a->authed ? a->who.username : "",
+                                      .remote = a->rq->remote});
+}
+
+/* A change refused or failed: no event, only the audit row saying so */
+static void audit_failed(berth_api_t *a, const char *op, const char *rtype, char sep, const char *ref)
+{
+    char res[600];
+    snprintf(res, sizeof(res), "%s%c%s", a->repo, sep, ref);
+    berth_api_audit(a, op, rtype, res, a->project, 0);
+}
+
 /* Resolve an artifact reference (digest or tag) to its digest; answered 404 when unknown */
 static int artifact_digest(berth_api_t *a, const char *repo, const char *ref, char digest[BERTH_DIGEST_MAX])
 {
@@ -367,13 +388,11 @@ static int delete_artifact(berth_api_t *a)
         return -1;
     berth_err_t err;
     berth_err_clear(&err);
-    int rc = berth_db_manifest_delete(a->c, a->repo, digest, &err);
-    char res[600];
-    snprintf(res, sizeof(res), "%s@%s", a->repo, digest);
-    berth_api_audit(a, "delete", "artifact", res, a->project, rc == 0);
-    if (rc != 0)
+    if (berth_db_manifest_delete(a->c, a->repo, digest, &err) != 0) {
+        audit_failed(a, "delete", "artifact", '@', digest);
         return berth_api_err(a, &err);
-    berth_cache_invalidate(a->repo);
+    }
+    emit(a, BERTH_EVENT_MANIFEST_DELETE, digest, NULL);
     return berth_api_empty(a, 200);
 }
 
@@ -407,15 +426,12 @@ static int create_tag(berth_api_t *a)
         return -1;
     const char *p[] = {a->repo, digest, tag};
     berth_db_json_t r;
-    int rc = berth_api_query(a, BERTH_Q_TAG_CREATE, p, &r);
-    char res[600];
-    snprintf(res, sizeof(res), "%s:%s", a->repo, tag);
-    berth_api_audit(a, "create", "tag", res, a->project, rc == 0);
-    if (rc != 0)
+    if (berth_api_query(a, BERTH_Q_TAG_CREATE, p, &r) != 0) {
+        audit_failed(a, "create", "tag", ':', tag);
         return -1;
+    }
     free(r.json);
-    berth_cache_invalidate(a->repo);
-    berth_repl_event("push", a->repo, tag); /* event-based replication, as for a /v2 push */
+    emit(a, BERTH_EVENT_TAG_PUSH, digest, tag);
     return berth_api_empty(a, 201);
 }
 
@@ -424,14 +440,11 @@ static int delete_tag(berth_api_t *a)
     const char *tag = berth_api_arg(a, "tag_name");
     berth_err_t err;
     berth_err_clear(&err);
-    int rc = berth_db_tag_delete(a->c, a->repo, tag, &err);
-    char res[600];
-    snprintf(res, sizeof(res), "%s:%s", a->repo, tag);
-    berth_api_audit(a, "delete", "tag", res, a->project, rc == 0);
-    if (rc != 0)
+    if (berth_db_tag_delete(a->c, a->repo, tag, &err) != 0) {
+        audit_failed(a, "delete", "tag", ':', tag);
         return berth_api_err(a, &err);
-    berth_cache_invalidate(a->repo);
-    berth_repl_event("delete", a->repo, tag);
+    }
+    emit(a, BERTH_EVENT_TAG_DELETE, NULL, tag);
     return berth_api_empty(a, 200);
 }
 
@@ -463,10 +476,11 @@ static int delete_repository(berth_api_t *a)
         return -1;
     int found = r.json != NULL && strcmp(r.json, "1") == 0;
     free(r.json);
-    berth_api_audit(a, "delete", "repository", a->repo, a->project, found);
-    if (!found)
+    if (!found) {
+        berth_api_audit(a, "delete", "repository", a->repo, a->project, 0);
         return berth_api_fail(a, BERTH_OCI_NOT_FOUND, "repository not found");
-    berth_cache_invalidate(a->repo);
+    }
+    emit(a, BERTH_EVENT_REPOSITORY_DELETE, NULL, NULL);
     return berth_api_empty(a, 200);
 }
 

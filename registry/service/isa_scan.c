@@ -14,7 +14,7 @@
 #include "core/log.h"
 #include "core/manifest.h"
 #include "registry/isa/scan.h"
-#include "registry/service/cache.h"
+#include "registry/service/events.h"
 #include "sql/isa.h"
 #include "sql/registry.h"
 
@@ -277,7 +277,15 @@ static int put_blob(berth_registry_t *reg, berth_dbconn_t *c, const char *repo, 
         berth_store_upload_remove(reg->store, id);
         return -1;
     }
-    return berth_db_blob_commit(c, repo, d->str, (int64_t)len, NULL, &err);
+    if (berth_db_blob_commit(c, repo, d->str, (int64_t)len, NULL, &err) != 0)
+        return -1;
+    berth_event_emit(&(berth_event_t){.kind = BERTH_EVENT_BLOB_PUSH,
+                                      .surface = BERTH_EVENT_INTERNAL,
+                                      .repo = repo,
+                                      .digest = d->str,
+                                      .size = (int64_t)len,
+                                      .principal = ""});
+    return 0;
 }
 
 /* The verdict as a referrer of the variant: an OCI artifact whose one layer is the JSON report */
@@ -305,8 +313,14 @@ static int push_referrer(berth_registry_t *reg, berth_dbconn_t *c, const char *r
         berth_digest_of(&md, BERTH_DIGEST_SHA256, body, strlen(body));
         rc = berth_db_manifest_put(c, repo, NULL, &md, &info, body, strlen(body), NULL, &err);
         berth_manifest_info_dispose(&info);
-        if (rc == 0)
-            berth_cache_invalidate(repo);
+        if (rc == 0) /* a verdict changes what the variant's referrers list shows */
+            berth_event_emit(&(berth_event_t){.kind = BERTH_EVENT_MANIFEST_PUSH,
+                                              .surface = BERTH_EVENT_INTERNAL,
+                                              .repo = repo,
+                                              .digest = md.str,
+                                              .media_type = BERTH_MT_OCI_MANIFEST,
+                                              .size = (int64_t)strlen(body),
+                                              .principal = ""});
     }
     free(body);
     return rc;

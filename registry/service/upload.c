@@ -14,6 +14,7 @@
 #include "core/log.h"
 #include "core/query.h"
 #include "core/range.h"
+#include "registry/service/events.h"
 #include "registry/service/upload_limits.h"
 #include "sql/registry.h"
 
@@ -195,9 +196,22 @@ static int mount_source(const berth_upload_req_t *rq, char from[BERTH_NAME_MAX +
     return fl >= 0 && berth_ref_name_valid(from, (size_t)fl) ? 0 : -1;
 }
 
+/* A blob committed into `repo` (upload or mount): announce it (events.h) */
+static void emit_blob_push(const char *repo, const char *digest, int64_t size, const char *who, const char *remote)
+{
+    berth_event_emit(&(berth_event_t){.kind = BERTH_EVENT_BLOB_PUSH,
+                                      .surface = BERTH_EVENT_V2,
+                                      .repo = repo,
+                                      .digest = digest,
+                                      .size = size,
+                                      .principal = who,
+                                      .remote = remote});
+}
+
 /* POST ?mount=&from= (the gate has checked pull on `from`): link the blob and answer 201, or return 1 to fall
  * back to a new session */
-static int try_mount(berth_registry_t *reg, berth_dbconn_t *c, const berth_upload_req_t *rq, berth_resp_t *resp, berth_err_t *err)
+static int try_mount(berth_registry_t *reg, berth_dbconn_t *c, const berth_upload_req_t *rq, const char *who, berth_resp_t *resp,
+                     berth_err_t *err)
 {
     char mount[BERTH_DIGEST_MAX + 8], from[BERTH_NAME_MAX + 1];
     if (rq->query == NULL || berth_query_get(rq->query, rq->query_len, "mount", mount, sizeof(mount)) < 0)
@@ -215,6 +229,7 @@ static int try_mount(berth_registry_t *reg, berth_dbconn_t *c, const berth_uploa
     }
     if (rc != 0)
         return rc;
+    emit_blob_push(rq->route->name, d.str, size, who, rq->remote);
     berth_resp_header(resp, "location", "/v2/%s/blobs/%s", rq->route->name, d.str);
     berth_resp_header(resp, "docker-content-digest", "%s", d.str);
     berth_resp_body(resp, 201, NULL, 0, NULL);
@@ -293,7 +308,7 @@ berth_upload_t *berth_upload_begin(berth_registry_t *reg, const berth_upload_req
         int has_digest;
         if ((rc = query_digest(rq, &want, &has_digest, &err)) != 0 || (rc = berth_db_project_check(c, rq->route->name, &err)) != 0)
             goto Fail;
-        if (!has_digest && (rc = try_mount(reg, c, rq, resp, &err)) <= 0) {
+        if (!has_digest && (rc = try_mount(reg, c, rq, who, resp, &err)) <= 0) {
             if (rc < 0)
                 goto Fail;
             goto Done; /* mounted */
@@ -496,6 +511,7 @@ static void finish_blob(berth_upload_t *u, berth_resp_t *resp)
     berth_db_release(u->reg->db, c);
     if (rc != 0)
         goto Fail; /* the blob file is durable but unlinked; GC removes it if no retry claims it */
+    emit_blob_push(u->repo, u->want.str, size, u->principal, u->address);
     berth_resp_header(resp, "location", "/v2/%s/blobs/%s", u->repo, u->want.str);
     berth_resp_header(resp, "docker-content-digest", "%s", u->want.str);
     berth_resp_body(resp, 201, NULL, 0, NULL);

@@ -11,9 +11,8 @@
 #include "core/manifest.h"
 #include "core/query.h"
 #include "registry/service/cache.h"
+#include "registry/service/events.h"
 #include "registry/service/isa.h"
-#include "registry/service/isa_scan.h"
-#include "replication/replication.h"
 #include "sql/registry.h"
 
 #define LIST_MAX 10000 /* page size cap for tags/list and _catalog; a Link header leads on */
@@ -137,13 +136,14 @@ static void audit_pull(const berth_v2_req_t *rq, const char *digest)
         berth_audit_pull(rq->who, rq->remote, rq->route.name, rq->route.ref, digest);
 }
 
-/* `ref` is the route's own reference, so the resource always fits (gcc -O2 checks the sizes) */
-static void audit_ok(const berth_v2_req_t *rq, const char *op, const char *rtype, char sep)
+/* A change through /v2 committed: announce it (events.h); `ev` holds what the route does not say */
+static void emit(const berth_v2_req_t *rq, berth_event_t *ev)
 {
-    char resource[sizeof(rq->route.name) + sizeof(rq->route.ref) + 1], project[BERTH_NAME_MAX + 1];
-    snprintf(resource, sizeof(resource), "%s%c%s", rq->route.name, sep, rq->route.ref);
-    snprintf(project, sizeof(project), "%.*s", (int)berth_ref_project_len(rq->route.name, strlen(rq->route.name)), rq->route.name);
-    berth_audit(rq->who, rq->remote, op, rtype, resource, project, 1, "");
+    ev->surface = BERTH_EVENT_V2;
+    ev->repo = rq->route.name;
+    ev->principal = rq->who;
+    ev->remote = rq->remote;
+    berth_event_emit(ev);
 }
 
 static int do_manifest_get(berth_registry_t *reg, berth_dbconn_t *c, const berth_v2_req_t *rq, berth_resp_t *resp, berth_err_t *err)
@@ -242,10 +242,13 @@ static int do_manifest_put(berth_registry_t *reg, berth_dbconn_t *c, const berth
         goto Exit;
     rc = berth_db_manifest_put(c, rq->route.name, rq->route.ref_is_digest ? NULL : rq->route.ref, &d, &info, rq->body, rq->body_len,
                                isa_rows, err);
-    if (rc == 0 && isa_rows != NULL)
-        berth_isa_scan_enqueue(rq->route.name, isa_rows); /* verdicts arrive later as referrers; the PUT never waits */
-    if (rc == 0 && !rq->route.ref_is_digest)
-        berth_repl_event("push", rq->route.name, rq->route.ref); /* event-based replication */
+    if (rc == 0)
+        emit(rq, &(berth_event_t){.kind = BERTH_EVENT_MANIFEST_PUSH,
+                                  .digest = d.str,
+                                  .tag = rq->route.ref_is_digest ? NULL : rq->route.ref,
+                                  .media_type = info.media_type,
+                                  .size = (int64_t)rq->body_len,
+                                  .isa_rows = isa_rows});
     free(isa_rows);
     if (rc != 0)
         goto Exit;
@@ -254,8 +257,6 @@ static int do_manifest_put(berth_registry_t *reg, berth_dbconn_t *c, const berth
     if (info.subject != NULL)
         berth_resp_header(resp, "oci-subject", "%s", info.subject);
     berth_resp_body(resp, 201, NULL, 0, NULL);
-    berth_cache_invalidate(rq->route.name);
-    audit_ok(rq, "push", "artifact", rq->route.ref_is_digest ? '@' : ':');
     berth_log_info("manifest %s@%s stored%s%s", rq->route.name, d.str, rq->route.ref_is_digest ? "" : " as ",
                    rq->route.ref_is_digest ? "" : rq->route.ref);
 Exit:
@@ -269,9 +270,10 @@ static int do_manifest_delete(berth_registry_t *reg, berth_dbconn_t *c, const be
     int rc = rq->route.ref_is_digest ? berth_db_manifest_delete(c, rq->route.name, rq->route.ref, err)
                                      : berth_db_tag_delete(c, rq->route.name, rq->route.ref, err);
     if (rc == 0) {
-        berth_cache_invalidate(rq->route.name);
-        audit_ok(rq, "delete", rq->route.ref_is_digest ? "artifact" : "tag", rq->route.ref_is_digest ? '@' : ':');
-        berth_repl_event("delete", rq->route.name, rq->route.ref);
+        if (rq->route.ref_is_digest)
+            emit(rq, &(berth_event_t){.kind = BERTH_EVENT_MANIFEST_DELETE, .digest = rq->route.ref, .size = -1});
+        else
+            emit(rq, &(berth_event_t){.kind = BERTH_EVENT_TAG_DELETE, .tag = rq->route.ref, .size = -1});
         berth_resp_body(resp, 202, NULL, 0, NULL);
     }
     return rc;
@@ -299,7 +301,7 @@ static int do_blob_delete(berth_registry_t *reg, berth_dbconn_t *c, const berth_
     berth_digest_t d;
     int rc = berth_digest_parse(&d, rq->route.ref, strlen(rq->route.ref), err);
     if (rc == 0 && (rc = berth_db_blob_unlink(c, rq->route.name, d.str, err)) == 0) {
-        berth_cache_invalidate(rq->route.name);
+        emit(rq, &(berth_event_t){.kind = BERTH_EVENT_BLOB_DELETE, .digest = d.str, .size = -1});
         berth_resp_body(resp, 202, NULL, 0, NULL);
     }
     return rc;

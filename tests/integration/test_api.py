@@ -196,6 +196,7 @@ class Api(BerthTestCase):
         tags = self.api("GET", "/projects/team/repositories/%s/artifacts/%s/tags" % (enc, d))[2]
         self.assertEqual(sorted(t["name"] for t in tags), ["1.0", "stable"])
         self.assertEqual(self.api("DELETE", "/projects/team/repositories/%s/artifacts/%s/tags/stable" % (enc, d))[0], 200)
+        self.assertEqual(self.api("DELETE", "/projects/team/repositories/%s/artifacts/%s/tags/stable" % (enc, d))[0], 404)
         self.assertEqual(self.b.request("GET", "/v2/team/nested/tool/manifests/stable")[0], 404)
         # developers may not delete artifacts; maintainers may
         self.assertEqual(self.api("DELETE", "/projects/team/repositories/%s/artifacts/%s" % (enc, d), auth=basic("dev"))[0], 403)
@@ -205,6 +206,20 @@ class Api(BerthTestCase):
         self.assertEqual(self.api("DELETE", "/projects/team/repositories/" + enc, auth=basic("maint"))[0], 200)
         self.assertEqual(self.api("GET", "/projects/team/repositories/" + enc)[0], 404)
         self.assertEqual(self.api("GET", "/projects/team/repositories/..%252Fx")[0], 400)
+        # each committed change is one success row; a refused one (409 tag exists, 404 tag gone) only its failure
+        # row: the change event is emitted after commit, never for a change that did not happen. The audit writer
+        # keeps queue order, so once the repository delete (the last change) is there, all rows before it are too.
+        rows = self.audit("/audit-logs?page_size=100&q=resource%3D~team/nested/tool", timeout=20, want=lambda rows: any(
+            r["operation"] == "delete" and r["resource_type"] == "repository" for r in rows))
+
+        def count(op, rtype, resource, result):
+            return sum(1 for r in rows if (r["operation"], r["resource_type"], r["resource"], r["result"]) == (op, rtype, resource, result))
+        self.assertEqual(count("create", "tag", "team/nested/tool:stable", "success"), 1, rows)
+        self.assertEqual(count("create", "tag", "team/nested/tool:stable", "failure"), 1, rows)
+        self.assertEqual(count("delete", "tag", "team/nested/tool:stable", "success"), 1, rows)
+        self.assertEqual(count("delete", "tag", "team/nested/tool:stable", "failure"), 1, rows)
+        self.assertEqual(count("delete", "artifact", "team/nested/tool@" + d, "success"), 1, rows)
+        self.assertEqual(count("delete", "repository", "team/nested/tool", "success"), 1, rows)
 
     def test_image_config_and_build_history(self):
         """Harbor's extra_attrs (from the image config) on an artifact and its additions/build_history"""

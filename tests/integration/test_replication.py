@@ -183,6 +183,9 @@ class TwoSites(BerthTestCase):
         while time.time() < deadline and manifest(self.b, "live/svc", "rest")[0] != 200:
             time.sleep(0.3)
         self.assertEqual(manifest(self.b, "live/svc", "rest")[1], d, "a tag created through the API was not replicated")
+        # refused (the tag exists): nothing committed, so no event and no execution (counted below)
+        st, _, _ = api(self.a, "POST", "/projects/live/repositories/svc/artifacts/v1/tags", {"name": "rest"})
+        self.assertEqual(st, 409)
         st, _, _ = api(self.a, "DELETE", "/projects/live/repositories/svc/artifacts/v1/tags/rest")
         self.assertEqual(st, 200)
         deadline = time.time() + 60
@@ -197,6 +200,9 @@ class TwoSites(BerthTestCase):
         self.assertEqual(manifest(self.b, "live/svc", "v1")[0], 404)
         st, _, execs = api(self.a, "GET", "/replication/executions?policy_id=%d" % pid)
         self.assertTrue(all(x["trigger"] == "event_based" for x in execs))
+        # one per committed change (push v1, create rest, delete rest, delete v1), none for the refused create;
+        # events are handled in order, so the last one's run being done means the others were handled before it
+        self.assertEqual(len(execs), 4, execs)
 
     def test_pull_based(self):
         d = self.push(self.b, "upstream/base", "2.0", [{"u": b"upstream"}])
