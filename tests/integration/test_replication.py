@@ -318,11 +318,11 @@ class TwoSites(BerthTestCase):
         self.assertEqual(api(self.a, "POST", "/replication/executions", {"policy_id": slow})[0], 409)  # still running: skipped
         tasks = lambda: api(self.a, "GET", "/replication/executions/%d/tasks" % eid)[2]
         # stop it mid-transfer: once its task has started sending
-        self.assertTrue(eventually(lambda: any(t.get("bytes_sent", 0) > 0 for t in tasks()), True), tasks())
+        self.assertTrue(eventually(lambda: any(t.get("bytes_sent", 0) > 0 for t in tasks()), True, timeout=90), tasks())
         self.assertEqual(api(self.a, "PUT", "/replication/executions/%d" % eid, {"status": "Stopped"})[0], 200)
         e = wait_execution(self.a, eid)
         self.assertEqual(e["status"], "Stopped")
-        self.assertEqual(eventually(lambda: tasks()[0]["status"], "Stopped"), "Stopped")
+        self.assertEqual(eventually(lambda: tasks()[0]["status"], "Stopped", timeout=60), "Stopped")
         self.assertEqual(manifest(self.b, "ref/slow", "1")[0], 404)
         # delegation (beyond Harbor): a project admin manages policies confined to the project
         for u in ("pa", "dev"):
