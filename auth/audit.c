@@ -115,10 +115,15 @@ int berth_audit_start(berth_db_t *db)
     audit_db = db;
     queue = calloc(QUEUE_MAX, sizeof(*queue));
     slots = calloc(COALESCE_SLOTS, sizeof(*slots));
-    if (queue == NULL || slots == NULL)
+    running = queue != NULL && slots != NULL && pthread_create(&writer, NULL, writer_main, NULL) == 0;
+    if (!running) {
+        free(queue);
+        queue = NULL;
+        free(slots);
+        slots = NULL;
         return BERTH_ERROR;
-    running = 1;
-    return pthread_create(&writer, NULL, writer_main, NULL) == 0 ? 0 : BERTH_ERROR;
+    }
+    return 0;
 }
 
 void berth_audit_flush(void)

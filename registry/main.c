@@ -120,8 +120,7 @@ static int start_replication(const berth_config_t *cfg, berth_db_t *db)
     return rc;
 }
 
-static int serve(berth_config_t *cfgp, berth_db_t *db, berth_store_t *store, berth_token_keys_t *keys, berth_ldap_t *ldap,
-                 berth_authsvc_t *authp, sigset_t *sigsp);
+static int serve(berth_config_t *cfgp, berth_db_t *db, berth_store_t *store, berth_authsvc_t *authp, sigset_t *sigsp);
 
 int main(int argc, char **argv)
 {
@@ -203,7 +202,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "berthd: schema migration failed: %s\n", err.msg);
         goto Out;
     }
-    berth_db_set_deadline(db, cfg.database_deadline_ms); /* after the migrations, which may take longer */
+    if (berth_db_set_deadline(db, cfg.database_deadline_ms, &err) != 0) { /* after the migrations, which may take longer */
+        fprintf(stderr, "berthd: %s\n", err.msg);
+        goto Out;
+    }
     if (berth_store_open(&store, cfg.storage_root, &err) != 0) {
         fprintf(stderr, "berthd: storage: %s\n", err.msg);
         goto Out;
@@ -239,7 +241,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "berthd: %s\n", errbuf);
         goto Out;
     }
-    rc = serve(&cfg, db, store, keys, ldap, &auth, &sigs);
+    rc = serve(&cfg, db, store, &auth, &sigs);
 Out:
     /* everything that was opened, in reverse order (the sanitizer build checks for leaks at exit) */
     berth_ldap_close(ldap);
@@ -253,15 +255,73 @@ Out:
     return rc;
 }
 
-/* Run until a signal: threads, listeners and the edge; returns the exit status */
-static int serve(berth_config_t *cfgp, berth_db_t *db, berth_store_t *store, berth_token_keys_t *keys, berth_ldap_t *ldap,
-                 berth_authsvc_t *authp, sigset_t *sigsp)
+/* What serve() has started, so a failure part-way and the normal drain stop exactly that, in reverse order */
+typedef struct {
+    int audit, isa_scan, replication;
+    berth_db_listener_t *listener;
+    berth_workers_t *workers, *auth_workers;
+    berth_janitor_t *janitor;
+    berth_server_t *server;
+    berth_upload_server_t *uploads;
+    pid_t edge_pid;
+} started_t;
+
+/* Stop everything `st` holds, last started first: nginx stops accepting and finishes what it holds while the
+ * backends stay up, then the listeners, then the threads they feed */
+static void stop_started(started_t *st)
+{
+    berth_edge_stop(st->edge_pid, 60);
+    berth_upload_server_stop(st->uploads);
+    berth_server_stop(st->server);
+    berth_janitor_stop(st->janitor);
+    if (st->replication)
+        berth_repl_stop();
+    berth_workers_stop(st->workers);
+    berth_workers_stop(st->auth_workers);
+    if (st->isa_scan)
+        berth_isa_scan_stop();
+    berth_db_listen_stop(st->listener);
+    if (st->audit)
+        berth_audit_stop();
+    *st = (started_t){.edge_pid = -1};
+}
+
+/* Wait for a signal or the edge's death; returns the exit status */
+static int run_until_signal(sigset_t *sigs, started_t *st)
+{
+    for (;;) {
+        int sig, wst;
+        sigwait(sigs, &sig);
+        if (sig != SIGCHLD) {
+            berth_log_info("signal %d: draining", sig);
+            return 0;
+        }
+        if (waitpid(st->edge_pid, &wst, WNOHANG) == st->edge_pid) {
+            if (WIFSIGNALED(wst))
+                berth_log_err("the edge (nginx, pid %d) was killed by signal %d; stopping", (int)st->edge_pid, WTERMSIG(wst));
+            else
+                berth_log_err("the edge (nginx, pid %d) exited with status %d (its error is logged above); stopping",
+                              (int)st->edge_pid, WEXITSTATUS(wst));
+            st->edge_pid = -1;
+            return 1;
+        }
+    }
+}
+
+/* Run until a signal: threads, listeners and the edge; returns the exit status. Every start step is checked;
+ * on a failure what was started is stopped again (stop_started) and berthd exits 1 with the reason logged. */
+static int serve(berth_config_t *cfgp, berth_db_t *db, berth_store_t *store, berth_authsvc_t *authp, sigset_t *sigsp)
 {
     berth_config_t cfg = *cfgp;
     berth_authsvc_t auth = *authp;
     sigset_t sigs = *sigsp;
-    (void)keys;
-    (void)ldap;
+    started_t st = {.edge_pid = -1};
+    const char *failed = NULL;
+    char ui_err[512];
+    if (berth_edge_ui_check(cfg.ui_dir, ui_err, sizeof(ui_err)) != 0) { /* a check only: before anything starts */
+        fprintf(stderr, "berthd: %s\n", ui_err);
+        return 1;
+    }
     berth_api_conf_t api_conf = {.project_creation_admin_only = strcmp(cfg.project_creation, "adminonly") == 0,
                                  .session_ttl = cfg.session_ttl,
                                  .external_url = cfg.external_url,
@@ -269,30 +329,55 @@ static int serve(berth_config_t *cfgp, berth_db_t *db, berth_store_t *store, ber
     berth_api_configure(&api_conf);
     berth_db_projects_auto_create(cfg.projects_auto_create);
     berth_realm_configure(cfg.external_url_set);
-    if (berth_event_subscribers_install() != 0) /* before anything that can change state starts; nothing to unwind */
-        return 1;
-    berth_audit_start(db);
-    /* other instances' writes arrive as NOTIFY, not as events here: they only invalidate the cache */
-    berth_db_listener_t *listener = berth_db_listen_start(cfg.database_url, berth_cache_invalidate, berth_cache_set_enabled);
     berth_registry_t reg = {
         .db = db, .auth = &auth, .store = store, .blob_redirect_prefix = BLOB_PREFIX, .isa_view_disabled = !cfg.isa_view};
     berth_limits_t limits;
     berth_limits_init(&limits, cfg.edge_workers); /* before any listener or the edge: both inherit it */
-    berth_workers_t *workers = berth_workers_start(cfg.workers);
-    berth_workers_t *auth_workers = berth_workers_start(cfg.auth_workers); /* credential work only (auth/offload.h) */
-    berth_isa_scan_start(&reg);
-    if (start_replication(&cfg, db) != 0)
-        return 1;
-    berth_janitor_t *janitor = berth_janitor_start(&reg, cfg.upload_purge_interval, cfg.upload_max_age);
-    berth_server_t *server = NULL;
-    berth_upload_server_t *uploads = NULL;
     berth_upload_limits_configure(cfg.upload_per_principal, cfg.upload_per_address, cfg.upload_connections);
     int api_port = 0, upload_port = 0;
-    if (berth_server_start(&server, &reg, workers, auth_workers, cfg.auth_queue, cfg.loops, &api_port) != 0 ||
-        berth_upload_server_start(&uploads, &reg, (unsigned)cfg.upload_connections, (unsigned)cfg.upload_idle_timeout,
-                                  &upload_port) != 0) {
-        fprintf(stderr, "berthd: cannot start internal listeners\n");
+
+    if (berth_event_subscribers_install() != 0) { /* before anything that can change state starts; nothing to unwind */
+        berth_log_err("cannot install the change-event subscribers");
         return 1;
+    }
+    st.audit = berth_audit_start(db) == 0;
+    if (!st.audit) {
+        failed = "the audit log writer";
+        goto Fail;
+    }
+    /* other instances' writes arrive as NOTIFY, not as events here: they only invalidate the cache */
+    if ((st.listener = berth_db_listen_start(cfg.database_url, berth_cache_invalidate, berth_cache_set_enabled)) == NULL) {
+        failed = "the cache invalidation listener";
+        goto Fail;
+    }
+    st.isa_scan = berth_isa_scan_start(&reg) == 0;
+    if (!st.isa_scan) {
+        failed = "the ISA scanner";
+        goto Fail;
+    }
+    /* auth workers (credential work only, auth/offload.h) first: queued jobs of the others may move to them */
+    if ((st.auth_workers = berth_workers_start(cfg.auth_workers)) == NULL ||
+        (st.workers = berth_workers_start(cfg.workers)) == NULL) {
+        failed = "the worker threads";
+        goto Fail;
+    }
+    st.replication = start_replication(&cfg, db) == 0;
+    if (!st.replication) {
+        failed = "replication"; /* start_replication said why */
+        goto Fail;
+    }
+    if ((st.janitor = berth_janitor_start(&reg, cfg.upload_purge_interval, cfg.upload_max_age)) == NULL) {
+        failed = "the upload janitor";
+        goto Fail;
+    }
+    if (berth_server_start(&st.server, &reg, st.workers, st.auth_workers, cfg.auth_queue, cfg.loops, &api_port) != 0) {
+        failed = "the internal API listener (h2o)";
+        goto Fail;
+    }
+    if (berth_upload_server_start(&st.uploads, &reg, (unsigned)cfg.upload_connections, (unsigned)cfg.upload_idle_timeout,
+                                  &upload_port) != 0) {
+        failed = "the internal upload listener (libmicrohttpd)";
+        goto Fail;
     }
     char blob_root[4096];
     snprintf(blob_root, sizeof(blob_root), "%s/blobs", berth_store_root(store));
@@ -313,47 +398,18 @@ static int serve(berth_config_t *cfgp, berth_db_t *db, berth_store_t *store, ber
         .ui_dir = cfg.ui_dir,
         .limits = &limits,
     };
-    char ui_err[512];
-    if (berth_edge_ui_check(cfg.ui_dir, ui_err, sizeof(ui_err)) != 0) {
-        fprintf(stderr, "berthd: %s\n", ui_err);
-        return 1;
-    }
-    pid_t edge_pid = berth_edge_start(&edge);
-    if (edge_pid < 0) {
-        fprintf(stderr, "berthd: cannot start the edge (nginx)\n");
-        return 1;
+    if ((st.edge_pid = berth_edge_start(&edge)) < 0) {
+        failed = "the edge (nginx)";
+        goto Fail;
     }
     berth_log_info("berthd listening on %s%s%s (api :%d, uploads :%d, edge pid %d)", cfg.http_addr, cfg.tls_addr ? ", TLS " : "",
-                   cfg.tls_addr ? cfg.tls_addr : "", api_port, upload_port, (int)edge_pid);
-
-    int status = 0;
-    for (;;) {
-        int sig;
-        sigwait(&sigs, &sig);
-        if (sig == SIGCHLD) {
-            int st;
-            if (waitpid(edge_pid, &st, WNOHANG) == edge_pid) {
-                berth_log_err("edge (nginx) exited unexpectedly (status %d); stopping", st);
-                edge_pid = -1;
-                status = 1;
-                break;
-            }
-            continue;
-        }
-        berth_log_info("signal %d: draining", sig);
-        break;
-    }
-    /* nginx stops accepting and finishes what it holds; the backends stay up until it is gone */
-    berth_edge_stop(edge_pid, 60);
-    berth_upload_server_stop(uploads);
-    berth_server_stop(server);
-    berth_janitor_stop(janitor);
-    berth_repl_stop();
-    berth_workers_stop(workers);
-    berth_workers_stop(auth_workers);
-    berth_isa_scan_stop();
-    berth_audit_stop();
-    berth_db_listen_stop(listener);
+                   cfg.tls_addr ? cfg.tls_addr : "", api_port, upload_port, (int)st.edge_pid);
+    int status = run_until_signal(&sigs, &st);
+    stop_started(&st);
     berth_log_info("stopped");
     return status;
+Fail:
+    berth_log_err("cannot start %s; stopping what was started", failed);
+    stop_started(&st);
+    return 1;
 }

@@ -208,14 +208,15 @@ int berth_db_open(berth_db_t **out, const char *conninfo, int size, berth_err_t 
     return 0;
 }
 
-void berth_db_set_deadline(berth_db_t *db, int deadline_ms)
+int berth_db_set_deadline(berth_db_t *db, int deadline_ms, berth_err_t *err)
 {
-    db->deadline_ms = deadline_ms;
     if (deadline_ms > 0 && !db->prober_started) {
         if (pthread_create(&db->prober, NULL, probe_main, db) != 0)
-            abort();
+            return berth_err_set(err, BERTH_OCI_INTERNAL, "cannot start the database probe thread");
         db->prober_started = 1;
     }
+    db->deadline_ms = deadline_ms; /* only with a probe that can end the outage it declares */
+    return 0;
 }
 
 void berth_db_close(berth_db_t *db)

@@ -22,8 +22,9 @@ void berth_db_close(berth_db_t *db);
  * query's connection is dropped (its cancel is sent once the server answers again), the caller gets
  * UNAVAILABLE, and acquire() fails fast with UNAVAILABLE until a background probe reaches the database again.
  * Called after the migrations, which may legitimately take longer. 0 = no deadline.
+ * Returns 0, or BERTH_ERROR when the probe thread cannot be created (the deadline is then not set).
  */
-void berth_db_set_deadline(berth_db_t *db, int deadline_ms);
+int berth_db_set_deadline(berth_db_t *db, int deadline_ms, berth_err_t *err);
 /**
  * Borrow a connection, blocking while all are in use. A broken connection is re-established here.
  * Returns NULL with UNAVAILABLE in err when the database cannot be reached.

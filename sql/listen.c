@@ -72,13 +72,18 @@ berth_db_listener_t *berth_db_listen_start(const char *conninfo, void (*on_chang
     l->conninfo = strdup(conninfo);
     l->on_change = on_change;
     l->on_state = on_state;
-    if (pthread_create(&l->tid, NULL, main_loop, l) != 0)
-        abort();
+    if (pthread_create(&l->tid, NULL, main_loop, l) != 0) {
+        free(l->conninfo);
+        free(l);
+        return NULL;
+    }
     return l;
 }
 
 void berth_db_listen_stop(berth_db_listener_t *l)
 {
+    if (l == NULL)
+        return;
     l->stop = 1;
     pthread_join(l->tid, NULL);
     free(l->conninfo);

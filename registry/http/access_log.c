@@ -1,5 +1,6 @@
 #include "registry/http/access_log.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
 #include <pthread.h>
@@ -67,8 +68,14 @@ int berth_access_log_open(const char *path)
     if (log_fd < 0)
         return -1;
     pthread_t tid;
-    if (pthread_create(&tid, NULL, writer_main, NULL) != 0)
+    int rc = pthread_create(&tid, NULL, writer_main, NULL);
+    if (rc != 0) {
+        if (log_fd != STDOUT_FILENO)
+            close(log_fd);
+        log_fd = -1;
+        errno = rc; /* the caller reports strerror(errno) */
         return -1;
+    }
     pthread_detach(tid);
     return 0;
 }

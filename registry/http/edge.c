@@ -134,6 +134,8 @@ pid_t berth_edge_start(const berth_edge_conf_t *c)
         fprintf(stderr, "berthd: cannot run %s: %s\n", c->nginx, strerror(errno));
         _exit(127);
     }
+    if (pid < 0)
+        berth_log_err("cannot start nginx: fork: %s", strerror(errno));
     return pid;
 }
 

@@ -600,7 +600,6 @@ int berth_server_start(berth_server_t **out, berth_registry_t *reg, berth_worker
     s->workers = workers;
     s->auth_workers = auth_workers;
     s->auth_queue = auth_queue;
-    s->nloops = nloops;
     h2o_config_init(&s->config);
     s->config.server_name = h2o_iovec_init(H2O_STRLIT("berth"));
     s->config.max_request_entity_size = MAX_BODY + 1;
@@ -618,15 +617,21 @@ int berth_server_start(berth_server_t **out, berth_registry_t *reg, berth_worker
         getsockname(s->fd, (struct sockaddr *)&addr, &alen) != 0) {
         berth_log_err("internal listener: %s", strerror(errno));
         close(s->fd);
+        h2o_config_dispose(&s->config);
         free(s);
         return BERTH_ERROR;
     }
     *port_out = ntohs(addr.sin_port);
     s->loops = calloc((size_t)nloops, sizeof(loop_thread_t));
-    for (int i = 0; i < nloops; i++) {
-        loop_thread_t *lt = &s->loops[i];
+    for (s->nloops = 0; s->nloops < nloops; s->nloops++) {
+        loop_thread_t *lt = &s->loops[s->nloops];
         lt->server = s;
-        pthread_create(&lt->tid, NULL, loop_main, lt);
+        int rc = pthread_create(&lt->tid, NULL, loop_main, lt);
+        if (rc != 0) {
+            berth_log_err("cannot start event loop thread %d of %d: %s", s->nloops + 1, nloops, strerror(rc));
+            berth_server_stop(s); /* joins the s->nloops already running */
+            return BERTH_ERROR;
+        }
     }
     *out = s;
     return 0;
@@ -634,6 +639,8 @@ int berth_server_start(berth_server_t **out, berth_registry_t *reg, berth_worker
 
 void berth_server_stop(berth_server_t *s)
 {
+    if (s == NULL)
+        return;
     s->stopping = 1;
     for (int i = 0; i < s->nloops; i++)
         pthread_join(s->loops[i].tid, NULL);

@@ -173,6 +173,8 @@ int berth_upload_server_start(berth_upload_server_t **out, berth_registry_t *reg
 
 void berth_upload_server_stop(berth_upload_server_t *s)
 {
+    if (s == NULL)
+        return;
     MHD_stop_daemon(s->daemon);
     free(s);
 }

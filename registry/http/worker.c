@@ -38,11 +38,12 @@ berth_workers_t *berth_workers_start(int nthreads)
     berth_workers_t *w = calloc(1, sizeof(*w));
     pthread_mutex_init(&w->mu, NULL);
     pthread_cond_init(&w->cv, NULL);
-    w->n = nthreads;
     w->threads = calloc((size_t)nthreads, sizeof(pthread_t));
-    for (int i = 0; i < nthreads; i++)
-        if (pthread_create(&w->threads[i], NULL, main_loop, w) != 0)
-            abort();
+    for (w->n = 0; w->n < nthreads; w->n++)
+        if (pthread_create(&w->threads[w->n], NULL, main_loop, w) != 0) {
+            berth_workers_stop(w); /* joins the w->n already running */
+            return NULL;
+        }
     return w;
 }
 
@@ -85,6 +86,8 @@ long berth_workers_queued(berth_workers_t *w)
 
 void berth_workers_stop(berth_workers_t *w)
 {
+    if (w == NULL)
+        return;
     pthread_mutex_lock(&w->mu);
     w->stopping = 1;
     pthread_cond_broadcast(&w->cv);

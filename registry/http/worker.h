@@ -9,6 +9,7 @@ typedef struct st_berth_work_t {
 
 typedef struct st_berth_workers_t berth_workers_t;
 
+/** NULL when a thread cannot be created (those already created are joined). */
 berth_workers_t *berth_workers_start(int nthreads);
 /** Queue work; `run` is called on some worker thread and must hand its result back itself. */
 void berth_workers_submit(berth_workers_t *w, berth_work_t *work);

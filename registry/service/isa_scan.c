@@ -455,7 +455,11 @@ int berth_isa_scan_start(berth_registry_t *reg)
 {
     the_reg = reg;
     running = 1;
-    return pthread_create(&thread, NULL, scanner_main, NULL) == 0 ? 0 : -1;
+    if (pthread_create(&thread, NULL, scanner_main, NULL) != 0) {
+        running = 0;
+        return BERTH_ERROR;
+    }
+    return 0;
 }
 
 void berth_isa_scan_stop(void)

@@ -101,13 +101,17 @@ berth_janitor_t *berth_janitor_start(berth_registry_t *reg, long interval_s, lon
     j->max_age_s = max_age_s;
     pthread_mutex_init(&j->mu, NULL);
     pthread_cond_init(&j->cv, NULL);
-    if (pthread_create(&j->tid, NULL, main_loop, j) != 0)
-        abort();
+    if (pthread_create(&j->tid, NULL, main_loop, j) != 0) {
+        free(j);
+        return NULL;
+    }
     return j;
 }
 
 void berth_janitor_stop(berth_janitor_t *j)
 {
+    if (j == NULL)
+        return;
     pthread_mutex_lock(&j->mu);
     j->stop = 1;
     pthread_cond_signal(&j->cv);

@@ -6,7 +6,7 @@
 
 typedef struct st_berth_janitor_t berth_janitor_t;
 
-/** Run a purge every `interval_s` seconds for sessions idle longer than `max_age_s`. */
+/** Run a purge every `interval_s` seconds for sessions idle longer than `max_age_s`; NULL if the thread cannot start. */
 berth_janitor_t *berth_janitor_start(berth_registry_t *reg, long interval_s, long max_age_s);
 void berth_janitor_stop(berth_janitor_t *j);
 /** One purge pass (also used by tests through the janitor thread); returns the number of files removed. */

@@ -115,6 +115,65 @@ class Config(unittest.TestCase):
             b.cleanup()
 
 
+
+def group_procs(pgid):
+    """(pid, command) of every process still in the process group."""
+    out = subprocess.run(["ps", "-o", "pid=,args=", "-g", str(pgid)], capture_output=True, text=True).stdout
+    return [tuple(line.split(None, 1)) for line in out.splitlines() if line.strip()]
+
+
+class FailedStart(unittest.TestCase):
+    """A start step that fails part-way: berthd stops what it had started (threads, listeners, the edge), names
+    the step, exits 1 at once and leaves no process behind (its own process group stays empty)."""
+
+    def fail_start(self, env, expected, edge_started=False):
+        b = Berthd(env=env)
+        b.start_preexec = os.setsid  # a group of its own: nginx would stay in it if berthd left it behind
+        try:
+            t0 = time.time()
+            b.start(wait=False)
+            rc = b.proc.wait(30)
+            elapsed = time.time() - t0
+            pgid = b.proc.pid
+            logs = b.logs()
+            self.assertEqual(rc, 1, logs)
+            self.assertLess(elapsed, 15, logs)
+            for text in expected:
+                self.assertIn(text, logs)
+            if not edge_started:
+                self.assertNotIn("listening on", logs)
+            self.assertEqual(group_procs(pgid), [], logs)
+            self.assertNotIn("Sanitizer", logs)
+        finally:
+            b.cleanup()  # under ASan: fails if the unwinding leaked
+
+    def blocker(self):
+        """A plain file where a directory is needed: unwritable even for root."""
+        path = os.path.join(tempfile.mkdtemp(prefix="failstart-"), "file")
+        open(path, "w").close()
+        return path
+
+    def test_replication_key_unwritable(self):
+        # fails half-way: the audit writer, invalidation listener, ISA scanner and workers already run
+        self.fail_start({"BERTH_REPLICATION_KEY_FILE": self.blocker() + "/replication.key"},
+                        ["cannot read or create the replication key", "cannot start replication; stopping what was started"])
+
+    def test_run_dir_unwritable(self):
+        # fails last, at the edge: every thread and both internal listeners already run
+        blocker = self.blocker()
+        self.fail_start({"BERTH_RUN_DIR": blocker + "/run"}, ["cannot create %s/run: Not a directory" % blocker,
+                                                              "cannot start the edge (nginx); stopping what was started"])
+
+    def test_edge_that_dies_at_start(self):
+        # nginx itself starts and then refuses its configuration (an unreadable certificate): berthd notices,
+        # drains what it started and exits 1 with nginx's own error above its own
+        bad = self.blocker()
+        with open(bad, "w") as f:
+            f.write("not a certificate\n")
+        self.fail_start({"BERTH_TLS_ADDR": "127.0.0.1:%d" % free_port(), "BERTH_TLS_CERT": bad, "BERTH_TLS_KEY": bad},
+                        ["cannot load certificate", "the edge (nginx, pid", "exited with status 1", "stopped"], edge_started=True)
+
+
 def read_until_status(s, status=None):
     """Read from a raw socket until a final response head arrives (skipping 100 Continue) or EOF."""
     data = b""
