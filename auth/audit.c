@@ -16,10 +16,10 @@
 #define COALESCE_SLOTS 1024
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t cv = PTHREAD_COND_INITIALIZER, idle_cv = PTHREAD_COND_INITIALIZER;
+static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
 static berth_db_audit_t *queue; /* ring */
 static size_t qhead, qlen;
-static int running, stopping, busy;
+static int running, stopping;
 static unsigned long dropped;
 static berth_db_t *audit_db;
 static pthread_t writer;
@@ -98,12 +98,9 @@ static void *writer_main(void *arg)
             qhead = (qhead + 1) % QUEUE_MAX;
             qlen--;
         }
-        busy = 1;
         pthread_mutex_unlock(&mu);
         write_batch(batch, n);
         pthread_mutex_lock(&mu);
-        busy = 0;
-        pthread_cond_broadcast(&idle_cv);
     }
     pthread_mutex_unlock(&mu);
     free(batch);
@@ -126,14 +123,6 @@ int berth_audit_start(berth_db_t *db)
     return 0;
 }
 
-void berth_audit_flush(void)
-{
-    pthread_mutex_lock(&mu);
-    while (running && (qlen > 0 || busy))
-        pthread_cond_wait(&idle_cv, &mu);
-    pthread_mutex_unlock(&mu);
-}
-
 void berth_audit_stop(void)
 {
     if (!running)
@@ -145,7 +134,6 @@ void berth_audit_stop(void)
     pthread_join(writer, NULL);
     pthread_mutex_lock(&mu);
     running = 0;
-    pthread_cond_broadcast(&idle_cv);
     pthread_mutex_unlock(&mu);
     free(queue);
     queue = NULL;

@@ -11,8 +11,6 @@
 int berth_audit_start(berth_db_t *db);
 /** Write what is queued and stop the writer. */
 void berth_audit_stop(void);
-/** Wait until every event queued so far is written (tests and shutdown). */
-void berth_audit_flush(void);
 /**
  * Record one event. `operation`: push, pull, delete, create, update, login...; `resource_type`: artifact, tag,
  * repository, project, member, robot, user, session, token. `project` may be NULL. Strings are copied.

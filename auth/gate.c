@@ -191,7 +191,7 @@ int berth_gate_required(berth_scope_t *out, const berth_route_t *route)
     return 1;
 }
 
-berth_gate_t berth_gate_fast(berth_authsvc_t *a, const char *authz, size_t len, const berth_scope_t *need, char *who)
+berth_gate_t berth_gate_fast(const char *authz, size_t len, const berth_scope_t *need, char *who)
 {
     unsigned char key[32];
     decision_key(key, SURFACE_V2, authz, len, need, need != NULL);

@@ -24,7 +24,7 @@ typedef enum { BERTH_GATE_ALLOW = 0, BERTH_GATE_REFUSE = 1, BERTH_GATE_UNKNOWN =
  * UNKNOWN when berth_gate_check must run on a worker. `need` may be NULL (the base endpoint: any valid caller).
  * On ALLOW, `who` (BERTH_GATE_WHO_MAX bytes, may be NULL) names the caller ("" for anonymous).
  */
-berth_gate_t berth_gate_fast(berth_authsvc_t *a, const char *authorization, size_t len, const berth_scope_t *need, char *who);
+berth_gate_t berth_gate_fast(const char *authorization, size_t len, const berth_scope_t *need, char *who);
 /**
  * Decide, blocking if needed (SQL, argon2, ECDSA). ALLOW (with `who` as above), or REFUSE with the 401/403
  * answer in resp. `remote` is the client address for the audit log of failures.

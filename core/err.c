@@ -88,11 +88,6 @@ int berth_err_retry_after(berth_oci_t oci)
     return table[oci].retry_after;
 }
 
-int berth_err_code(berth_oci_t oci)
-{
-    return table[oci].code;
-}
-
 char *berth_err_json(const berth_err_t *err, size_t *len_out)
 {
     berth_oci_t oci = err->oci == BERTH_OCI_NONE ? BERTH_OCI_INTERNAL : err->oci;

@@ -77,8 +77,6 @@ void berth_err_clear(berth_err_t *err);
 int berth_err_status(berth_oci_t oci);
 /** Code string for the JSON body ("BLOB_UNKNOWN"). */
 const char *berth_err_oci_name(berth_oci_t oci);
-/** Generic code for an OCI kind. */
-int berth_err_code(berth_oci_t oci);
 /** Seconds a client should wait before retrying (Retry-After), 0 when a retry will not help. */
 int berth_err_retry_after(berth_oci_t oci);
 /**

@@ -77,7 +77,6 @@ const berth_db__stmt_t berth_db__registry_stmts[BERTH_SQL__COUNT] = {
     BERTH_DB__STMT(BERTH_SQL_UPLOAD_GET, "SELECT repository FROM upload_sessions WHERE id = $1", 1),
     BERTH_DB__STMT(BERTH_SQL_UPLOAD_DELETE, "DELETE FROM upload_sessions WHERE id = $1", 1),
     BERTH_DB__STMT(BERTH_SQL_UPLOAD_TOUCH, "UPDATE upload_sessions SET updated_at = now() WHERE id = $1", 1),
-    BERTH_DB__STMT(BERTH_SQL_BLOB_SIZE, "SELECT size FROM blobs WHERE digest = $1", 1),
     BERTH_DB__STMT(BERTH_SQL_REPO_TOUCH, "UPDATE repositories SET updated_at = now() WHERE id = $1", 1),
 };
 
@@ -149,15 +148,6 @@ int berth_db_blob_stat(berth_dbconn_t *c, const char *repo, const char *digest, 
 {
     const char *p[] = {repo, digest};
     int rc = run_int64(c, BERTH_SQL_BLOB_IN_REPO, p, size_out, err);
-    if (rc == BERTH_ENOTFOUND)
-        return berth_err_set(err, BERTH_OCI_BLOB_UNKNOWN, NULL);
-    return rc;
-}
-
-int berth_db_blob_global_size(berth_dbconn_t *c, const char *digest, int64_t *size_out, berth_err_t *err)
-{
-    const char *p[] = {digest};
-    int rc = run_int64(c, BERTH_SQL_BLOB_SIZE, p, size_out, err);
     if (rc == BERTH_ENOTFOUND)
         return berth_err_set(err, BERTH_OCI_BLOB_UNKNOWN, NULL);
     return rc;

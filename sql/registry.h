@@ -34,8 +34,6 @@ void berth_db_referrers_free(berth_db_referrer_t *r, size_t n);
 int berth_db_repo_exists(berth_dbconn_t *c, const char *repo, berth_err_t *err);
 /** Size of a blob linked into `repo`; BERTH_ENOTFOUND (BLOB_UNKNOWN) otherwise. */
 int berth_db_blob_stat(berth_dbconn_t *c, const char *repo, const char *digest, int64_t *size_out, berth_err_t *err);
-/** Size of a blob anywhere in the registry (content is shared); BERTH_ENOTFOUND otherwise. */
-int berth_db_blob_global_size(berth_dbconn_t *c, const char *digest, int64_t *size_out, berth_err_t *err);
 /**
  * Record a blob whose bytes are already durable in storage, link it into `repo` (created with its project if
  * needed) and end `upload_id` (may be NULL) in one transaction.

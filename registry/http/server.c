@@ -479,7 +479,7 @@ static int serve_v2(loop_thread_t *lt, h2o_req_t *req)
     j->authorization = header_dup(req, H2O_TOKEN_AUTHORIZATION, NULL);
     j->has_need = berth_gate_required(&j->need, &j->v2.route);
     berth_resp_t cached;
-    j->gate_passed = berth_gate_fast(s->reg->auth, j->authorization, j->authorization != NULL ? strlen(j->authorization) : 0,
+    j->gate_passed = berth_gate_fast(j->authorization, j->authorization != NULL ? strlen(j->authorization) : 0,
                                      j->has_need ? &j->need : NULL, j->who) == BERTH_GATE_ALLOW;
     if (j->gate_passed && j->isa_view[0] == '\0' &&
         berth_v2_cached(s->reg, &j->v2, &cached)) { /* hot pull path: no worker hop, no SQL */

@@ -429,11 +429,6 @@ int berth_isa_node_from_cpuinfo(const char *text, berth_isa_node_t *out)
     return rc;
 }
 
-const char *berth_isa_nfd_to_linux(const char *nfd)
-{
-    return berth_isa_vocab_from_nfd(BERTH_ISA_ARCH_UNKNOWN, nfd);
-}
-
 #define NFD_CPUID "feature.node.kubernetes.io/cpu-cpuid."
 
 int berth_isa_node_from_labels(const char *const *keys, const char *const *values, size_t n, berth_isa_node_t *out)

@@ -86,8 +86,6 @@ int berth_isa_node_from_cpuinfo(const char *text, berth_isa_node_t *out);
  * `keys`/`values` are parallel arrays. Returns 0, or -1 without an architecture label.
  */
 int berth_isa_node_from_labels(const char *const *keys, const char *const *values, size_t n, berth_isa_node_t *out);
-/** The Linux name for an NFD/klauspost cpuid label name ("AVX512VNNI" → "avx512_vnni"), or NULL. */
-const char *berth_isa_nfd_to_linux(const char *nfd);
 
 /** One build in an index. */
 typedef struct st_berth_isa_variant_t {
