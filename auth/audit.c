@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/bgloop.h"
 #include "core/log.h"
 #include "core/ref.h"
 #include "sql/users.h"
@@ -16,13 +17,13 @@
 #define COALESCE_SLOTS 1024
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
 static berth_db_audit_t *queue; /* ring */
 static size_t qhead, qlen;
 static int running, stopping;
 static unsigned long dropped;
 static berth_db_t *audit_db;
-static pthread_t writer;
+static berth_bgloop_t *writer;
+static berth_db_audit_t *batch; /* the writer's, BATCH rows */
 
 /*
  * Pull coalescing: the first pull of a (caller, address, manifest) is queued as a row; repeats within
@@ -76,22 +77,14 @@ static void flush_slots_locked(int all)
         }
 }
 
-static void *writer_main(void *arg)
+/* One round of the writer (core/bgloop): queue the closed pull windows (all of them on the last round), then
+ * write the queue in batches until it is empty. Woken by every push, and once a second for the windows. */
+static void writer_tick(void *data, int last)
 {
-    berth_db_audit_t *batch = malloc(BATCH * sizeof(*batch));
+    (void)data;
     pthread_mutex_lock(&mu);
-    for (;;) {
-        while (qlen == 0 && !stopping) {
-            struct timespec ts;
-            clock_gettime(CLOCK_REALTIME, &ts);
-            ts.tv_sec += 1;
-            pthread_cond_timedwait(&cv, &mu, &ts);
-            flush_slots_locked(0);
-        }
-        if (stopping)
-            flush_slots_locked(1);
-        if (qlen == 0 && stopping)
-            break;
+    flush_slots_locked(last);
+    while (qlen > 0) {
         size_t n = 0;
         while (qlen > 0 && n < BATCH) {
             batch[n++] = queue[qhead];
@@ -103,8 +96,6 @@ static void *writer_main(void *arg)
         pthread_mutex_lock(&mu);
     }
     pthread_mutex_unlock(&mu);
-    free(batch);
-    return NULL;
 }
 
 int berth_audit_start(berth_db_t *db)
@@ -112,12 +103,18 @@ int berth_audit_start(berth_db_t *db)
     audit_db = db;
     queue = calloc(QUEUE_MAX, sizeof(*queue));
     slots = calloc(COALESCE_SLOTS, sizeof(*slots));
-    running = queue != NULL && slots != NULL && pthread_create(&writer, NULL, writer_main, NULL) == 0;
+    batch = malloc(BATCH * sizeof(*batch));
+    pthread_mutex_lock(&mu); /* the writer's first tick reads the queue under mu: running is set before it can */
+    running =
+        queue != NULL && slots != NULL && batch != NULL && berth_bgloop_start(&writer, "berth-audit", 1000, writer_tick, NULL) == 0;
+    pthread_mutex_unlock(&mu);
     if (!running) {
         free(queue);
         queue = NULL;
         free(slots);
         slots = NULL;
+        free(batch);
+        batch = NULL;
         return BERTH_ERROR;
     }
     return 0;
@@ -128,10 +125,10 @@ void berth_audit_stop(void)
     if (!running)
         return;
     pthread_mutex_lock(&mu);
-    stopping = 1;
-    pthread_cond_signal(&cv);
+    stopping = 1; /* nothing is queued from now on; the last tick drains what is */
     pthread_mutex_unlock(&mu);
-    pthread_join(writer, NULL);
+    berth_bgloop_stop(writer);
+    writer = NULL;
     pthread_mutex_lock(&mu);
     running = 0;
     pthread_mutex_unlock(&mu);
@@ -139,6 +136,8 @@ void berth_audit_stop(void)
     queue = NULL;
     free(slots);
     slots = NULL;
+    free(batch);
+    batch = NULL;
 }
 
 unsigned long berth_audit_dropped(void)
@@ -157,7 +156,7 @@ static void push_locked(const berth_db_audit_t *e)
     }
     queue[(qhead + qlen) % QUEUE_MAX] = *e;
     qlen++;
-    pthread_cond_signal(&cv);
+    berth_bgloop_wake(writer);
 }
 
 static void enqueue(const berth_db_audit_t *e)

@@ -4,6 +4,8 @@
  */
 #include "replication/events.h"
 
+#include "core/bgloop.h"
+
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,10 +23,10 @@ typedef struct ev {
 } ev_t;
 
 static ev_t *ev_head, *ev_tail;
-static pthread_t thread;
-static int running, stopping;
+static berth_bgloop_t *loop;
+static int running;
+static time_t last_minute; /* the loop's own */
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
 
 void berth_repl_event(const char *operation, const char *repo, const char *tag)
 {
@@ -45,12 +47,12 @@ void berth_repl_event(const char *operation, const char *repo, const char *tag)
     else
         ev_head = e;
     ev_tail = e;
-    pthread_cond_broadcast(&cv);
+    berth_bgloop_wake(loop);
     pthread_mutex_unlock(&mu);
 }
 
 /* scheduled policies whose cron fires at this minute */
-static void tick(time_t now)
+static void run_scheduled(time_t now)
 {
     struct tm tm;
     localtime_r(&now, &tm);
@@ -67,18 +69,15 @@ static void tick(time_t now)
     berth_repl_queue_policies_free(pols, n);
 }
 
-static void *events_main(void *arg)
+/* One round of the loop (core/bgloop; woken by each event, else every 5 s): every queued event, then the
+ * scheduled policies once per minute. The last round (stopping) does nothing: what is queued is dropped. */
+static void events_tick(void *data, int last)
 {
-    (void)arg;
-    time_t last_minute = 0;
-    pthread_mutex_lock(&mu);
-    while (!stopping) {
-        if (ev_head == NULL) {
-            struct timespec ts;
-            clock_gettime(CLOCK_REALTIME, &ts);
-            ts.tv_sec += 5;
-            pthread_cond_timedwait(&cv, &mu, &ts);
-        }
+    (void)data;
+    if (last)
+        return;
+    for (;;) {
+        pthread_mutex_lock(&mu);
         ev_t *e = ev_head;
         if (e != NULL) {
             ev_head = e->next;
@@ -86,26 +85,24 @@ static void *events_main(void *arg)
                 ev_tail = NULL;
         }
         pthread_mutex_unlock(&mu);
-        if (e != NULL) {
+        if (e == NULL)
+            break;
+        if (!berth_bgloop_stopping(loop))
             berth_repl_trigger_event(e->op, e->repo, e->tag);
-            free(e);
-        }
-        time_t now = time(NULL), minute = now / 60;
-        if (minute != last_minute) { /* scheduled policies, once per minute */
-            last_minute = minute;
-            tick(now);
-        }
-        pthread_mutex_lock(&mu);
+        free(e);
     }
-    pthread_mutex_unlock(&mu);
-    return NULL;
+    time_t now = time(NULL), minute = now / 60;
+    if (minute != last_minute) { /* scheduled policies, once per minute */
+        last_minute = minute;
+        run_scheduled(now);
+    }
 }
 
 int berth_repl_events_start(void)
 {
-    pthread_mutex_lock(&mu);
-    stopping = 0;
-    int rc = pthread_create(&thread, NULL, events_main, NULL) == 0 ? 0 : BERTH_ERROR;
+    pthread_mutex_lock(&mu); /* an event arriving meanwhile waits for `loop` to be set */
+    last_minute = 0;
+    int rc = berth_bgloop_start(&loop, "berth-repl-ev", 5000, events_tick, NULL);
     running = rc == 0;
     pthread_mutex_unlock(&mu);
     return rc;
@@ -119,11 +116,10 @@ void berth_repl_events_stop(void)
     if (!was)
         return;
     pthread_mutex_lock(&mu);
-    stopping = 1;
-    running = 0;
-    pthread_cond_broadcast(&cv);
+    running = 0; /* no event is queued from now on */
     pthread_mutex_unlock(&mu);
-    pthread_join(thread, NULL);
+    berth_bgloop_stop(loop);
+    loop = NULL;
     while (ev_head != NULL) {
         ev_t *e = ev_head;
         ev_head = e->next;

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/bgloop.h"
 #include "core/digest.h"
 #include "core/log.h"
 #include "core/manifest.h"
@@ -396,10 +397,9 @@ typedef struct job {
 } job_t;
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
 static job_t *head, *tail;
-static int running, stopping, queued;
-static pthread_t thread;
+static int running, queued, requeued;
+static berth_bgloop_t *loop;
 static berth_registry_t *the_reg;
 
 static void enqueue_one(const char *repo, const char *digest, const char *level, const char *features);
@@ -426,39 +426,46 @@ static void requeue_unscanned(void)
     berth_db_release(the_reg->db, c);
 }
 
-static void *scanner_main(void *arg)
+/* One round of the scanner (core/bgloop, woken by each job): the first one queues what a restart left unscanned,
+ * every one scans until the queue is empty or the loop stops; the last round (stopping) does nothing. */
+static void scanner_tick(void *data, int last)
 {
-    requeue_unscanned();
-    pthread_mutex_lock(&mu);
-    for (;;) {
-        while (head == NULL && !stopping)
-            pthread_cond_wait(&cv, &mu);
-        if (stopping)
-            break;
+    (void)data;
+    if (last)
+        return;
+    if (!requeued) {
+        requeued = 1;
+        requeue_unscanned();
+    }
+    while (!berth_bgloop_stopping(loop)) {
+        pthread_mutex_lock(&mu);
         job_t *j = head;
-        head = j->next;
-        if (head == NULL)
-            tail = NULL;
-        queued--;
+        if (j != NULL) {
+            head = j->next;
+            if (head == NULL)
+                tail = NULL;
+            queued--;
+        }
         pthread_mutex_unlock(&mu);
+        if (j == NULL)
+            return;
         char status[12];
         if (berth_isa_scan_variant(the_reg, j->repo, j->digest, j->level, j->features, status) != 0)
             berth_log_warn("isa scan of %s@%s failed", j->repo, j->digest);
         free(j);
-        pthread_mutex_lock(&mu);
     }
-    pthread_mutex_unlock(&mu);
-    return NULL;
 }
 
 int berth_isa_scan_start(berth_registry_t *reg)
 {
     the_reg = reg;
-    running = 1;
-    if (pthread_create(&thread, NULL, scanner_main, NULL) != 0) {
-        running = 0;
+    pthread_mutex_lock(&mu); /* a job queued meanwhile waits for `loop` to be set */
+    requeued = 0;
+    running = berth_bgloop_start(&loop, "berth-isa-scan", 0, scanner_tick, NULL) == 0;
+    pthread_mutex_unlock(&mu);
+    if (!running)
         return BERTH_ERROR;
-    }
+    berth_bgloop_wake(loop); /* the first round queues what a restart left unscanned */
     return 0;
 }
 
@@ -467,16 +474,16 @@ void berth_isa_scan_stop(void)
     if (!running)
         return;
     pthread_mutex_lock(&mu);
-    stopping = 1;
-    pthread_cond_signal(&cv);
+    running = 0; /* no job is queued from now on */
     pthread_mutex_unlock(&mu);
-    pthread_join(thread, NULL);
+    berth_bgloop_stop(loop);
+    loop = NULL;
     while (head != NULL) { /* left for the next start: the variants stay unscanned ("pending" is not stored) */
         job_t *j = head;
         head = j->next;
         free(j);
     }
-    running = 0;
+    queued = 0;
 }
 
 static void enqueue_one(const char *repo, const char *digest, const char *level, const char *features)
@@ -500,7 +507,7 @@ static void enqueue_one(const char *repo, const char *digest, const char *level,
         head = j;
     tail = j;
     queued++;
-    pthread_cond_signal(&cv);
+    berth_bgloop_wake(loop);
     pthread_mutex_unlock(&mu);
 }
 
