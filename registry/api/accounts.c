@@ -580,39 +580,37 @@ static int get_robot(berth_api_t *a)
     return rc;
 }
 
-static int put_robot(berth_api_t *a)
+/* Load the robot the path names, checked for `act`, and hand it to `fn` (which does not take it) */
+static int with_robot(berth_api_t *a, unsigned act, int (*fn)(berth_api_t *, const char *, json_t *))
 {
     const char *id = berth_api_arg(a, "robot_id");
     json_t *robot = NULL;
-    int rc = robot_load(a, id, BERTH_ACT_UPDATE, &robot);
+    int rc = robot_load(a, id, act, &robot);
     if (rc == 0)
-        rc = update_robot(a, id, robot);
+        rc = fn(a, id, robot);
     json_decref(robot);
     return rc;
+}
+
+static int put_robot(berth_api_t *a)
+{
+    return with_robot(a, BERTH_ACT_UPDATE, update_robot);
 }
 
 static int patch_robot(berth_api_t *a)
 {
-    const char *id = berth_api_arg(a, "robot_id");
-    json_t *robot = NULL;
-    int rc = robot_load(a, id, BERTH_ACT_UPDATE, &robot);
-    if (rc == 0)
-        rc = refresh_secret(a, id, robot);
-    json_decref(robot);
-    return rc;
+    return with_robot(a, BERTH_ACT_UPDATE, refresh_secret);
+}
+
+static int delete_loaded(berth_api_t *a, const char *id, json_t *robot)
+{
+    const char *p[] = {id};
+    return berth_api_delete(a, BERTH_Q_ROBOT_DELETE, p, "robot", id, json_string_value(json_object_get(robot, "project_name")));
 }
 
 static int delete_robot(berth_api_t *a)
 {
-    const char *id = berth_api_arg(a, "robot_id");
-    json_t *robot = NULL;
-    int rc = robot_load(a, id, BERTH_ACT_DELETE, &robot);
-    if (rc == 0) {
-        const char *p[] = {id};
-        rc = berth_api_delete(a, BERTH_Q_ROBOT_DELETE, p, "robot", id, json_string_value(json_object_get(robot, "project_name")));
-    }
-    json_decref(robot);
-    return rc;
+    return with_robot(a, BERTH_ACT_DELETE, delete_loaded);
 }
 
 /* "login" rows marked (+) narrow it in the handler: the user themself or a system admin; for robots, a system

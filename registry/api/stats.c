@@ -40,30 +40,28 @@ static int totals(berth_api_t *a)
     return berth_api_object(a, BERTH_Q_STATISTICS, p, "statistics");
 }
 
-static int storage(berth_api_t *a)
+/* A per-viewer aggregate with one bounded integer parameter (1..max, default def) */
+static int viewer_bounded(berth_api_t *a, berth_q_t q, const char *param, long def, long max)
 {
     viewer_t v;
     char arg[24];
     int bad = 0;
     viewer(a, &v);
-    snprintf(arg, sizeof(arg), "%ld", bounded(a, "limit", 20, 100, &bad));
+    snprintf(arg, sizeof(arg), "%ld", bounded(a, param, def, max, &bad));
     if (bad)
-        return berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "limit must be between 1 and 100");
+        return berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "%s must be between 1 and %ld", param, max);
     const char *p[] = {v.id, v.admin, v.robot, arg};
-    return berth_api_object(a, BERTH_Q_STATS_STORAGE, p, "statistics");
+    return berth_api_object(a, q, p, "statistics");
+}
+
+static int storage(berth_api_t *a)
+{
+    return viewer_bounded(a, BERTH_Q_STATS_STORAGE, "limit", 20, 100);
 }
 
 static int activity(berth_api_t *a)
 {
-    viewer_t v;
-    char arg[24];
-    int bad = 0;
-    viewer(a, &v);
-    snprintf(arg, sizeof(arg), "%ld", bounded(a, "days", 30, 366, &bad));
-    if (bad)
-        return berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "days must be between 1 and 366");
-    const char *p[] = {v.id, v.admin, v.robot, arg};
-    return berth_api_object(a, BERTH_Q_STATS_ACTIVITY, p, "statistics");
+    return viewer_bounded(a, BERTH_Q_STATS_ACTIVITY, "days", 30, 366);
 }
 
 static int replication(berth_api_t *a)
