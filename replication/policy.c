@@ -6,50 +6,10 @@
 #include <time.h>
 
 #include "core/err.h"
+#include "core/glob.h"
 
-/* ---- globs and filters -------------------------------------------------------------------------------------- */
-
-int berth_repl_glob(const char *p, const char *s)
-{
-    if (*p == '\0')
-        return *s == '\0';
-    if (p[0] == '*' && p[1] == '*') {
-        const char *rest = p + 2;
-        if (*rest == '/' && berth_repl_glob(rest + 1, s)) /* a double star followed by a slash may match nothing */
-            return 1;
-        for (const char *t = s;; t++) {
-            if (berth_repl_glob(rest, t))
-                return 1;
-            if (*t == '\0')
-                return 0;
-        }
-    }
-    if (*p == '*') {
-        for (const char *t = s;; t++) {
-            if (berth_repl_glob(p + 1, t))
-                return 1;
-            if (*t == '\0' || *t == '/')
-                return 0;
-        }
-    }
-    if (*p == '{') {
-        const char *end = strchr(p, '}');
-        if (end == NULL)
-            return 0;
-        for (const char *alt = p + 1; alt < end;) {
-            size_t n = strcspn(alt, ",}");
-            char buf[512];
-            snprintf(buf, sizeof(buf), "%.*s%s", (int)n, alt, end + 1);
-            if (berth_repl_glob(buf, s))
-                return 1;
-            alt += n + 1;
-        }
-        return 0;
-    }
-    if (*s == '\0' || (*p != '?' && *p != *s) || (*p == '?' && *s == '/'))
-        return 0;
-    return berth_repl_glob(p + 1, s + 1);
-}
+/* ---- filters (doublestar patterns: core/glob.c)
+ * -------------------------------------------------------------------------------------- */
 
 void berth_repl_filters_init(berth_repl_filters_t *f, const json_t *array)
 {
@@ -83,7 +43,7 @@ void berth_repl_filters_dispose(berth_repl_filters_t *f)
 int berth_repl_filters_pass(const berth_repl_filters_t *f, const char *repo, const char *tag)
 {
     for (size_t i = 0; i < f->n; i++) {
-        int m = berth_repl_glob(f->v[i].pattern, f->v[i].kind == BERTH_REPL_FILTER_NAME ? repo : tag);
+        int m = berth_glob_match(f->v[i].pattern, f->v[i].kind == BERTH_REPL_FILTER_NAME ? repo : tag) == 1;
         if (f->v[i].excludes ? m : !m)
             return 0;
     }

@@ -12,9 +12,6 @@
 
 struct tm;
 
-/** 1 if `name` matches the doublestar glob `pattern` ("**" crosses '/', "*" does not, "{a,b}" alternatives). */
-int berth_repl_glob(const char *pattern, const char *name);
-
 typedef enum { BERTH_REPL_FILTER_NAME, BERTH_REPL_FILTER_TAG } berth_repl_filter_kind_t;
 
 /** One Harbor filter: {type: name|tag, value: glob, decoration: matches|excludes}. */

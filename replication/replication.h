@@ -11,7 +11,7 @@
 #include <stddef.h>
 
 #include "core/err.h"
-#include "replication/policy.h" /* berth_repl_glob, berth_repl_cron_matches, berth_repl_dest_project */
+#include "replication/policy.h" /* berth_repl_cron_matches, berth_repl_dest_project */
 #include "sql/db.h"
 
 typedef struct st_berth_repl_conf_t {

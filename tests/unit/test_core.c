@@ -5,6 +5,7 @@
 
 #include "core/digest.h"
 #include "core/err.h"
+#include "core/glob.h"
 #include "core/manifest.h"
 #include "core/query.h"
 #include "core/range.h"
@@ -321,6 +322,62 @@ static void test_errors(void)
     }
 }
 
+/* Harbor's doublestar v1 semantics (immutable tag rules, retention, replication filters) plus nested braces. */
+static void test_globs(void)
+{
+    ok(berth_glob_match("team/**", "team/a/b/c") == 1 && berth_glob_match("team/**", "team/a") == 1, "** crosses slashes");
+    ok(berth_glob_match("team/**", "team") == 0, "a final ** takes one or more components, as doublestar v1");
+    ok(berth_glob_match("**/app", "app") == 1 && berth_glob_match("**/app", "x/y/app") == 1 &&
+           berth_glob_match("**/app", "x/yapp") == 0,
+       "a leading ** takes zero or more components");
+    ok(berth_glob_match("a/**/b", "a/b") == 1 && berth_glob_match("a/**/b", "a/x/y/b") == 1 &&
+           berth_glob_match("a/**/b", "a/x/c") == 0,
+       "a middle ** takes zero or more components");
+    ok(berth_glob_match("**", "a/b") == 1 && berth_glob_match("**", "") == 1 && berth_glob_match("*", "a/b") == 0,
+       "** alone matches everything, * one component");
+    ok(berth_glob_match("team/*", "team/app") == 1 && berth_glob_match("team/*", "team/a/b") == 0, "* stays in a component");
+    ok(berth_glob_match("a**b", "axyb") == 1 && berth_glob_match("a**b", "ax/yb") == 0, "** inside a component is *");
+    ok(berth_glob_match("v1.?", "v1.2") == 1 && berth_glob_match("v1.?", "v1.10") == 0 && berth_glob_match("a?b", "a/b") == 0,
+       "? is one character, never /");
+    ok(berth_glob_match("\xc3\xa9?", "\xc3\xa9\xc3\xa8") == 1 && berth_glob_match("?", "\xc3\xa8") == 1,
+       "? takes a whole UTF-8 character");
+    ok(berth_glob_match("{team,ops}/app", "ops/app") == 1 && berth_glob_match("{team,ops}/app", "dev/app") == 0, "alternatives");
+    ok(berth_glob_match("{release-*,v[0-9]*}", "v2.0") == 1 && berth_glob_match("{release-*,v[0-9]*}", "release-x") == 1 &&
+           berth_glob_match("{release-*,v[0-9]*}", "latest") == 0,
+       "alternatives with stars and classes");
+    ok(berth_glob_match("a/{b,{c,d}/e}/**", "a/d/e/f") == 1 && berth_glob_match("a/{b,{c,d}/e}/**", "a/x/e/f") == 0,
+       "nested alternatives holding /");
+    ok(berth_glob_match("x{,-rc}", "x") == 1 && berth_glob_match("x{,-rc}", "x-rc") == 1, "an empty alternative");
+    ok(berth_glob_match("[a-c]1", "b1") == 1 && berth_glob_match("[a-c]1", "d1") == 0 && berth_glob_match("[^a-c]1", "d1") == 1 &&
+           berth_glob_match("[!a-c]1", "a1") == 0,
+       "classes, ranges and negation");
+    ok(berth_glob_match("\\*x", "*x") == 1 && berth_glob_match("\\*x", "ax") == 0 && berth_glob_match("a\\{b", "a{b") == 1,
+       "backslash escapes");
+    ok(berth_glob_match("team", "team2") == 0 && berth_glob_match("", "") == 1 && berth_glob_match("", "x") == 0,
+       "whole-name matches");
+    const char *bad[] = {"{a,b", "[abc", "[]", "a\\", "[-a]", "[a-]", "[a/b]"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
+        const char *why = NULL;
+        ok(berth_glob_check(bad[i], &why) == BERTH_EINVAL && why != NULL && berth_glob_match(bad[i], "a") == BERTH_EINVAL,
+           "'%s' is refused (%s)", bad[i], why != NULL ? why : "-");
+    }
+    ok(berth_glob_check("{a,b}{c,d}{e,f}{g,h}{i,j}{k,l}{m,n}{o,p}", NULL) == 0 &&
+           berth_glob_check("{a,b}{c,d}{e,f}{g,h}{i,j}{k,l}{m,n}{o,p}{q,r}", NULL) == BERTH_EINVAL,
+       "at most 256 alternatives");
+    char longp[BERTH_GLOB_MAX_LEN + 2];
+    memset(longp, 'a', sizeof(longp) - 1);
+    longp[sizeof(longp) - 1] = '\0';
+    ok(berth_glob_check(longp, NULL) == BERTH_EINVAL && berth_glob_check(longp + 1, NULL) == 0, "at most 1024 bytes");
+    /* would take 2^40 steps with naive backtracking */
+    char name[4096];
+    memset(name, 'a', sizeof(name) - 1);
+    name[sizeof(name) - 1] = '\0';
+    ok(berth_glob_match("*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*b", name) == 0, "stars do not backtrack exponentially");
+    for (size_t i = 1; i < sizeof(name) - 1; i += 2)
+        name[i] = '/';
+    ok(berth_glob_match("**/a/**/a/**/a/**/a/**/a/**/a/**/a/**/b", name) == 0, "neither do double stars");
+}
+
 int main(void)
 {
     test_names();
@@ -332,5 +389,6 @@ int main(void)
     test_utf8();
     test_manifests();
     test_errors();
+    test_globs();
     return tap_done();
 }

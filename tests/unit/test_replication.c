@@ -1,5 +1,5 @@
 /*
- * Replication's policy rules without a network or a database (replication/policy.c): doublestar globs, Harbor's
+ * Replication's policy rules without a network or a database (replication/policy.c): Harbor's
  * name/tag filters, the destination name with dest_namespace and its replace count, cron expressions for scheduled
  * policies, which runs wait for an active one, what an attempt's result makes of a task, and the typed rows the
  * queue hands out (parsed from the shapes sql/api.c answers with).
@@ -12,23 +12,6 @@
 #include "replication/policy.h"
 #include "replication/task.h"
 #include "tests/unit/tap.h"
-
-static void globs(void)
-{
-    ok(berth_repl_glob("team/**", "team/a/b/c") && berth_repl_glob("team/**", "team/a"), "** crosses slashes");
-    ok(berth_repl_glob("team/*", "team/app") && !berth_repl_glob("team/*", "team/a/b"), "* stays in one component");
-    ok(berth_repl_glob("{team,ops}/app", "ops/app") && !berth_repl_glob("{team,ops}/app", "dev/app"), "alternatives");
-    ok(berth_repl_glob("v1.?", "v1.2") && !berth_repl_glob("v1.?", "v1.10"), "? is one character");
-    ok(berth_repl_glob("a/**/b", "a/b") && berth_repl_glob("a/**/b", "a/x/y/b") && !berth_repl_glob("a/**/b", "a/x/c"),
-       "**/ may be empty");
-    ok(!berth_repl_glob("team", "team2") && berth_repl_glob("", "") && !berth_repl_glob("", "x"), "whole-name matches");
-    ok(!berth_repl_glob("a?b", "a/b") && !berth_repl_glob("*", "a/b") && berth_repl_glob("**", "a/b"),
-       "? and * never match a slash");
-    ok(berth_repl_glob("v{1,2}.*", "v2.0") && !berth_repl_glob("{a,b", "a"),
-       "alternatives with a tail; an unclosed brace matches nothing");
-    ok(berth_repl_glob("**/app", "app") && berth_repl_glob("**/app", "x/y/app") && !berth_repl_glob("**/app", "x/yapp"),
-       "leading **/");
-}
 
 /* the filters of a policy as the API stores them */
 static int pass(const char *filters_json, const char *repo, const char *tag)
@@ -239,7 +222,6 @@ static void tasks(void)
 
 int main(void)
 {
-    globs();
     filters();
     names();
     cron();
