@@ -57,6 +57,8 @@ static const struct {
     {"replication.workers", NULL, T_INT, FIELD(repl_workers)},
     {"replication.key_file", "BERTH_REPLICATION_KEY_FILE", T_STR, FIELD(repl_key_file)},
     {"replication.chunk_kib", "BERTH_REPLICATION_CHUNK_KIB", T_INT, FIELD(repl_chunk)},
+    {"proxy.workers", "BERTH_PROXY_WORKERS", T_INT, FIELD(proxy_workers)},
+    {"proxy.manifest_ttl", "BERTH_PROXY_MANIFEST_TTL", T_INT, FIELD(proxy_manifest_ttl)},
     {"ldap.url", "BERTH_LDAP_URL", T_STR, FIELD(ldap_url)},
     {"ldap.starttls", NULL, T_BOOL, FIELD(ldap_starttls)},
     {"ldap.search_dn", "BERTH_LDAP_SEARCH_DN", T_STR, FIELD(ldap_search_dn)},
@@ -251,6 +253,8 @@ int berth_config_load(berth_config_t *cfg, const char *path, char *errbuf, size_
     cfg->ldap_verify_cert = 1;
     cfg->isa_view = 1;
     cfg->repl_workers = 2;
+    cfg->proxy_workers = 4;
+    cfg->proxy_manifest_ttl = 60;
     cfg->repl_chunk = 8192;
     if (path != NULL && load_yaml(cfg, path, errbuf, errlen) != 0)
         return -1;
@@ -313,7 +317,8 @@ int berth_config_load(berth_config_t *cfg, const char *path, char *errbuf, size_
         snprintf(cfg->external_url, n, "http://%s", cfg->http_addr);
     }
     if (cfg->database_pool == 0)
-        cfg->database_pool = cfg->workers + cfg->auth_workers + 8;
+        cfg->database_pool =
+            cfg->workers + cfg->auth_workers + 2 * cfg->proxy_workers + 8; /* a fetch holds its claim's and stores on another */
     return 0;
 }
 

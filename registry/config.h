@@ -54,6 +54,8 @@ typedef struct st_berth_config_t {
     int repl_workers;         /* replication.workers: transfer threads (2) */
     char *repl_key_file;      /* replication.key_file: AES key for endpoint secrets (default <keys_dir>/replication.key) */
     int repl_chunk;           /* replication.chunk_kib: blob chunk size in KiB (8192) */
+    int proxy_workers;        /* proxy.workers: proxy-cache upstream fetches at once (4) */
+    int proxy_manifest_ttl;   /* proxy.manifest_ttl BERTH_PROXY_MANIFEST_TTL: seconds between upstream checks of a tag (60) */
 } berth_config_t;
 
 /**

@@ -28,6 +28,7 @@
 #include "registry/service/events.h"
 #include "registry/service/isa_scan.h"
 #include "registry/service/janitor.h"
+#include "registry/service/proxy.h"
 #include "registry/service/upload_limits.h"
 #include "registry/storage/store.h"
 #include "replication/replication.h"
@@ -257,7 +258,7 @@ Out:
 
 /* What serve() has started, so a failure part-way and the normal drain stop exactly that, in reverse order */
 typedef struct {
-    int audit, isa_scan, replication;
+    int audit, isa_scan, replication, proxy;
     berth_db_listener_t *listener;
     berth_workers_t *workers, *auth_workers;
     berth_janitor_t *janitor;
@@ -273,6 +274,8 @@ static void stop_started(started_t *st)
     berth_edge_stop(st->edge_pid, 60);
     berth_upload_server_stop(st->uploads);
     berth_server_stop(st->server);
+    if (st->proxy) /* before the workers: a fetch that ends hands its requests back to them */
+        berth_proxy_stop();
     berth_janitor_stop(st->janitor);
     if (st->replication)
         berth_repl_stop();
@@ -364,6 +367,13 @@ static int serve(berth_config_t *cfgp, berth_db_t *db, berth_store_t *store, ber
     st.replication = start_replication(&cfg, db) == 0;
     if (!st.replication) {
         failed = "replication"; /* start_replication said why */
+        goto Fail;
+    }
+    berth_proxy_conf_t pconf = {.workers = cfg.proxy_workers, .manifest_ttl = cfg.proxy_manifest_ttl};
+    berth_err_t perr;
+    st.proxy = berth_proxy_start(&reg, &pconf, &perr) == 0;
+    if (!st.proxy) {
+        failed = "the proxy-cache fetch threads";
         goto Fail;
     }
     if ((st.janitor = berth_janitor_start(&reg, cfg.upload_purge_interval, cfg.upload_max_age)) == NULL) {

@@ -3,10 +3,14 @@
 #include <curl/curl.h>
 #include <jansson.h>
 #include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/sha.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 struct st_berth_client_t {
     CURL *curl;
@@ -15,8 +19,79 @@ struct st_berth_client_t {
     char bearer[8192]; /* the last token, reused until a 401 */
     int insecure;
     char ca_file[512];
-    long max_send, timeout;
+    long max_send, max_recv, timeout;
 };
+
+/* ---- tokens per scope ------------------------------------------------------------------------------------- */
+
+#define TOKENS 128
+static struct {
+    unsigned char key[SHA256_DIGEST_LENGTH]; /* of credential, registry, repository, access: no secret kept as a key */
+    char bearer[8192];
+    time_t expires;
+} tokens[TOKENS];
+static pthread_mutex_t tokens_mu = PTHREAD_MUTEX_INITIALIZER;
+
+/* The repository a /v2 path names ("" for /v2/, the catalog, the token realm) */
+static void path_repo(const char *path, char *out, size_t outsz)
+{
+    static const char *const marks[] = {"/manifests/", "/blobs/", "/tags/", "/referrers/"};
+    out[0] = '\0';
+    const char *v2 = strstr(path, "/v2/");
+    if (v2 == NULL)
+        return;
+    v2 += 4;
+    for (size_t i = 0; i < sizeof(marks) / sizeof(marks[0]); i++) {
+        const char *m = strstr(v2, marks[i]);
+        if (m != NULL) {
+            snprintf(out, outsz, "%.*s", (int)(m - v2), v2);
+            return;
+        }
+    }
+}
+
+static unsigned token_slot(const berth_client_t *c, const char *method, const char *path, unsigned char key[SHA256_DIGEST_LENGTH])
+{
+    char repo[512];
+    path_repo(path, repo, sizeof(repo));
+    if (repo[0] == '\0')
+        return TOKENS;
+    int write = strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0;
+    char material[sizeof(c->userpwd) + sizeof(c->url) + sizeof(repo) + 8];
+    int n = snprintf(material, sizeof(material), "%s%c%s%c%s%c%c", c->userpwd, 0, c->url, 0, repo, 0, write ? 'w' : 'r');
+    EVP_Digest(material, (size_t)n, key, NULL, EVP_sha256(), NULL);
+    OPENSSL_cleanse(material, sizeof(material));
+    return ((unsigned)key[0] << 8 | key[1]) % TOKENS;
+}
+
+/* A live token for this request's scope into c->bearer: 1, or 0 when none is kept */
+static int token_get(berth_client_t *c, const char *method, const char *path)
+{
+    unsigned char key[SHA256_DIGEST_LENGTH];
+    unsigned i = token_slot(c, method, path, key);
+    if (i >= TOKENS)
+        return 0;
+    pthread_mutex_lock(&tokens_mu);
+    int hit = memcmp(tokens[i].key, key, sizeof(key)) == 0 && tokens[i].expires > time(NULL);
+    if (hit)
+        memcpy(c->bearer, tokens[i].bearer, sizeof(c->bearer));
+    pthread_mutex_unlock(&tokens_mu);
+    return hit;
+}
+
+static void token_put(const berth_client_t *c, const char *method, const char *path, long expires_in)
+{
+    unsigned char key[SHA256_DIGEST_LENGTH];
+    unsigned i = token_slot(c, method, path, key);
+    if (i >= TOKENS)
+        return;
+    pthread_mutex_lock(&tokens_mu);
+    memcpy(tokens[i].key, key, sizeof(key));
+    memcpy(tokens[i].bearer, c->bearer, sizeof(c->bearer));
+    /* a margin for the request in flight; the distribution spec's default lifetime is 60 s */
+    tokens[i].expires = time(NULL) + (expires_in > 10 ? expires_in - 5 : expires_in > 0 ? expires_in : 60);
+    pthread_mutex_unlock(&tokens_mu);
+}
 
 void berth_http_dispose(berth_http_t *r)
 {
@@ -37,7 +112,8 @@ berth_client_t *berth_client_new(const berth_client_conf_t *conf)
     c->insecure = conf->insecure;
     snprintf(c->ca_file, sizeof(c->ca_file), "%s", conf->ca_file != NULL ? conf->ca_file : "");
     c->max_send = conf->max_send_bytes_per_s;
-    c->timeout = conf->timeout_s > 0 ? conf->timeout_s : 120;
+    c->max_recv = conf->max_recv_bytes_per_s;
+    c->timeout = conf->timeout_s > 0 ? conf->timeout_s : conf->timeout_s < 0 ? 0 : 120;
     return c;
 }
 
@@ -54,12 +130,28 @@ void berth_client_free(berth_client_t *c)
 typedef struct {
     berth_http_t *out;
     char challenge[1024];
+    CURL *curl;
+    berth_client_sink_fn sink; /* 2xx bodies go here when set */
+    void *sink_ctx;
+    int sink_failed;
 } ctx_t;
 
 static size_t on_body(char *p, size_t sz, size_t n, void *ud)
 {
-    berth_http_t *h = ((ctx_t *)ud)->out;
+    ctx_t *x = ud;
+    berth_http_t *h = x->out;
     size_t add = sz * n;
+    if (x->sink != NULL) {
+        long st = 0;
+        curl_easy_getinfo(x->curl, CURLINFO_RESPONSE_CODE, &st);
+        if (st >= 200 && st < 300) {
+            if (x->sink(x->sink_ctx, p, add) != 0) {
+                x->sink_failed = 1;
+                return 0;
+            }
+            return add;
+        }
+    }
     if (h->len + add > (64u << 20))
         return 0; /* bodies here are manifests, lists and blob chunks */
     h->body = realloc(h->body, h->len + add + 1);
@@ -129,6 +221,13 @@ static int perform(berth_client_t *c, const char *method, const char *url, struc
     }
     if (c->max_send > 0)
         curl_easy_setopt(h, CURLOPT_MAX_SEND_SPEED_LARGE, (curl_off_t)c->max_send);
+    if (c->max_recv > 0)
+        curl_easy_setopt(h, CURLOPT_MAX_RECV_SPEED_LARGE, (curl_off_t)c->max_recv);
+    if (x->sink != NULL) {
+        curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 1L);
+        curl_easy_setopt(h, CURLOPT_MAXREDIRS, 5L);
+    }
+    x->curl = h;
     if (c->insecure) {
         curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L);
         curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L);
@@ -156,7 +255,7 @@ static int param(const char *ch, const char *key, char *out, size_t outsz)
 }
 
 /* Answer a Bearer challenge: a token for exactly the scope asked, with our Basic credentials */
-static int fetch_token(berth_client_t *c, const char *challenge)
+static int fetch_token(berth_client_t *c, const char *challenge, long *expires_in)
 {
     char realm[512], service[256] = "", scope[1280] = "", url[4096]; /* a mount names two scopes */
     if (param(challenge, "realm", realm, sizeof(realm)) != 0)
@@ -174,13 +273,14 @@ static int fetch_token(berth_client_t *c, const char *challenge)
     const char *tok = json_string_value(json_object_get(j, "token")) ?: json_string_value(json_object_get(j, "access_token"));
     if (tok != NULL)
         snprintf(c->bearer, sizeof(c->bearer), "Authorization: Bearer %s", tok);
+    *expires_in = (long)json_integer_value(json_object_get(j, "expires_in"));
     json_decref(j);
     berth_http_dispose(&t);
     return tok != NULL ? 0 : -1;
 }
 
-int berth_client_do(berth_client_t *c, const char *method, const char *path, const char *const *headers, const void *body,
-                    size_t len, berth_http_t *out)
+static int client_do(berth_client_t *c, const char *method, const char *path, const char *const *headers, const void *body,
+                     size_t len, berth_client_sink_fn sink, void *sink_ctx, berth_http_t *out)
 {
     memset(out, 0, sizeof(*out));
     char url[4096];
@@ -190,6 +290,8 @@ int berth_client_do(berth_client_t *c, const char *method, const char *path, con
         snprintf(url, sizeof(url), "%s%s", c->url, path);
     /* a registry token is for /v2 only; the REST API takes the Basic credentials */
     int api = strncmp(path, "/api/", 5) == 0;
+    if (!api)
+        token_get(c, method, url);
     for (int attempt = 0; attempt < 2; attempt++) {
         struct curl_slist *hdrs = NULL;
         for (int i = 0; headers != NULL && headers[i] != NULL; i++)
@@ -197,19 +299,33 @@ int berth_client_do(berth_client_t *c, const char *method, const char *path, con
         hdrs = curl_slist_append(hdrs, "Expect:");
         if (c->bearer[0] && !api)
             hdrs = curl_slist_append(hdrs, c->bearer);
-        ctx_t x = {.out = out};
+        ctx_t x = {.out = out, .sink = sink, .sink_ctx = sink_ctx};
         long long sent = out->sent;
         berth_http_dispose(out);
         out->sent = sent;
         int rc = perform(c, method, url, hdrs, body, len, api || c->bearer[0] == '\0', &x);
         curl_slist_free_all(hdrs);
-        if (rc != 0)
+        if (rc != 0 || x.sink_failed)
             return -1;
         if (api || out->status != 401 || attempt == 1 || strncasecmp(x.challenge, "Bearer ", 7) != 0)
             return 0;
         c->bearer[0] = '\0';
-        if (fetch_token(c, x.challenge) != 0)
+        long expires_in = 0;
+        if (fetch_token(c, x.challenge, &expires_in) != 0)
             return 0; /* the 401 stands */
+        token_put(c, method, url, expires_in);
     }
     return 0;
+}
+
+int berth_client_do(berth_client_t *c, const char *method, const char *path, const char *const *headers, const void *body,
+                    size_t len, berth_http_t *out)
+{
+    return client_do(c, method, path, headers, body, len, NULL, NULL, out);
+}
+
+int berth_client_get_to(berth_client_t *c, const char *path, const char *const *headers, berth_client_sink_fn sink, void *ctx,
+                        berth_http_t *out)
+{
+    return client_do(c, "GET", path, headers, NULL, 0, sink, ctx, out);
 }

@@ -16,7 +16,8 @@ typedef struct st_berth_client_conf_t {
     int insecure;
     const char *ca_file;
     long max_send_bytes_per_s; /* 0: unlimited */
-    long timeout_s;            /* per request */
+    long max_recv_bytes_per_s; /* 0: unlimited (proxy_speed_kb) */
+    long timeout_s;            /* per request; -1: none (a stalled transfer still fails within seconds) */
 } berth_client_conf_t;
 
 typedef struct st_berth_http_t {
@@ -31,6 +32,11 @@ void berth_http_dispose(berth_http_t *r);
 berth_client_t *berth_client_new(const berth_client_conf_t *conf);
 void berth_client_free(berth_client_t *c);
 
+/*
+ * Bearer tokens are kept process-wide per credential, registry, repository and kind of access (read or write)
+ * until their expires_in runs out, so the next request for that scope, from any client, skips the token server.
+ */
+
 /**
  * One request. `path` is absolute ("/v2/…") or a full URL (upload Locations). `headers` are extra lines ("Accept: …",
  * may be NULL-terminated array or NULL). A 401 with a Bearer challenge is answered once with a token. Returns 0
@@ -38,5 +44,16 @@ void berth_client_free(berth_client_t *c);
  */
 int berth_client_do(berth_client_t *c, const char *method, const char *path, const char *const *headers, const void *body,
                     size_t len, berth_http_t *out);
+
+/** Receives a 2xx response body as it arrives; returns 0 to go on, -1 to abort the transfer. */
+typedef int (*berth_client_sink_fn)(void *ctx, const char *data, size_t len);
+
+/**
+ * A GET whose 2xx body goes to `sink` instead of out->body (other answers are kept in out->body as usual).
+ * Redirects are followed (registries send blobs from elsewhere). Returns as berth_client_do; -1 also when the
+ * sink aborted.
+ */
+int berth_client_get_to(berth_client_t *c, const char *path, const char *const *headers, berth_client_sink_fn sink, void *ctx,
+                        berth_http_t *out);
 
 #endif

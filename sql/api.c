@@ -27,7 +27,8 @@
     "coalesce((SELECT u.username FROM users u WHERE u.id = p.owner_id), ''), 'creation_time', p.created_at, "                      \
     "'update_time', p.updated_at, 'repo_count', (SELECT count(*) FROM repositories r WHERE r.project_id = p.id), "                 \
     "'metadata', json_build_object('public', CASE WHEN p.public THEN 'true' ELSE 'false' END, 'isa_policy', "                      \
-    "p.isa_policy, 'isa_require_scan_pass', CASE WHEN p.isa_require_scan_pass THEN 'true' ELSE 'false' END), "                     \
+    "p.isa_policy, 'isa_require_scan_pass', CASE WHEN p.isa_require_scan_pass THEN 'true' ELSE 'false' END, 'proxy_speed_kb', "    \
+    "p.proxy_speed_kb::text), 'registry_id', p.registry_id, "                                                                      \
     "'current_user_role_id', CASE WHEN " robot "::bool THEN 0 ELSE coalesce(berth_member_role(p.id, " uid "::bigint), 0) END)"
 
 /* Artifacts a repository lists: not a referrer, and not only the child of an index (tagged children count) */
@@ -118,17 +119,21 @@ const berth_db__stmt_t berth_db__api_stmts[BERTH_SQL__COUNT] = {
     /* $1 uid, $2 robot, $3 name */
     Q(BERTH_Q_PROJECT_GET, "SELECT " PROJECT_JSON("$1", "$2") "::text FROM projects p WHERE p.name = $3::text", 3),
     Q(BERTH_Q_PROJECT_NAME_BY_ID, "SELECT to_json(name)::text FROM projects WHERE id = $1::bigint", 1),
-    /* $1 name, $2 public, $3 owner id (NULL for robots): the creator becomes project admin */
+    /* $1 name, $2 public, $3 owner id (NULL for robots): the creator becomes project admin; $4 registry id (a proxy
+     * cache; no row when that endpoint does not exist), $5 proxy_speed_kb */
     Q(BERTH_Q_PROJECT_CREATE,
-      "WITH p AS (INSERT INTO projects (name, public, owner_id) VALUES ($1::text, $2::bool, $3::bigint) RETURNING id), "
+      "WITH p AS (INSERT INTO projects (name, public, owner_id, registry_id, proxy_speed_kb) SELECT $1::text, $2::bool, $3::bigint, "
+      "$4::bigint, coalesce($5::bigint, -1) WHERE $4::bigint IS NULL OR EXISTS (SELECT 1 FROM registries g WHERE g.id = $4::bigint) "
+      "RETURNING id), "
       "m AS (INSERT INTO project_members (project_id, user_id, role) SELECT p.id, $3::bigint, 1 FROM p WHERE $3::bigint "
       "IS NOT NULL) SELECT json_build_object('project_id', id)::text FROM p",
-      3),
-    /* $1 id, $2 public */
+      5),
+    /* $1 id, $2 public, $3 isa_policy, $4 isa_require_scan_pass, $5 proxy_speed_kb (NULL keeps each) */
     Q(BERTH_Q_PROJECT_UPDATE,
       "UPDATE projects SET public = coalesce($2::bool, public), isa_policy = coalesce($3::text, isa_policy), "
-      "isa_require_scan_pass = coalesce($4::bool, isa_require_scan_pass), updated_at = now() WHERE id = $1::bigint",
-      4),
+      "isa_require_scan_pass = coalesce($4::bool, isa_require_scan_pass), proxy_speed_kb = coalesce($5::bigint, proxy_speed_kb), "
+      "updated_at = now() WHERE id = $1::bigint",
+      5),
     /* $1 id: only an empty project goes */
     Q(BERTH_Q_PROJECT_DELETE,
       "DELETE FROM projects p WHERE p.id = $1::bigint AND NOT EXISTS (SELECT 1 FROM repositories r WHERE r.project_id = p.id)", 1),

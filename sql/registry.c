@@ -8,6 +8,12 @@
 #include "sql/db_internal.h"
 
 /* All SQL of this file, parameters always out of line. */
+/* A repository of a proxy-cache project (migration 0140): its manifests are stored before what they reference,
+ * which is fetched from the upstream when first pulled (a child manifest of an index, a layer). */
+#define PROXIED(rid)                                                                                                               \
+    "EXISTS (SELECT 1 FROM repositories r JOIN projects p ON p.id = r.project_id WHERE r.id = " rid                                \
+    " AND p.registry_id IS NOT NULL)"
+
 const berth_db__stmt_t berth_db__registry_stmts[BERTH_SQL__COUNT] = {
     BERTH_DB__STMT(BERTH_SQL_REPO_ID, "SELECT id FROM repositories WHERE name = $1", 1),
     /* DO UPDATE (not DO NOTHING) so RETURNING yields the id even when a concurrent push created the row */
@@ -19,6 +25,7 @@ const berth_db__stmt_t berth_db__registry_stmts[BERTH_SQL__COUNT] = {
         "RETURNING id",
         2),
     BERTH_DB__STMT(BERTH_SQL_PROJECT_ID, "SELECT id FROM projects WHERE name = $1", 1),
+    BERTH_DB__STMT(BERTH_SQL_PROJECT_PUSHABLE, "SELECT (registry_id IS NULL)::int FROM projects WHERE name = $1", 1),
     /* delivered at COMMIT to every berthd listening (sql/listen.c), never for a rolled-back change */
     BERTH_DB__STMT(BERTH_SQL_NOTIFY, "SELECT pg_notify('berth_invalidate', $1)", 1),
     BERTH_DB__STMT(BERTH_SQL_UPLOAD_EXPIRE,
@@ -47,11 +54,11 @@ const berth_db__stmt_t berth_db__registry_stmts[BERTH_SQL__COUNT] = {
                    3),
     BERTH_DB__STMT(BERTH_SQL_MISSING_BLOB,
                    "SELECT d FROM unnest($2::text[]) AS d WHERE NOT EXISTS "
-                   "(SELECT 1 FROM repository_blobs WHERE repository_id = $1 AND digest = d) LIMIT 1",
+                   "(SELECT 1 FROM repository_blobs WHERE repository_id = $1 AND digest = d) AND NOT " PROXIED("$1") " LIMIT 1",
                    2),
     BERTH_DB__STMT(BERTH_SQL_MISSING_MANIFEST,
                    "SELECT d FROM unnest($2::text[]) AS d WHERE NOT EXISTS "
-                   "(SELECT 1 FROM manifests WHERE repository_id = $1 AND digest = d) LIMIT 1",
+                   "(SELECT 1 FROM manifests WHERE repository_id = $1 AND digest = d) AND NOT " PROXIED("$1") " LIMIT 1",
                    2),
     BERTH_DB__STMT(BERTH_SQL_MANIFEST_BY_TAG,
                    "SELECT m.digest, m.media_type, m.content FROM repositories r JOIN tags t ON t.repository_id = r.id "
@@ -180,12 +187,18 @@ static int project_of(berth_dbconn_t *c, const char *repo, int64_t *pid, berth_e
 
 int berth_db_project_check(berth_dbconn_t *c, const char *repo, berth_err_t *err)
 {
-    const char *rp[] = {repo};
-    int64_t id;
-    int rc = run_int64(c, BERTH_SQL_REPO_ID, rp, &id, err);
-    if (rc != BERTH_ENOTFOUND || projects_auto_create)
-        return rc == BERTH_ENOTFOUND ? 0 : rc; /* an auto-created project appears with the first blob or manifest */
-    return project_of(c, repo, &id, err);
+    char project[BERTH_NAME_MAX + 1];
+    size_t plen = berth_ref_project_len(repo, strlen(repo));
+    memcpy(project, repo, plen);
+    project[plen] = '\0';
+    const char *pp[] = {project};
+    int64_t pushable;
+    int rc = run_int64(c, BERTH_SQL_PROJECT_PUSHABLE, pp, &pushable, err);
+    if (rc == BERTH_ENOTFOUND)
+        return projects_auto_create ? 0 : project_of(c, repo, &pushable, err); /* auto-created with the first write */
+    if (rc == 0 && !pushable) /* Harbor: a proxy cache holds what its upstream has, nothing else */
+        return berth_err_set(err, BERTH_OCI_DENIED, "project %s is a proxy cache: push is not allowed", project);
+    return rc;
 }
 
 /* Inside a transaction: the repository id, creating the repository on first use (and the project when

@@ -41,6 +41,12 @@
     X(BERTH_SQL_PROJECT_ID) \
     X(BERTH_SQL_NOTIFY) \
     X(BERTH_SQL_UPLOAD_EXPIRE) \
+    X(BERTH_SQL_PROJECT_PUSHABLE) \
+    /* sql/proxy.c: proxy-cache projects */ \
+    X(BERTH_SQL_PROXY_OF) \
+    X(BERTH_SQL_PROXY_CHECKED) \
+    X(BERTH_SQL_PROXY_TRYLOCK) \
+    X(BERTH_SQL_PROXY_UNLOCK) \
     /* sql/isa.c: ISA variant rows, view indexes, scan verdicts */ \
     X(BERTH_SQL_ISA_INSERT) \
     X(BERTH_SQL_ISA_POLICY) \

@@ -73,6 +73,26 @@ static int public_flag(json_t *body)
     return -1;
 }
 
+/* metadata.proxy_speed_kb as Harbor sends it (a string, or a number): "" when absent, 0 or -1 when invalid */
+static int proxy_speed(json_t *v, char out[24])
+{
+    long long kb;
+    char *end = NULL;
+    out[0] = '\0';
+    if (v == NULL)
+        return 0;
+    if (json_is_integer(v))
+        kb = json_integer_value(v);
+    else if (json_is_string(v) && json_string_length(v) > 0 && json_string_length(v) < 20)
+        kb = strtoll(json_string_value(v), &end, 10);
+    else
+        return -1;
+    if ((end != NULL && *end != '\0') || (kb != -1 && (kb < 1 || kb > (1LL << 40))))
+        return -1;
+    snprintf(out, 24, "%lld", kb);
+    return 0;
+}
+
 static int create_project(berth_api_t *a)
 {
     if (!a->who.sysadmin && (a->who.robot || berth_api_conf->project_creation_admin_only))
@@ -87,15 +107,35 @@ static int create_project(berth_api_t *a)
                               "project_name must be lowercase letters and digits separated by '.', '_' or '-'");
     }
     int pub = public_flag(body);
-    char owner[24];
+    char owner[24], registry[24] = "", speed[24] = "";
     snprintf(owner, sizeof(owner), "%lld", (long long)a->who.id);
-    const char *p[] = {name, pub == 1 ? "true" : "false", a->who.robot ? NULL : owner};
+    /* a proxy cache (registry_id) pulls with an endpoint's credentials: endpoints are the system admin's */
+    json_t *rid = json_object_get(body, "registry_id");
+    if (rid != NULL && !json_is_null(rid)) {
+        if (!json_is_integer(rid) || json_integer_value(rid) < 1) {
+            json_decref(body);
+            return berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "registry_id must be the id of a registry endpoint");
+        }
+        if (!a->who.sysadmin) {
+            json_decref(body);
+            return berth_api_fail(a, BERTH_OCI_DENIED, "only system administrators may create proxy-cache projects");
+        }
+        snprintf(registry, sizeof(registry), "%lld", (long long)json_integer_value(rid));
+    }
+    if (proxy_speed(json_object_get(json_object_get(body, "metadata"), "proxy_speed_kb"), speed) != 0) {
+        json_decref(body);
+        return berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "metadata.proxy_speed_kb must be -1 or a positive number of KiB/s");
+    }
+    const char *p[] = {name, pub == 1 ? "true" : "false", a->who.robot ? NULL : owner, registry[0] ? registry : NULL,
+                       speed[0] ? speed : NULL};
     berth_db_json_t r;
     int rc = berth_api_query(a, BERTH_Q_PROJECT_CREATE, p, &r);
-    berth_api_audit(a, "create", "project", name, name, rc == 0);
+    berth_api_audit(a, "create", "project", name, name, rc == 0 && r.json != NULL);
     json_decref(body);
     if (rc != 0)
         return -1;
+    if (r.json == NULL)
+        return berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "registry_id %s is not a registry endpoint", registry);
     return berth_api_created(a, r.json, "project_id", "/api/v2.0/projects");
 }
 
@@ -140,14 +180,26 @@ static int update_project(berth_api_t *a)
         snprintf(isa, sizeof(isa), "%s", ip);
     const char *rs = json_string_value(json_object_get(json_object_get(body, "metadata"), "isa_require_scan_pass"));
     int scan = rs == NULL ? -1 : strcmp(rs, "true") == 0 ? 1 : strcmp(rs, "false") == 0 ? 0 : -2;
+    char speed[24];
+    int speed_bad = proxy_speed(json_object_get(json_object_get(body, "metadata"), "proxy_speed_kb"), speed);
     json_decref(body);
+    if (speed_bad)
+        return berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "metadata.proxy_speed_kb must be -1 or a positive number of KiB/s");
     if (scan == -2)
         return berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "metadata.isa_require_scan_pass must be \"true\" or \"false\"");
     if (isa[0] && strcmp(isa, "off") != 0 && strcmp(isa, "warn") != 0 && strcmp(isa, "strict") != 0)
         return berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "metadata.isa_policy must be off, warn or strict");
     char id[24];
     project_id(a, id);
-    const char *p[] = {id, pub < 0 ? NULL : pub ? "true" : "false", isa[0] ? isa : NULL, scan < 0 ? NULL : scan ? "true" : "false"};
+    const char *p[] = {id,
+                       pub < 0 ? NULL
+                       : pub   ? "true"
+                               : "false",
+                       isa[0] ? isa : NULL,
+                       scan < 0 ? NULL
+                       : scan   ? "true"
+                                : "false",
+                       speed[0] ? speed : NULL};
     berth_db_json_t r;
     if (berth_api_query(a, BERTH_Q_PROJECT_UPDATE, p, &r) != 0)
         return -1;

@@ -7,6 +7,7 @@
 #include "auth/audit.h"
 #include "registry/http/access_log.h"
 #include "registry/service/cache.h"
+#include "registry/service/proxy.h"
 #include "registry/service/upload.h"
 
 enum { M_GET, M_HEAD, M_PUT, M_POST, M_PATCH, M_DELETE, M_OTHER, M__COUNT };
@@ -104,6 +105,21 @@ char *berth_metrics_render(berth_db_t *db, berth_store_t *store, long worker_que
             "# HELP berth_cache_enabled 1 while invalidations from PostgreSQL are being received.\n"
             "# TYPE berth_cache_enabled gauge\nberth_cache_enabled %d\n",
             (unsigned long long)hits, (unsigned long long)misses, cache_on);
+    berth_proxy_stats_t px;
+    berth_proxy_stats(&px);
+    fprintf(f,
+            "# HELP berth_proxy_upstream_requests_total Requests proxy-cache projects sent to their upstreams.\n"
+            "# TYPE berth_proxy_upstream_requests_total counter\nberth_proxy_upstream_requests_total %llu\n"
+            "# TYPE berth_proxy_upstream_bytes_total counter\nberth_proxy_upstream_bytes_total %llu\n"
+            "# HELP berth_proxy_coalesced_total Pulls that joined an upstream fetch already in flight.\n"
+            "# TYPE berth_proxy_coalesced_total counter\nberth_proxy_coalesced_total %llu\n"
+            "# HELP berth_proxy_stale_served_total Held tags served because the upstream was down, slow or refused.\n"
+            "# TYPE berth_proxy_stale_served_total counter\nberth_proxy_stale_served_total %llu\n"
+            "# TYPE berth_proxy_fetch_failures_total counter\nberth_proxy_fetch_failures_total %llu\n"
+            "# HELP berth_proxy_digest_mismatch_total Upstream content refused because it did not match its digest.\n"
+            "# TYPE berth_proxy_digest_mismatch_total counter\nberth_proxy_digest_mismatch_total %llu\n",
+            (unsigned long long)px.upstream_requests, (unsigned long long)px.upstream_bytes, (unsigned long long)px.coalesced,
+            (unsigned long long)px.stale_served, (unsigned long long)px.failures, (unsigned long long)px.digest_mismatch);
     if (db != NULL) {
         int size, in_use;
         unsigned long waits, errors;

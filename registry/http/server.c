@@ -27,6 +27,7 @@
 #include "registry/http/limits.h"
 #include "registry/http/metrics.h"
 #include "registry/service/isa.h"
+#include "registry/service/proxy.h"
 
 #define MAX_BODY (8u << 20) /* manifests (4 MiB) and API payloads; blob bodies never come here */
 
@@ -71,7 +72,8 @@ struct job {
     char who[BERTH_GATE_WHO_MAX];
     char isa_view[64]; /* /v2/_isa/<view>/…: the CPU level whose derived index manifests are answered with */
     berth_v2_req_t v2;
-    berth_scope_t need; /* what the request needs; has_need 0 for the base endpoint */
+    berth_proxy_need_t proxy; /* a proxy-cache pull that waits for the upstream first (v2.need points here) */
+    berth_scope_t need;       /* what the request needs; has_need 0 for the base endpoint */
     int has_need, gate_passed;
     int on_auth_pool; /* re-run there because it needed credential work */
     char method[16];
@@ -196,9 +198,28 @@ static int move_to_auth_pool(job_t *j)
     return -1;
 }
 
+static void run_job(berth_work_t *w);
+
+/* On a proxy thread: the fetch a request waited for ended. Run it again on a worker, or answer the fetch's error. */
+static void on_fetched(void *ctx, int rc, const berth_err_t *err)
+{
+    job_t *j = ctx;
+    j->proxy.kind = BERTH_PROXY_NONE;
+    if (rc == 0) {
+        j->v2.proxy_done = 1;
+        berth_workers_submit(j->loop->server->workers, &j->work);
+        return;
+    }
+    berth_resp_dispose(&j->resp);
+    berth_resp_init(&j->resp);
+    berth_resp_error(&j->resp, err);
+    h2o_multithread_send_message(&j->loop->done, &j->msg);
+}
+
 static void run_job(berth_work_t *w)
 {
     job_t *j = H2O_STRUCT_FROM_MEMBER(job_t, work, w);
+    j->proxy.kind = BERTH_PROXY_NONE;
     berth_offload_enter(j->on_auth_pool);
     if (j->kind == JOB_TOKEN)
         berth_authsvc_token(j->reg->auth, &j->token, &j->resp);
@@ -214,6 +235,11 @@ static void run_job(berth_work_t *w)
     }
     if (berth_offload_leave() && move_to_auth_pool(j) == 0)
         return;
+    if (j->proxy.kind != BERTH_PROXY_NONE) { /* the upstream first; the request runs again when it answered */
+        j->gate_passed = 1;
+        berth_proxy_fetch(&j->proxy, on_fetched, j);
+        return;
+    }
     h2o_multithread_send_message(&j->loop->done, &j->msg);
 }
 
@@ -474,6 +500,7 @@ static int serve_v2(loop_thread_t *lt, h2o_req_t *req)
     }
     j->accept = header_dup(req, H2O_TOKEN_ACCEPT, &j->v2.accept_len);
     j->v2.accept = j->accept;
+    j->v2.need = &j->proxy;
     j->ctype = header_dup(req, H2O_TOKEN_CONTENT_TYPE, NULL);
     j->v2.content_type = j->ctype;
     j->authorization = header_dup(req, H2O_TOKEN_AUTHORIZATION, NULL);

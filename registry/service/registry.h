@@ -33,11 +33,17 @@ typedef struct st_berth_v2_req_t {
     size_t body_len;
     const char *who;    /* the caller as the gate named it ("" anonymous), for the audit log */
     const char *remote; /* client address */
+    /* proxy-cache projects (proxy.h): where a GET that needs the upstream says so instead of answering (NULL:
+     * answer from what is held); proxy_done once that fetch ran; from_upstream for the proxy's own stores */
+    struct st_berth_proxy_need_t *need;
+    int proxy_done;
+    int from_upstream;
 } berth_v2_req_t;
 
 /**
  * Answer a /v2 request routed to any route but the uploads' (see upload.h) by its route id (berth_route_select).
- * Fills `resp`; never fails without a response.
+ * Fills `resp`; never fails without a response, except that a pull from a proxy-cache project may instead fill
+ * *req->need (kind not BERTH_PROXY_NONE, `resp` empty): fetch it (berth_proxy_fetch), then ask again.
  */
 void berth_v2_handle(berth_registry_t *reg, const berth_v2_req_t *req, berth_resp_t *resp);
 

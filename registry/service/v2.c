@@ -13,6 +13,8 @@
 #include "registry/service/cache.h"
 #include "registry/service/events.h"
 #include "registry/service/isa.h"
+#include "registry/service/proxy.h"
+#include "sql/proxy.h"
 #include "sql/registry.h"
 
 #define LIST_MAX 10000 /* page size cap for tags/list and _catalog; a Link header leads on */
@@ -139,11 +141,47 @@ static void audit_pull(const berth_v2_req_t *rq, const char *digest)
 /* A change through /v2 committed: announce it (events.h); `ev` holds what the route does not say */
 static void emit(const berth_v2_req_t *rq, berth_event_t *ev)
 {
-    ev->surface = BERTH_EVENT_V2;
+    ev->surface = rq->from_upstream ? BERTH_EVENT_INTERNAL : BERTH_EVENT_V2;
     ev->repo = rq->route.name;
     ev->principal = rq->who;
     ev->remote = rq->remote;
     berth_event_emit(ev);
+}
+
+/*
+ * A pull from a proxy-cache project that the upstream must answer first: a missing manifest or blob, or a held tag
+ * last compared with the upstream more than proxy.manifest_ttl ago. 1 with rq->need filled, 0 to answer from
+ * what is held (also when this is no proxy project), <0 on a database error. *proxied says whether it is one.
+ */
+static int needs_upstream(berth_dbconn_t *c, const berth_v2_req_t *rq, berth_proxy_kind_t kind, const char *held, int *proxied,
+                          berth_err_t *err)
+{
+    berth_db_proxy_t f;
+    *proxied = 0;
+    if (rq->need == NULL || strchr(rq->route.name, '/') == NULL) /* "<project>/<upstream name>": a bare project has none */
+        return 0;
+    int rc = berth_db_proxy_of(c, rq->route.name, kind == BERTH_PROXY_TAG ? rq->route.ref : NULL, &f, err);
+    if (rc <= 0)
+        return rc;
+    *proxied = 1;
+    if (rq->proxy_done || (held != NULL && (kind != BERTH_PROXY_TAG || (f.tag_age >= 0 && f.tag_age < berth_proxy_manifest_ttl()))))
+        return 0;
+    berth_proxy_need_t *n = rq->need;
+    memset(n, 0, sizeof(*n));
+    n->kind = kind;
+    snprintf(n->repo, sizeof(n->repo), "%s", rq->route.name);
+    snprintf(n->ref, sizeof(n->ref), "%s", rq->route.ref);
+    n->registry_id = f.registry_id;
+    n->speed_kb = f.speed_kb;
+    snprintf(n->cached, sizeof(n->cached), "%s", held != NULL ? held : "");
+    return 1;
+}
+
+/* a lookup that found nothing, so a proxy project may fetch it */
+static int is_miss(int rc, const berth_err_t *err)
+{
+    return rc != 0 && err != NULL &&
+           (err->oci == BERTH_OCI_MANIFEST_UNKNOWN || err->oci == BERTH_OCI_NAME_UNKNOWN || err->oci == BERTH_OCI_BLOB_UNKNOWN);
 }
 
 static int do_manifest_get(berth_registry_t *reg, berth_dbconn_t *c, const berth_v2_req_t *rq, berth_resp_t *resp, berth_err_t *err)
@@ -151,11 +189,26 @@ static int do_manifest_get(berth_registry_t *reg, berth_dbconn_t *c, const berth
     berth_db_manifest_t m = {0};
     uint64_t epoch = berth_cache_epoch(rq->route.name); /* before the read: see cache.h */
     int rc = berth_db_manifest_get(c, rq->route.name, rq->route.ref, rq->route.ref_is_digest, &m, err);
+    int proxied = 0;
+    if (rc == 0 || is_miss(rc, err)) {
+        berth_err_t perr;
+        berth_err_clear(&perr);
+        int need = needs_upstream(c, rq, rq->route.ref_is_digest ? BERTH_PROXY_DIGEST : BERTH_PROXY_TAG, rc == 0 ? m.digest : NULL,
+                                  &proxied, &perr);
+        if (need != 0) {
+            berth_db_manifest_dispose(&m);
+            if (need < 0)
+                *err = perr;
+            return need < 0 ? need : 0;
+        }
+    }
     if (rc != 0)
         return rc;
     berth_cache_val_t v = {.media_type = m.media_type, .content = m.content, .len = m.len};
     snprintf(v.digest, sizeof(v.digest), "%s", m.digest);
-    berth_cache_put(BERTH_CACHE_MANIFEST, rq->route.name, rq->route.ref, epoch, &v);
+    /* a proxied tag is never answered from memory: its lookups must come here to be revalidated after the TTL */
+    if (!proxied || rq->route.ref_is_digest)
+        berth_cache_put(BERTH_CACHE_MANIFEST, rq->route.name, rq->route.ref, epoch, &v);
     /* An index only goes to clients that say they understand it; single manifests are always served. */
     if (is_index_type(m.media_type) && !berth_manifest_accepts(rq->accept, rq->accept_len, m.media_type)) {
         berth_db_manifest_dispose(&m);
@@ -220,9 +273,11 @@ static int do_manifest_put(berth_registry_t *reg, berth_dbconn_t *c, const berth
 {
     if (rq->body_len > BERTH_MANIFEST_MAX)
         return berth_err_set(err, BERTH_OCI_MANIFEST_TOO_BIG, "manifest exceeds %u bytes", BERTH_MANIFEST_MAX);
+    int rc;
+    if (!rq->from_upstream && (rc = berth_db_project_check(c, rq->route.name, err)) != 0) /* a proxy cache refuses pushes */
+        return rc;
     berth_manifest_info_t info;
-    int rc = berth_manifest_parse(&info, rq->body, rq->body_len, rq->content_type, err);
-    if (rc != 0)
+    if ((rc = berth_manifest_parse(&info, rq->body, rq->body_len, rq->content_type, err)) != 0)
         return rc;
     berth_digest_t d;
     if (rq->route.ref_is_digest) {
@@ -287,8 +342,14 @@ static int do_blob_get(berth_registry_t *reg, berth_dbconn_t *c, const berth_v2_
     if (rc != 0)
         return rc;
     uint64_t epoch = berth_cache_epoch(rq->route.name);
-    if ((rc = berth_db_blob_stat(c, rq->route.name, d.str, &size, err)) != 0)
-        return rc;
+    if ((rc = berth_db_blob_stat(c, rq->route.name, d.str, &size, err)) != 0) {
+        berth_err_t perr;
+        berth_err_clear(&perr);
+        int proxied, need = is_miss(rc, err) ? needs_upstream(c, rq, BERTH_PROXY_BLOB, NULL, &proxied, &perr) : 0;
+        if (need < 0)
+            *err = perr;
+        return need == 0 ? rc : need < 0 ? need : 0;
+    }
     berth_cache_val_t v = {.len = (size_t)size};
     snprintf(v.digest, sizeof(v.digest), "%s", d.str);
     berth_cache_put(BERTH_CACHE_BLOB, rq->route.name, d.str, epoch, &v);

@@ -1,0 +1,74 @@
+/*
+ * Proxy-cache projects (issue #14, Harbor's model): a project created with a registry_id answers a pull it cannot
+ * serve by fetching from that endpoint, storing what it fetched through the ordinary paths (manifest store,
+ * blob commit: quotas, change events, GC and retention apply), and serving it; later pulls are local.
+ *
+ * A /v2 handler that lacks something fills a berth_proxy_need_t (v2.c) instead of answering; the caller hands it
+ * to berth_proxy_fetch and runs the request again when `done` says so. Fetches run on the proxy's own threads,
+ * never on the request workers, and are coalesced: concurrent requests for one manifest or blob share one
+ * upstream request in this process (a table of flights) and across every berthd on the database (a session
+ * advisory lock, after which the holder finds the work done).
+ *
+ * Freshness: a tag held locally is compared with the upstream (HEAD) at most every proxy.manifest_ttl seconds;
+ * when the upstream fails, is slow or answers 429, the held copy is served (a log line and
+ * berth_proxy_stale_served_total). A digest held locally never needs the upstream.
+ */
+#ifndef BERTH_SERVICE_PROXY_H
+#define BERTH_SERVICE_PROXY_H
+
+#include <stdint.h>
+
+#include "core/digest.h"
+#include "core/err.h"
+#include "core/ref.h"
+
+struct st_berth_registry_t;
+
+typedef enum {
+    BERTH_PROXY_NONE = 0,
+    BERTH_PROXY_TAG,    /* a manifest by tag: fetched when absent, revalidated when held and older than the TTL */
+    BERTH_PROXY_DIGEST, /* a manifest by digest, absent here */
+    BERTH_PROXY_BLOB,   /* a blob, absent from the repository */
+} berth_proxy_kind_t;
+
+/** What a request needs from the upstream. Plain data: the request's job carries it to the fetch. */
+typedef struct st_berth_proxy_need_t {
+    berth_proxy_kind_t kind;
+    char repo[BERTH_NAME_MAX + 1]; /* the local repository, "<project>/<upstream name>" */
+    char ref[BERTH_REF_MAX + 1];   /* tag or digest */
+    long long registry_id;         /* the project's endpoint */
+    long speed_kb;                 /* proxy_speed_kb: download cap in KiB/s, <= 0 none */
+    char cached[BERTH_DIGEST_MAX]; /* TAG: the digest held now ("" none), served when the upstream fails */
+} berth_proxy_need_t;
+
+typedef struct st_berth_proxy_conf_t {
+    int workers;      /* proxy.workers: upstream fetches at once (4) */
+    int manifest_ttl; /* proxy.manifest_ttl: seconds between upstream checks of a held tag (60) */
+} berth_proxy_conf_t;
+
+int berth_proxy_start(struct st_berth_registry_t *reg, const berth_proxy_conf_t *conf, berth_err_t *err);
+/** Finish fetches in flight (their waiters get their answer), then join the threads. */
+void berth_proxy_stop(void);
+/** proxy.manifest_ttl in seconds. */
+int berth_proxy_manifest_ttl(void);
+
+/**
+ * Called once per request from a proxy thread when the fetch it waited for ended: rc 0 (run the request again:
+ * what it needs is here, or the held copy stands), or a negative code with `err` saying what to answer.
+ */
+typedef void (*berth_proxy_done_fn)(void *ctx, int rc, const berth_err_t *err);
+
+/** Start the fetch `need` names, or join the one in flight. Never blocks on the network or the database. */
+void berth_proxy_fetch(const berth_proxy_need_t *need, berth_proxy_done_fn done, void *ctx);
+
+typedef struct st_berth_proxy_stats_t {
+    uint64_t upstream_requests; /* requests sent to upstreams (HEAD and GET of manifests and blobs) */
+    uint64_t upstream_bytes;    /* blob and manifest bytes received */
+    uint64_t coalesced;         /* requests that joined a fetch already in flight */
+    uint64_t stale_served;      /* held tags served because the upstream failed */
+    uint64_t failures;          /* fetches that ended in an error for their requests */
+    uint64_t digest_mismatch;   /* upstream content that did not match its digest (nothing stored) */
+} berth_proxy_stats_t;
+void berth_proxy_stats(berth_proxy_stats_t *out);
+
+#endif

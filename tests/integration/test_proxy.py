@@ -1,0 +1,466 @@
+"""Proxy-cache projects (issue #14): a project created with a registry_id pulls what it lacks from that endpoint,
+stores it and serves it; later pulls are local. Upstreams are a stock Distribution (`docker-registry`) behind a
+small forwarding proxy written here, which counts what reaches the upstream (its access log) and can answer 503 or
+429, drop connections, or flip a byte of blob bodies; and a second Berth (token dance, its own access log)."""
+import collections
+import hashlib
+import http.client
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+import unittest
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from harness import ACCEPT_ALL, ADMIN_AUTH, ADMIN_CREDS, ADMIN_PASSWORD, OCI_CONFIG, OCI_INDEX, OCI_LAYER, OCI_MANIFEST, BerthTestCase, Berthd, error_code, \
+    eventually, make_layer, free_port, main, psql, sha256
+
+TTL = 3  # proxy.manifest_ttl for these tests, seconds
+LAYER_MIB = int(os.environ.get("BERTH_TEST_PROXY_LAYER_MIB", "64"))
+CLIENTS = int(os.environ.get("BERTH_TEST_PROXY_CLIENTS", "200"))
+
+
+class Upstream:
+    """A forwarding proxy in front of a registry: records (method, path, status) of every request it forwards and
+    misbehaves on demand (mode: pass, 503, 429, close, corrupt)."""
+
+    def __init__(self, target_port):
+        self.target_port = target_port
+        self.mode = "pass"
+        self.bearer = False  # require a token from /token (the Docker token dance), as Docker Hub does
+        self.tokens, self.valid = [], set()
+        self.log = []
+        self.mu = threading.Lock()
+        up = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def forward(self, method):
+                with up.mu:
+                    up.log.append((method, self.path))
+                    mode = up.mode
+                if self.path.startswith("/token"):  # the token service of "bearer" mode: one token per request
+                    with up.mu:
+                        up.tokens.append(self.path)
+                        tok = "t%d" % len(up.tokens)
+                        up.valid.add(tok)
+                    body = json.dumps({"token": tok, "expires_in": 300}).encode()
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
+                    return
+                if up.bearer and self.path != "/v2/" and self.headers.get("Authorization", "")[7:] not in up.valid:
+                    repo = self.path[4:].split("/manifests/")[0].split("/blobs/")[0]
+                    self.send_response(401)
+                    self.send_header("WWW-Authenticate", 'Bearer realm="http://127.0.0.1:%d/token",service="up",scope="repository:%s:pull"'
+                                     % (up.port, repo))
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                if mode == "close":
+                    self.close_connection = True
+                    self.connection.shutdown(2)
+                    return
+                if mode in ("503", "429"):
+                    self.send_response(int(mode))
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                body = None
+                if self.headers.get("Content-Length"):
+                    body = self.rfile.read(int(self.headers["Content-Length"]))
+                c = http.client.HTTPConnection("127.0.0.1", up.target_port, timeout=60)
+                hdrs = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "connection", "authorization")}
+                c.request(method, self.path, body=body, headers=hdrs)
+                r = c.getresponse()
+                data = r.read()
+                c.close()
+                if mode == "corrupt" and "/blobs/" in self.path and r.status == 200 and data:
+                    data = bytes([data[0] ^ 0xFF]) + data[1:]
+                self.send_response(r.status)
+                for k, v in r.getheaders():
+                    if k.lower() not in ("connection", "transfer-encoding", "content-length"):
+                        self.send_header(k, v)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                if method != "HEAD":
+                    self.wfile.write(data)
+
+            def do_GET(self):
+                self.forward("GET")
+
+            def do_HEAD(self):
+                self.forward("HEAD")
+
+            def do_POST(self):
+                self.forward("POST")
+
+            def do_PUT(self):
+                self.forward("PUT")
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def count(self, method, fragment):
+        with self.mu:
+            return sum(1 for m, p in self.log if m == method and fragment in p)
+
+    def total(self):
+        with self.mu:
+            return len(self.log)
+
+    def stop(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def dist_request(port, method, path, body=None, headers=None):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    c.request(method, path, body=body, headers=headers or {})
+    r = c.getresponse()
+    data = r.read()
+    c.close()
+    return r.status, {k.lower(): v for k, v in r.getheaders()}, data
+
+
+def dist_blob(port, repo, data):
+    d = sha256(data)
+    st, h, _ = dist_request(port, "POST", "/v2/%s/blobs/uploads/" % repo)
+    assert st == 202, st
+    loc = h["location"]
+    loc = loc[loc.index("/v2/"):] if "://" in loc else loc
+    st, _, body = dist_request(port, "PUT", loc + ("&" if "?" in loc else "?") + "digest=" + d, data,
+                               {"Content-Type": "application/octet-stream"})
+    assert st == 201, (st, body)
+    return d
+
+
+def dist_image(port, repo, tag, layers):
+    """Push an image of the given layer bytes to a plain registry; returns (digest, manifest, layer digests)."""
+    descs = [{"mediaType": OCI_LAYER, "digest": dist_blob(port, repo, l), "size": len(l)} for l in layers]
+    cfg = json.dumps({"architecture": "amd64", "os": "linux", "rootfs": {"type": "layers", "diff_ids": []}, "n": os.urandom(4).hex()}).encode()
+    m = {"schemaVersion": 2, "mediaType": OCI_MANIFEST, "config": {"mediaType": OCI_CONFIG, "digest": dist_blob(port, repo, cfg),
+                                                                    "size": len(cfg)}, "layers": descs}
+    raw = json.dumps(m).encode()
+    st, _, body = dist_request(port, "PUT", "/v2/%s/manifests/%s" % (repo, tag), raw, {"Content-Type": OCI_MANIFEST})
+    assert st == 201, (st, body)
+    return sha256(raw), m, [x["digest"] for x in descs]
+
+
+def api(b, method, path, body=None):
+    data = json.dumps(body).encode() if body is not None else None
+    st, h, raw = b.request(method, "/api/v2.0" + path, data, {"Content-Type": "application/json"} if data else {})
+    return st, h, (json.loads(raw) if raw else None)
+
+
+def add_endpoint(b, name, url, kind, user="", password=""):
+    st, h, body = api(b, "POST", "/registries", {"name": name, "type": kind, "url": url, "insecure": True,
+                                                 "credential": {"type": "basic", "access_key": user, "access_secret": password}})
+    assert st == 201, (st, body)
+    return int(h["location"].rsplit("/", 1)[1])
+
+
+def proxy_project(b, name, registry_id, speed=None):
+    meta = {"public": "false"}
+    if speed is not None:
+        meta["proxy_speed_kb"] = str(speed)
+    st, _, body = api(b, "POST", "/projects", {"project_name": name, "registry_id": registry_id, "metadata": meta})
+    assert st == 201, (st, body)
+
+
+def pull_manifest(b, repo, ref, method="GET"):
+    st, h, body = b.request(method, "/v2/%s/manifests/%s" % (repo, ref), headers={"Accept": ACCEPT_ALL})
+    return st, h.get("docker-content-digest"), body
+
+
+def metric(b, name):
+    st, _, body = b.request("GET", "/metrics")
+    for line in body.decode().splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[1])
+    return None
+
+
+@unittest.skipUnless(shutil.which("docker-registry"), "docker-registry missing")
+class ProxyDistribution(BerthTestCase):
+    START = False
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="proxy-dist-")
+        cls.dport = free_port()
+        cfg = os.path.join(cls.tmp, "config.yml")
+        with open(cfg, "w") as f:
+            f.write("version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n    rootdirectory: %s/data\n  delete:\n    enabled: true\n"
+                    "http:\n  addr: 127.0.0.1:%d\n" % (cls.tmp, cls.dport))
+        cls.dist = subprocess.Popen(["docker-registry", "serve", cfg], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            try:
+                if dist_request(cls.dport, "GET", "/v2/")[0] == 200:
+                    break
+            except OSError:
+                time.sleep(0.05)
+        cls.up = Upstream(cls.dport)
+        cls.b = Berthd(env={"BERTH_PROXY_MANIFEST_TTL": str(TTL)}).start()
+        cls.reg = add_endpoint(cls.b, "dist", "http://127.0.0.1:%d" % cls.up.port, "docker-registry")
+        proxy_project(cls.b, "hub", cls.reg)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.b.cleanup()
+        cls.up.stop()
+        cls.dist.terminate()
+        cls.dist.wait(10)
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def setUp(self):
+        self.up.mode = "pass"
+        self.up.bearer = False
+
+    def test_token_dance_one_token_per_scope(self):
+        d1, _, _ = dist_image(self.dport, "library/secure", "1", [os.urandom(300)])
+        d2, _, ld = dist_image(self.dport, "library/secure", "2", [os.urandom(300)])
+        self.up.bearer = True
+        self.assertEqual(pull_manifest(self.b, "hub/library/secure", "1")[1], d1)
+        self.assertEqual(pull_manifest(self.b, "hub/library/secure", "2")[1], d2)
+        self.assertEqual(self.b.request("GET", "/v2/hub/library/secure/blobs/" + ld[0])[0], 200)
+        # three fetches in one scope (repository:library/secure:pull): one token, reused until it expires
+        self.assertEqual(len(self.up.tokens), 1, self.up.tokens)
+        self.assertIn("scope=repository%3Alibrary%2Fsecure%3Apull", self.up.tokens[0])
+
+    def blob_path(self, digest):
+        hexd = digest.split(":", 1)[1]
+        return os.path.join(self.b.storage, "blobs", "sha256", hexd[:2], hexd)
+
+    def test_project_json_and_push_refused(self):
+        st, _, p = api(self.b, "GET", "/projects/hub")
+        self.assertEqual(st, 200)
+        self.assertEqual(p["registry_id"], self.reg)
+        self.assertEqual(p["metadata"]["proxy_speed_kb"], "-1")
+        # a missing endpoint, a non-integer id: 400
+        st, _, body = api(self.b, "POST", "/projects", {"project_name": "nohub", "registry_id": 9999})
+        self.assertEqual(st, 400, body)
+        st, _, body = api(self.b, "POST", "/projects", {"project_name": "nohub", "registry_id": "1"})
+        self.assertEqual(st, 400, body)
+        self.assertEqual(api(self.b, "GET", "/projects/nohub")[0], 404)
+        # push refused: upload start and manifest PUT, in the OCI format
+        st, _, body = self.b.request("POST", "/v2/hub/library/mine/blobs/uploads/")
+        self.assertEqual(st, 403, body)
+        self.assertEqual(error_code(body), "DENIED")
+        st, _, body, _ = self.b.push_manifest("hub/library/mine", "1", {"schemaVersion": 2, "mediaType": OCI_MANIFEST,
+                                                                       "config": {"mediaType": OCI_CONFIG, "digest": sha256(b"{}"), "size": 2},
+                                                                       "layers": []})
+        self.assertEqual(st, 403, body)
+        self.assertEqual(error_code(body), "DENIED")
+        # an ordinary project still takes pushes
+        self.b.project("plain")
+        self.assertEqual(self.b.push_image("plain/app", "1")[0][:7], "sha256:")
+
+    def test_miss_then_hit(self):
+        layers = [os.urandom(3000), os.urandom(5000)]
+        d, m, ld = dist_image(self.dport, "library/alpine", "3.20", layers)
+        st, got, body = pull_manifest(self.b, "hub/library/alpine", "3.20")
+        self.assertEqual(st, 200, body)
+        self.assertEqual(got, d)
+        self.assertEqual(sha256(body), d)
+        for digest, data in zip(ld, layers):
+            st, _, blob = self.b.request("GET", "/v2/hub/library/alpine/blobs/" + digest)
+            self.assertEqual(st, 200)
+            self.assertEqual(blob, data)
+        # again: all local
+        before = self.up.total()
+        self.assertEqual(pull_manifest(self.b, "hub/library/alpine", "3.20")[1], d)
+        self.assertEqual(pull_manifest(self.b, "hub/library/alpine", d)[1], d)
+        for digest, data in zip(ld, layers):
+            self.assertEqual(self.b.request("GET", "/v2/hub/library/alpine/blobs/" + digest)[2], data)
+        self.assertEqual(self.up.total(), before)
+        self.assertEqual(self.up.count("GET", "/v2/library/alpine/manifests/3.20"), 1)
+        for digest in ld:
+            self.assertEqual(self.up.count("GET", "/v2/library/alpine/blobs/" + digest), 1)
+        # stored through the ordinary paths: the API lists the artifact, the tag and the blobs' repository
+        st, _, arts = api(self.b, "GET", "/projects/hub/repositories/library%252Falpine/artifacts")
+        self.assertEqual(st, 200, arts)
+        self.assertEqual([a["digest"] for a in arts], [d])
+        # an unknown tag upstream is MANIFEST_UNKNOWN here
+        st, _, body = pull_manifest(self.b, "hub/library/alpine", "nope")
+        self.assertEqual(st, 404, body)
+        self.assertEqual(error_code(body), "MANIFEST_UNKNOWN")
+
+    def test_concurrent_pulls_of_a_missing_layer_fetch_once(self):
+        data = os.urandom(LAYER_MIB << 20)
+        want = dist_blob(self.dport, "library/big", data)
+        del data
+        results = [None] * CLIENTS
+        gate = threading.Barrier(CLIENTS)
+
+        def pull(i):
+            try:
+                gate.wait(60)
+                c = http.client.HTTPConnection(self.b.ip, self.b.port, timeout=300)
+                c.request("GET", "/v2/hub/library/big/blobs/" + want, headers={"Authorization": ADMIN_AUTH})
+                r = c.getresponse()
+                h = hashlib.sha256()
+                while True:
+                    piece = r.read(1 << 20)
+                    if not piece:
+                        break
+                    h.update(piece)
+                c.close()
+                results[i] = (r.status, "sha256:" + h.hexdigest())
+            except Exception as e:  # noqa: BLE001 - reported below
+                results[i] = ("error", repr(e))
+
+        t0 = time.time()
+        threads = [threading.Thread(target=pull, args=(i,)) for i in range(CLIENTS)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(600)
+        wall = time.time() - t0
+        bad = [r for r in results if r != (200, want)]
+        self.assertEqual(bad, [], "%d of %d clients got something else" % (len(bad), CLIENTS))
+        self.assertEqual(self.up.count("GET", "/blobs/" + want), 1)
+        print("\n%d clients pulled a missing %d MiB layer in %.1f s; upstream GETs of it: %d; coalesced: %s" % (
+            CLIENTS, LAYER_MIB, wall, self.up.count("GET", "/blobs/" + want), metric(self.b, "berth_proxy_coalesced_total")))
+
+    def test_upstream_down_serves_cached_tag_and_digests_never_ask(self):
+        d, _, ld = dist_image(self.dport, "library/busy", "1", [os.urandom(2000)])
+        self.assertEqual(pull_manifest(self.b, "hub/library/busy", "1")[1], d)
+        self.assertEqual(self.b.request("GET", "/v2/hub/library/busy/blobs/" + ld[0])[0], 200)
+        stale = metric(self.b, "berth_proxy_stale_served_total")
+        for mode in ("503", "429", "close"):
+            self.up.mode = mode
+            time.sleep(TTL + 0.2)
+            asked = self.up.total()
+            st, got, body = pull_manifest(self.b, "hub/library/busy", "1")
+            self.assertEqual((st, got), (200, d), (mode, body))
+            self.assertGreater(self.up.total(), asked, mode)  # the TTL ran out: the upstream was asked
+        self.assertEqual(metric(self.b, "berth_proxy_stale_served_total"), stale + 3)
+        self.assertIn("serving the held " + d, self.b.logs())
+        # by digest: never the upstream
+        asked = self.up.total()
+        self.assertEqual(pull_manifest(self.b, "hub/library/busy", d)[1], d)
+        self.assertEqual(self.b.request("GET", "/v2/hub/library/busy/blobs/" + ld[0])[0], 200)
+        self.assertEqual(self.up.total(), asked)
+        # nothing held and the upstream down: 503, in the OCI format
+        st, _, body = pull_manifest(self.b, "hub/library/never", "1")
+        self.assertEqual(st, 503, body)
+        self.assertEqual(error_code(body), "UNAVAILABLE")
+
+    def test_tag_moved_upstream_is_seen_after_the_ttl(self):
+        d1, _, _ = dist_image(self.dport, "library/moving", "latest", [os.urandom(100)])
+        self.assertEqual(pull_manifest(self.b, "hub/library/moving", "latest")[1], d1)
+        d2, _, _ = dist_image(self.dport, "library/moving", "latest", [os.urandom(100)])
+        self.assertNotEqual(d1, d2)
+        self.assertEqual(pull_manifest(self.b, "hub/library/moving", "latest")[1], d1)  # within the TTL: held
+        self.assertEqual(eventually(lambda: pull_manifest(self.b, "hub/library/moving", "latest")[1], d2, timeout=TTL + 5, interval=0.5), d2)
+        self.assertGreaterEqual(self.up.count("HEAD", "/v2/library/moving/manifests/latest"), 1)
+        # the older manifest stays (by digest), as after any push that moves a tag
+        self.assertEqual(pull_manifest(self.b, "hub/library/moving", d1)[1], d1)
+
+    def test_corrupted_upstream_bytes_are_refused_and_nothing_stored(self):
+        data = os.urandom(200000)
+        digest = dist_blob(self.dport, "library/bad", data)
+        self.up.mode = "corrupt"
+        st, _, body = self.b.request("GET", "/v2/hub/library/bad/blobs/" + digest)
+        self.assertGreaterEqual(st, 400, body)
+        self.assertFalse(os.path.exists(self.blob_path(digest)))
+        self.assertEqual(psql("SELECT count(*) FROM blobs WHERE digest = '%s'" % digest, dbname=self.b.dbname), "0")
+        self.assertEqual([f for f in os.listdir(os.path.join(self.b.storage, "uploads")) if f.startswith("proxy-")], [])
+        self.assertGreaterEqual(metric(self.b, "berth_proxy_digest_mismatch_total"), 1)
+        self.up.mode = "pass"
+        st, _, body = self.b.request("GET", "/v2/hub/library/bad/blobs/" + digest)
+        self.assertEqual((st, sha256(body)), (200, digest))
+
+    def test_multi_arch_index_children_fetched_when_pulled(self):
+        kids = []
+        for arch in ("amd64", "arm64"):
+            d, m, ld = dist_image(self.dport, "library/multi", "tmp-" + arch, [os.urandom(700)])
+            kids.append((arch, d, len(json.dumps(m).encode()), ld))
+        idx = {"schemaVersion": 2, "mediaType": OCI_INDEX, "manifests": [
+            {"mediaType": OCI_MANIFEST, "digest": d, "size": n, "platform": {"architecture": a, "os": "linux"}} for a, d, n, _ in kids]}
+        raw = json.dumps(idx).encode()
+        self.assertEqual(dist_request(self.dport, "PUT", "/v2/library/multi/manifests/1", raw, {"Content-Type": OCI_INDEX})[0], 201)
+        st, got, body = pull_manifest(self.b, "hub/library/multi", "1")
+        self.assertEqual((st, got), (200, sha256(raw)))
+        self.assertEqual(self.up.count("GET", "/manifests/" + kids[0][1]), 0)  # children only when pulled
+        arch, d, _, ld = kids[0]
+        self.assertEqual(pull_manifest(self.b, "hub/library/multi", d)[1], d)
+        self.assertEqual(self.b.request("GET", "/v2/hub/library/multi/blobs/" + ld[0])[0], 200)
+        self.assertEqual(self.up.count("GET", "/manifests/" + d), 1)
+        self.assertEqual(self.up.count("GET", "/manifests/" + kids[1][1]), 0)
+
+    @unittest.skipUnless(shutil.which("skopeo"), "skopeo missing")
+    def test_skopeo_pulls_through_the_proxy(self):
+        d, _, _ = dist_image(self.dport, "library/tool", "2", [os.urandom(4000), os.urandom(4000)])
+        out = os.path.join(self.tmp, "skopeo-out")
+        r = subprocess.run(["skopeo", "copy", "--src-tls-verify=false", "--src-creds", ADMIN_CREDS,
+                            "docker://%s/hub/library/tool:2" % self.b.host, "oci:%s:2" % out], capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        r = subprocess.run(["skopeo", "inspect", "--raw", "--tls-verify=false", "--creds", ADMIN_CREDS,
+                            "docker://%s/hub/library/tool:2" % self.b.host], capture_output=True, text=True, timeout=60)
+        self.assertEqual(sha256(r.stdout.encode()), d)
+
+    @unittest.skipUnless(shutil.which("podman") and os.geteuid() == 0, "podman (as root) missing")
+    def test_podman_pulls_through_the_proxy(self):
+        d, _, _ = dist_image(self.dport, "library/pod", "1", [make_layer({"hello": os.urandom(4000)})])
+        root = os.path.join(self.tmp, "podman")
+        base = ["podman", "--root", root + "/root", "--runroot", root + "/run", "--storage-driver", "vfs"]
+        r = subprocess.run(base + ["pull", "--tls-verify=false", "--creds", ADMIN_CREDS, "%s/hub/library/pod:1" % self.b.host],
+                           capture_output=True, text=True, timeout=180)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(self.up.count("GET", "/v2/library/pod/manifests/1"), 1)
+
+
+class ProxyBerth(BerthTestCase):
+    """A second Berth as the upstream: the token dance with the endpoint's credentials, a token kept per scope."""
+    START = False
+
+    @classmethod
+    def setUpClass(cls):
+        cls.src = Berthd().start()
+        cls.src.project("src")
+        cls.b = Berthd(env={"BERTH_PROXY_MANIFEST_TTL": str(TTL)}).start()
+        cls.reg = add_endpoint(cls.b, "site2", "http://" + cls.src.host, "berth", "admin", ADMIN_PASSWORD)
+        proxy_project(cls.b, "mirror", cls.reg)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.b.cleanup()
+        cls.src.cleanup()
+
+    def test_miss_then_hit_with_token(self):
+        d1, _ = self.src.push_image("src/app", "1")
+        d2, _ = self.src.push_image("src/app", "2")
+        # the upstream requires a token: anonymous /v2 is refused there
+        self.assertEqual(self.src.request("GET", "/v2/src/app/manifests/1", auth=None)[0], 401)
+        self.assertEqual(pull_manifest(self.b, "mirror/src/app", "1")[1], d1)
+        self.assertEqual(pull_manifest(self.b, "mirror/src/app", "1")[1], d1)
+        self.assertEqual(pull_manifest(self.b, "mirror/src/app", "2")[1], d2)
+
+        def manifest_gets(rows, tag):
+            return [r for r in rows if r.get("method") == "GET" and r.get("path", "").endswith("/v2/src/app/manifests/" + tag)
+                    and r.get("status") == 200]
+
+        rows = self.src.access_log(until=lambda rows: len(manifest_gets(rows, "2")) >= 1)
+        self.assertEqual(len(manifest_gets(rows, "1")), 1, rows[-10:])
+        self.assertEqual(len(manifest_gets(rows, "2")), 1)
+        # Berth takes the endpoint's Basic credentials on /v2 directly (the token dance is
+        # test_token_dance_one_token_per_scope's): no token request at all
+        self.assertEqual([r for r in rows if r.get("path", "").startswith("/service/token")], [])
+
+
+if __name__ == "__main__":
+    main()
