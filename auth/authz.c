@@ -6,10 +6,18 @@
 #include "auth/service.h"
 
 static const char *const resource_names[BERTH_RES__COUNT] = {
-    [BERTH_RES_PROJECT] = "project",   [BERTH_RES_METADATA] = "metadata", [BERTH_RES_MEMBER] = "member",
-    [BERTH_RES_LOG] = "log",           [BERTH_RES_QUOTA] = "quota",       [BERTH_RES_REPOSITORY] = "repository",
-    [BERTH_RES_ARTIFACT] = "artifact", [BERTH_RES_TAG] = "tag",           [BERTH_RES_ACCESSORY] = "accessory",
+    [BERTH_RES_PROJECT] = "project",
+    [BERTH_RES_METADATA] = "metadata",
+    [BERTH_RES_MEMBER] = "member",
+    [BERTH_RES_LOG] = "log",
+    [BERTH_RES_QUOTA] = "quota",
+    [BERTH_RES_REPOSITORY] = "repository",
+    [BERTH_RES_ARTIFACT] = "artifact",
+    [BERTH_RES_TAG] = "tag",
+    [BERTH_RES_ACCESSORY] = "accessory",
     [BERTH_RES_ROBOT] = "robot",
+    [BERTH_RES_IMMUTABLE_TAG] = "immutable-tag",
+    [BERTH_RES_TAG_RETENTION] = "tag-retention",
 };
 static const char *const action_names[] = {"create", "read", "update", "delete", "list", "pull", "push"};
 #define NACTIONS (sizeof(action_names) / sizeof(action_names[0]))

@@ -23,6 +23,9 @@ static const unsigned matrix[BERTH_RES__COUNT][7] = {
     [BERTH_RES_TAG] = {0, C | D | L, C | L, L, C | D | L, L, L},
     [BERTH_RES_ACCESSORY] = {0, L, L, L, L, L, L},
     [BERTH_RES_ROBOT] = {0, C | R | U | D | L, R | L, R | L, R | L, 0, 0},
+    /* project admins manage immutable tag rules and retention; members read them */
+    [BERTH_RES_IMMUTABLE_TAG] = {0, C | R | U | D | L, R | L, R | L, R | L, R | L, 0},
+    [BERTH_RES_TAG_RETENTION] = {0, C | R | U | D | L, R | L, R | L, R | L, R | L, 0},
 };
 #define PUBLIC_COLUMN 6
 

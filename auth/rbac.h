@@ -26,6 +26,8 @@ typedef enum {
     BERTH_RES_TAG,
     BERTH_RES_ACCESSORY,
     BERTH_RES_ROBOT,
+    BERTH_RES_IMMUTABLE_TAG,
+    BERTH_RES_TAG_RETENTION,
     BERTH_RES__COUNT
 } berth_resource_t;
 

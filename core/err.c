@@ -48,6 +48,7 @@ static const struct {
     /* RFC 4918's 507; the spec has no code for it, so the message says it (docs/faults.md) */
     [BERTH_OCI_STORAGE_FULL] = {"UNAVAILABLE", 507, BERTH_EUNAVAIL, "registry storage is full", 60},
     [BERTH_OCI_PARAM_INVALID] = {"UNSUPPORTED", 400, BERTH_EINVAL, "invalid query parameter", 0},
+    [BERTH_OCI_IMMUTABLE] = {"DENIED", 412, BERTH_EDENIED, "the tag is immutable"},
 };
 
 int berth_err_set(berth_err_t *err, berth_oci_t oci, const char *fmt, ...)

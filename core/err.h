@@ -51,6 +51,7 @@ typedef enum {
     BERTH_OCI_AUTH_UNAVAILABLE, /* 503: the database or LDAP behind a login cannot be asked */
     BERTH_OCI_STORAGE_FULL,     /* 507: no space for blob bytes (ENOSPC, or below storage.min_free_bytes) */
     BERTH_OCI_PARAM_INVALID,    /* /v2: 400 for a query parameter that is malformed, not UTF-8 or out of range */
+    BERTH_OCI_IMMUTABLE,        /* 412 as Harbor: an immutable tag rule protects the tag; DENIED on /v2, PRECONDITION on REST */
     BERTH_OCI__COUNT
 } berth_oci_t;
 

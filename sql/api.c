@@ -37,6 +37,11 @@
     "(SELECT 1 FROM manifest_refs mr JOIN manifests pm ON pm.id = mr.manifest_id WHERE pm.repository_id = "                        \
     "m.repository_id AND mr.digest = m.digest AND mr.kind = 1))"
 
+/* Harbor's ImmutableRule */
+#define IMMUTABLE_RULE_JSON                                                                                                        \
+    "json_build_object('id', x.id, 'priority', x.priority, 'disabled', x.disabled, 'action', x.action, 'template', "               \
+    "x.template, 'params', '{}'::json, 'scope_selectors', x.scope_selectors, 'tag_selectors', x.tag_selectors)"
+
 #define INDEX_TYPES "('application/vnd.oci.image.index.v1+json', 'application/vnd.docker.distribution.manifest.list.v2+json')"
 
 /* Harbor's artifact type: IMAGE for an image manifest (its config is an image config, or it has none) and for
@@ -193,12 +198,6 @@ const berth_db__stmt_t berth_db__api_stmts[BERTH_SQL__COUNT] = {
       5),
     /* $1 full repository name */
     Q(BERTH_Q_REPO_GET, "SELECT " REPO_JSON "::text FROM repositories r WHERE r.name = $1::text", 1),
-    /* $1 full repository name: everything in it goes; other berthd drop their cached copies at commit */
-    Q(BERTH_Q_REPO_DELETE,
-      "WITH d AS (DELETE FROM repositories WHERE name = $1::text RETURNING id), "
-      "n AS (SELECT pg_notify('berth_invalidate', $1::text) FROM d) SELECT (SELECT count(*) FROM d)::text, "
-      "(SELECT count(*) FROM n)",
-      1),
     /* $1 repository, $2 tag (exact, NULL for all), $3 limit, $4 offset, $5 type (q=type=IMAGE), $6 sort; newest first */
     Q(BERTH_Q_ARTIFACTS_LIST,
       "WITH f AS (SELECT m.* FROM repositories r JOIN manifests m ON m.repository_id = r.id WHERE r.name = $1::text AND " TOP_LEVEL
@@ -390,6 +389,27 @@ const berth_db__stmt_t berth_db__api_stmts[BERTH_SQL__COUNT] = {
       1),
     /* $1 project id: Harbor's _deletable pre-check (only an empty project can be deleted) */
     Q(BERTH_Q_PROJECT_REPO_COUNT, "SELECT to_json(count(*))::text FROM repositories WHERE project_id = $1::bigint", 1),
+    /* immutable tag rules (sql/immutable.c enforces them): $1 project id, $2 limit, $3 offset */
+    Q(BERTH_Q_IMM_LIST,
+      "WITH f AS (SELECT * FROM immutable_rules WHERE project_id = $1::bigint) " PAGE(IMMUTABLE_RULE_JSON, "x", "priority, id",
+                                                                                      "$2", "$3"),
+      3),
+    /* $1 project id, $2 priority, $3 disabled, $4 scope_selectors, $5 tag_selectors: the id, or no row when all 15
+     * slots are taken */
+    Q(BERTH_Q_IMM_CREATE,
+      "INSERT INTO immutable_rules (project_id, slot, priority, disabled, scope_selectors, tag_selectors) "
+      "SELECT $1::bigint, s, $2::int, $3::bool, $4::jsonb, $5::jsonb FROM generate_series(1, 15) s WHERE NOT "
+      "EXISTS (SELECT 1 FROM immutable_rules i WHERE i.project_id = $1::bigint AND i.slot = s) ORDER BY s LIMIT 1 "
+      "RETURNING json_build_object('id', id)::text",
+      5),
+    /* $1 project id, $2 rule id, then as create */
+    Q(BERTH_Q_IMM_UPDATE,
+      "UPDATE immutable_rules SET priority = $3::int, disabled = $4::bool, scope_selectors = $5::jsonb, "
+      "tag_selectors = $6::jsonb, updated_at = now() WHERE project_id = $1::bigint AND id = $2::bigint "
+      "RETURNING id::text",
+      6),
+    Q(BERTH_Q_IMM_DELETE,
+      "DELETE FROM immutable_rules WHERE project_id = $1::bigint AND id = $2::bigint RETURNING to_json(id::text)::text", 2),
 };
 
 int berth_db_api(berth_dbconn_t *c, berth_q_t q, const char *const *params, berth_db_json_t *out, berth_err_t *err)

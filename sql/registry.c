@@ -6,6 +6,7 @@
 
 #include "core/ref.h"
 #include "sql/db_internal.h"
+#include "sql/immutable.h"
 
 /* All SQL of this file, parameters always out of line. */
 /* A repository of a proxy-cache project (migration 0140): its manifests are stored before what they reference,
@@ -85,6 +86,7 @@ const berth_db__stmt_t berth_db__registry_stmts[BERTH_SQL__COUNT] = {
     BERTH_DB__STMT(BERTH_SQL_UPLOAD_DELETE, "DELETE FROM upload_sessions WHERE id = $1", 1),
     BERTH_DB__STMT(BERTH_SQL_UPLOAD_TOUCH, "UPDATE upload_sessions SET updated_at = now() WHERE id = $1", 1),
     BERTH_DB__STMT(BERTH_SQL_REPO_TOUCH, "UPDATE repositories SET updated_at = now() WHERE id = $1", 1),
+    BERTH_DB__STMT(BERTH_SQL_REPO_DELETE, "DELETE FROM repositories WHERE name = $1", 1),
 };
 
 static PGresult *run(berth_dbconn_t *c, berth_sql_id_t id, const char *const *values, berth_err_t *err)
@@ -271,13 +273,32 @@ Fail:
     return rc;
 }
 
-/* One row-deleting statement and the invalidation notice, in one transaction. */
-static int delete_and_notify(berth_dbconn_t *c, berth_sql_id_t id, const char *repo, const char *what, berth_err_t *err,
-                             berth_oci_t unknown, const char *msg)
+typedef int (*removable_fn)(berth_dbconn_t *c, const char *repo, const char *what, berth_err_t *err);
+
+static int blob_removable(berth_dbconn_t *c, const char *repo, const char *what, berth_err_t *err)
+{
+    (void)c, (void)repo, (void)what, (void)err;
+    return 0;
+}
+
+static int repo_removable(berth_dbconn_t *c, const char *repo, const char *what, berth_err_t *err)
+{
+    (void)what;
+    return berth_db__repo_removable(c, repo, err);
+}
+
+/* One row-deleting statement and the invalidation notice, in one transaction, after `removable` (immutable tag
+ * rules) agreed in that transaction. */
+static int delete_and_notify(berth_dbconn_t *c, berth_sql_id_t id, removable_fn removable, const char *repo, const char *what,
+                             berth_err_t *err, berth_oci_t unknown, const char *msg)
 {
     int rc = berth_db_begin(c, err);
     if (rc != 0)
         return rc;
+    if ((rc = removable(c, repo, what, err)) != 0) {
+        berth_db_rollback(c);
+        return rc;
+    }
     const char *p[] = {repo, what}, *np[] = {repo};
     int n = run_count(c, id, p, err);
     if (n < 0 || (n > 0 && (n = run_count(c, BERTH_SQL_NOTIFY, np, err)) < 0)) {
@@ -293,7 +314,7 @@ static int delete_and_notify(berth_dbconn_t *c, berth_sql_id_t id, const char *r
 
 int berth_db_blob_unlink(berth_dbconn_t *c, const char *repo, const char *digest, berth_err_t *err)
 {
-    return delete_and_notify(c, BERTH_SQL_BLOB_UNLINK, repo, digest, err, BERTH_OCI_BLOB_UNKNOWN, NULL);
+    return delete_and_notify(c, BERTH_SQL_BLOB_UNLINK, blob_removable, repo, digest, err, BERTH_OCI_BLOB_UNKNOWN, NULL);
 }
 
 /* '{d1,d2}' array literal: digests are [a-z0-9:] only, so no quoting is needed. */
@@ -380,11 +401,8 @@ int berth_db_manifest_put(berth_dbconn_t *c, const char *repo, const char *tag, 
         if ((rc = run_count(c, BERTH_SQL_ISA_INSERT, ip, err)) < 0)
             goto Fail;
     }
-    if (tag != NULL) {
-        const char *tp[] = {ridbuf, tag, midbuf};
-        if ((rc = run_count(c, BERTH_SQL_TAG_UPSERT, tp, err)) < 0)
-            goto Fail;
-    }
+    if (tag != NULL && (rc = berth_db__tag_set(c, repo, ridbuf, tag, midbuf, digest->str, err)) != 0)
+        goto Fail;
     const char *tp[] = {ridbuf};
     const char *np[] = {repo};
     if ((rc = run_count(c, BERTH_SQL_REPO_TOUCH, tp, err)) < 0 || (rc = run_count(c, BERTH_SQL_NOTIFY, np, err)) < 0)
@@ -424,12 +442,20 @@ int berth_db_manifest_get(berth_dbconn_t *c, const char *repo, const char *ref, 
 
 int berth_db_manifest_delete(berth_dbconn_t *c, const char *repo, const char *digest, berth_err_t *err)
 {
-    return delete_and_notify(c, BERTH_SQL_MANIFEST_DELETE, repo, digest, err, BERTH_OCI_MANIFEST_UNKNOWN, NULL);
+    return delete_and_notify(c, BERTH_SQL_MANIFEST_DELETE, berth_db__manifest_removable, repo, digest, err,
+                             BERTH_OCI_MANIFEST_UNKNOWN, NULL);
 }
 
 int berth_db_tag_delete(berth_dbconn_t *c, const char *repo, const char *tag, berth_err_t *err)
 {
-    return delete_and_notify(c, BERTH_SQL_TAG_DELETE, repo, tag, err, BERTH_OCI_MANIFEST_UNKNOWN, "tag unknown");
+    return delete_and_notify(c, BERTH_SQL_TAG_DELETE, berth_db__tag_removable, repo, tag, err, BERTH_OCI_MANIFEST_UNKNOWN,
+                             "tag unknown");
+}
+
+int berth_db_repo_delete(berth_dbconn_t *c, const char *repo, berth_err_t *err)
+{
+    return delete_and_notify(c, BERTH_SQL_REPO_DELETE, repo_removable, repo, NULL, err, BERTH_OCI_NOT_FOUND,
+                             "repository not found");
 }
 
 static int collect(PGresult *res, berth_strlist_t *out)

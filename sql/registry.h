@@ -60,6 +60,10 @@ int berth_db_manifest_get(berth_dbconn_t *c, const char *repo, const char *ref, 
 int berth_db_manifest_delete(berth_dbconn_t *c, const char *repo, const char *digest, berth_err_t *err);
 /** Delete one tag, keeping the manifest. */
 int berth_db_tag_delete(berth_dbconn_t *c, const char *repo, const char *tag, berth_err_t *err);
+/** Delete a repository and everything in it; NOT_FOUND when absent. */
+int berth_db_repo_delete(berth_dbconn_t *c, const char *repo, berth_err_t *err);
+/* The three deletes above and the tag of berth_db_manifest_put are refused with BERTH_OCI_IMMUTABLE (412, DENIED on
+ * /v2) when an immutable tag rule protects a tag they would move or remove (sql/immutable.h). */
 /** Up to `n` tags after `last` (may be NULL), in byte order. NAME_UNKNOWN for a missing repository. */
 int berth_db_tags_list(berth_dbconn_t *c, const char *repo, const char *last, long n, berth_strlist_t *out, berth_err_t *err);
 /** Up to `n` repository names after `last`. */

@@ -42,6 +42,7 @@
     X(BERTH_SQL_NOTIFY) \
     X(BERTH_SQL_UPLOAD_EXPIRE) \
     X(BERTH_SQL_PROJECT_PUSHABLE) \
+    X(BERTH_SQL_REPO_DELETE) \
     /* sql/proxy.c: proxy-cache projects */ \
     X(BERTH_SQL_PROXY_OF) \
     X(BERTH_SQL_PROXY_CHECKED) \
@@ -87,7 +88,6 @@
     X(BERTH_Q_MEMBER_DELETE) \
     X(BERTH_Q_REPOS_LIST) \
     X(BERTH_Q_REPO_GET) \
-    X(BERTH_Q_REPO_DELETE) \
     X(BERTH_Q_ARTIFACTS_LIST) \
     X(BERTH_Q_ARTIFACT_GET) \
     X(BERTH_Q_TAGS_LIST) \
@@ -124,6 +124,10 @@
     X(BERTH_Q_STATS_ACTIVITY) \
     X(BERTH_Q_STATS_REPLICATION) \
     X(BERTH_Q_PROJECT_REPO_COUNT) \
+    X(BERTH_Q_IMM_LIST) \
+    X(BERTH_Q_IMM_CREATE) \
+    X(BERTH_Q_IMM_UPDATE) \
+    X(BERTH_Q_IMM_DELETE) \
     /* sql/replication.c: endpoints, policies, executions, tasks (berth_db_api) */ \
     X(BERTH_Q_REG_LIST) \
     X(BERTH_Q_REG_GET) \
@@ -154,7 +158,14 @@
     X(BERTH_Q_TASKS_RESET) \
     X(BERTH_Q_UPLOAD_GET) \
     X(BERTH_Q_UPLOAD_PUT) \
-    X(BERTH_Q_UPLOAD_DEL)
+    X(BERTH_Q_UPLOAD_DEL) \
+    /* sql/immutable.c: immutable tag rules and the checks inside tag changes */ \
+    X(BERTH_SQL_IMM_RULES) \
+    X(BERTH_SQL_IMM_TAG_LOCK) \
+    X(BERTH_SQL_TAG_INSERT_NEW) \
+    X(BERTH_SQL_IMM_TAG_EXISTS) \
+    X(BERTH_SQL_IMM_MANIFEST_TAGS) \
+    X(BERTH_SQL_IMM_REPO_TAGS)
 /* clang-format on */
 
 typedef enum {

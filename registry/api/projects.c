@@ -522,15 +522,11 @@ static int get_repository(berth_api_t *a)
 
 static int delete_repository(berth_api_t *a)
 {
-    const char *p[] = {a->repo};
-    berth_db_json_t r;
-    if (berth_api_query(a, BERTH_Q_REPO_DELETE, p, &r) != 0)
-        return -1;
-    int found = r.json != NULL && strcmp(r.json, "1") == 0;
-    free(r.json);
-    if (!found) {
+    berth_err_t err;
+    berth_err_clear(&err);
+    if (berth_db_repo_delete(a->c, a->repo, &err) != 0) {
         berth_api_audit(a, "delete", "repository", a->repo, a->project, 0);
-        return berth_api_fail(a, BERTH_OCI_NOT_FOUND, "repository not found");
+        return berth_api_err(a, &err);
     }
     emit(a, BERTH_EVENT_REPOSITORY_DELETE, NULL, NULL);
     return berth_api_empty(a, 200);

@@ -42,6 +42,12 @@ int berth_api_err(berth_api_t *a, const berth_err_t *err)
         return -1;
     if (berth_err_status(err->oci) >= 500)
         berth_log_err("%s %.*s: %s", a->rq->method, (int)a->rq->path_len, a->rq->path, err->msg);
+    berth_err_t pre;
+    if (err->oci == BERTH_OCI_IMMUTABLE) { /* Harbor's REST code for it; /v2 says DENIED */
+        memcpy(&pre, err, sizeof(pre));
+        pre.oci = BERTH_OCI_PRECONDITION;
+        err = &pre;
+    }
     berth_resp_error(a->resp, err);
     return -1;
 }
