@@ -7,7 +7,7 @@
 #include <unistd.h>
 #include <yaml.h>
 
-typedef enum { T_STR, T_INT, T_BOOL, T_BYTES } type_t;
+typedef enum { T_STR, T_INT, T_BOOL, T_BYTES, T_SECONDS } type_t; /* T_SECONDS: 0 allowed, up to a year */
 
 /* Every directive in one table: YAML path, environment override, type, target (redis static_configs[]). */
 #define FIELD(f) offsetof(berth_config_t, f)
@@ -59,6 +59,9 @@ static const struct {
     {"replication.chunk_kib", "BERTH_REPLICATION_CHUNK_KIB", T_INT, FIELD(repl_chunk)},
     {"proxy.workers", "BERTH_PROXY_WORKERS", T_INT, FIELD(proxy_workers)},
     {"proxy.manifest_ttl", "BERTH_PROXY_MANIFEST_TTL", T_INT, FIELD(proxy_manifest_ttl)},
+    {"gc.grace_seconds", "BERTH_GC_GRACE_SECONDS", T_SECONDS, FIELD(gc_grace)},
+    {"gc.lease_seconds", "BERTH_GC_LEASE_SECONDS", T_INT, FIELD(gc_lease)},
+    {"gc.batch", "BERTH_GC_BATCH", T_INT, FIELD(gc_batch)},
     {"ldap.url", "BERTH_LDAP_URL", T_STR, FIELD(ldap_url)},
     {"ldap.starttls", NULL, T_BOOL, FIELD(ldap_starttls)},
     {"ldap.search_dn", "BERTH_LDAP_SEARCH_DN", T_STR, FIELD(ldap_search_dn)},
@@ -110,6 +113,14 @@ static int set_value(berth_config_t *cfg, size_t i, const char *v, char *errbuf,
         return 0;
     }
     long n = strtol(v, &end, 10);
+    if (directives[i].type == T_SECONDS) {
+        if (*v == '\0' || *end != '\0' || n < 0 || n > 366L * 86400) {
+            snprintf(errbuf, errlen, "%s: expected seconds from 0 to 31622400, got \"%s\"", directives[i].key, v);
+            return -1;
+        }
+        *(int *)target = (int)n;
+        return 0;
+    }
     if (*v == '\0' || *end != '\0' || n < 1 || n > 100000) {
         snprintf(errbuf, errlen, "%s: expected a positive integer, got \"%s\"", directives[i].key, v);
         return -1;
@@ -256,6 +267,9 @@ int berth_config_load(berth_config_t *cfg, const char *path, char *errbuf, size_
     cfg->proxy_workers = 4;
     cfg->proxy_manifest_ttl = 60;
     cfg->repl_chunk = 8192;
+    cfg->gc_grace = 7200;
+    cfg->gc_lease = 60;
+    cfg->gc_batch = 1000;
     if (path != NULL && load_yaml(cfg, path, errbuf, errlen) != 0)
         return -1;
     for (size_t i = 0; i < NDIR; i++) {
@@ -292,6 +306,10 @@ int berth_config_load(berth_config_t *cfg, const char *path, char *errbuf, size_
         snprintf(errbuf, errlen,
                  "server.auth_workers, server.auth_queue, ldap.max_concurrent and ldap.session_recheck_seconds "
                  "must be at least 1");
+        return -1;
+    }
+    if (cfg->gc_grace < 0 || cfg->gc_lease < 1 || cfg->gc_batch < 1 || cfg->gc_batch > 100000) {
+        snprintf(errbuf, errlen, "gc.grace_seconds must be 0 or more, gc.lease_seconds at least 1, gc.batch 1 to 100000");
         return -1;
     }
     if (cfg->run_dir == NULL) {

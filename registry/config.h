@@ -56,6 +56,9 @@ typedef struct st_berth_config_t {
     int repl_chunk;           /* replication.chunk_kib: blob chunk size in KiB (8192) */
     int proxy_workers;        /* proxy.workers: proxy-cache upstream fetches at once (4) */
     int proxy_manifest_ttl;   /* proxy.manifest_ttl BERTH_PROXY_MANIFEST_TTL: seconds between upstream checks of a tag (60) */
+    int gc_grace;             /* gc.grace_seconds BERTH_GC_GRACE_SECONDS: unreferenced this long before GC deletes (7200) */
+    int gc_lease;             /* gc.lease_seconds BERTH_GC_LEASE_SECONDS: a silent run holder is replaced after this (60) */
+    int gc_batch;             /* gc.batch BERTH_GC_BATCH: rows per sweep transaction (1000) */
 } berth_config_t;
 
 /**

@@ -26,6 +26,7 @@
 #include "registry/http/worker.h"
 #include "registry/service/cache.h"
 #include "registry/service/events.h"
+#include "registry/service/gc.h"
 #include "registry/service/isa_scan.h"
 #include "registry/service/janitor.h"
 #include "registry/service/proxy.h"
@@ -258,7 +259,7 @@ Out:
 
 /* What serve() has started, so a failure part-way and the normal drain stop exactly that, in reverse order */
 typedef struct {
-    int audit, isa_scan, replication, proxy;
+    int audit, isa_scan, replication, proxy, gc;
     berth_db_listener_t *listener;
     berth_workers_t *workers, *auth_workers;
     berth_janitor_t *janitor;
@@ -277,6 +278,8 @@ static void stop_started(started_t *st)
     if (st->proxy) /* before the workers: a fetch that ends hands its requests back to them */
         berth_proxy_stop();
     berth_janitor_stop(st->janitor);
+    if (st->gc)
+        berth_gc_stop();
     if (st->replication)
         berth_repl_stop();
     berth_workers_stop(st->workers);
@@ -378,6 +381,15 @@ static int serve(berth_config_t *cfgp, berth_db_t *db, berth_store_t *store, ber
     }
     if ((st.janitor = berth_janitor_start(&reg, cfg.upload_purge_interval, cfg.upload_max_age)) == NULL) {
         failed = "the upload janitor";
+        goto Fail;
+    }
+    berth_gc_conf_t gc_conf = {
+        .database_url = cfg.database_url, .grace_seconds = cfg.gc_grace, .lease_seconds = cfg.gc_lease, .batch = cfg.gc_batch};
+    berth_err_t gc_err;
+    st.gc = berth_gc_start(&reg, &gc_conf, &gc_err) == 0;
+    if (!st.gc) {
+        berth_log_err("garbage collector: %s", gc_err.msg);
+        failed = "the garbage collector";
         goto Fail;
     }
     if (berth_server_start(&st.server, &reg, st.workers, st.auth_workers, cfg.auth_queue, cfg.loops, &api_port) != 0) {

@@ -2,7 +2,7 @@
  * The REST API's queries. PostgreSQL shapes Harbor's JSON (json_build_object/json_agg), so one generic call
  * serves every endpoint: a query returns at most one row whose first column is JSON text (or NULL) and whose
  * optional second column is the total for pagination. Parameters are text, NULL for SQL NULL; their meaning
- * is listed next to each query in sql/api.c (replication's in sql/replication.c).
+ * is listed next to each query in sql/api.c (replication's in sql/replication.c, GC's in sql/gc.c).
  */
 #ifndef BERTH_SQL_API_H
 #define BERTH_SQL_API_H

@@ -13,6 +13,11 @@
  */
 #define ISA_SCAN_OF_ENTRY "s.digest = v.digest AND s.declared_level = v.level AND s.declared_features = v.features"
 
+/* The key space of the blob-file advisory locks (two-key form, so no other lock of the one-key form collides):
+ * an upload holds its digest's lock shared from placing the file until its blob row is committed, GC takes it
+ * exclusively before it unlinks a file whose row is gone (sql/registry.c, sql/gc.c) */
+#define BERTH_DB__BLOB_FILE_LOCK_CLASS "1650815604"
+
 struct st_berth_dbconn_t {
     berth_db_t *db; /* its pool: the round-trip deadline, and where a timeout reports */
     PGconn *pg;
@@ -39,6 +44,7 @@ extern const berth_db__stmt_t berth_db__api_stmts[BERTH_SQL__COUNT];
 extern const berth_db__stmt_t berth_db__replication_stmts[BERTH_SQL__COUNT];
 extern const berth_db__stmt_t berth_db__proxy_stmts[BERTH_SQL__COUNT];
 extern const berth_db__stmt_t berth_db__immutable_stmts[BERTH_SQL__COUNT];
+extern const berth_db__stmt_t berth_db__gc_stmts[BERTH_SQL__COUNT];
 
 /** The statement of `id` in whichever table defines it; NULL for an id outside the list or with no text. */
 const berth_db__stmt_t *berth_db__stmt(int id);

@@ -46,21 +46,30 @@ const berth_db__stmt_t berth_db__registry_stmts[BERTH_SQL__COUNT] = {
         "INSERT INTO manifests (repository_id, digest, media_type, artifact_type, subject_digest, annotations, size, content) "
         "VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7, $8) ON CONFLICT (repository_id, digest) DO NOTHING RETURNING id",
         8),
-    BERTH_DB__STMT(BERTH_SQL_MANIFEST_ID, "SELECT id FROM manifests WHERE repository_id = $1 AND digest = $2", 2),
+    /* locks the row like BERTH_SQL_MISSING_MANIFEST: a re-pushed manifest (or a subject) is not swept under the PUT */
+    BERTH_DB__STMT(BERTH_SQL_MANIFEST_ID, "SELECT id FROM manifests WHERE repository_id = $1 AND digest = $2 FOR KEY SHARE", 2),
     BERTH_DB__STMT(BERTH_SQL_REF_INSERT,
                    "INSERT INTO manifest_refs (manifest_id, digest, kind, size) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING", 4),
     BERTH_DB__STMT(BERTH_SQL_TAG_UPSERT,
                    "INSERT INTO tags (repository_id, name, manifest_id) VALUES ($1, $2, $3) ON CONFLICT (repository_id, name) "
                    "DO UPDATE SET manifest_id = EXCLUDED.manifest_id, updated_at = now()",
                    3),
+    /* The first referenced blob (child manifest) the repository lacks, locking FOR KEY SHARE those it has until the
+     * PUT commits: GC sweeps a row only after locking it FOR UPDATE SKIP LOCKED, so a row locked here is never swept
+     * under this PUT, and one GC locked first is gone (not returned) once GC commits. EXCEPT reads both sides whole. */
     BERTH_DB__STMT(BERTH_SQL_MISSING_BLOB,
-                   "SELECT d FROM unnest($2::text[]) AS d WHERE NOT EXISTS "
-                   "(SELECT 1 FROM repository_blobs WHERE repository_id = $1 AND digest = d) AND NOT " PROXIED("$1") " LIMIT 1",
+                   "SELECT d FROM (SELECT unnest($2::text[]) AS d EXCEPT SELECT l.digest FROM (SELECT digest FROM repository_blobs "
+                   "WHERE repository_id = $1 AND digest = ANY($2::text[]) ORDER BY digest FOR KEY SHARE) l) x WHERE NOT " PROXIED(
+                       "$1") " LIMIT 1",
                    2),
-    BERTH_DB__STMT(BERTH_SQL_MISSING_MANIFEST,
-                   "SELECT d FROM unnest($2::text[]) AS d WHERE NOT EXISTS "
-                   "(SELECT 1 FROM manifests WHERE repository_id = $1 AND digest = d) AND NOT " PROXIED("$1") " LIMIT 1",
-                   2),
+    BERTH_DB__STMT(
+        BERTH_SQL_MISSING_MANIFEST,
+        "SELECT d FROM (SELECT unnest($2::text[]) AS d EXCEPT SELECT l.digest FROM (SELECT digest FROM manifests WHERE "
+        "repository_id = $1 AND digest = ANY($2::text[]) ORDER BY digest FOR KEY SHARE) l) x WHERE NOT " PROXIED("$1") " LIMIT 1",
+        2),
+    /* held by an upload from placing the blob file until its row commits (sql/gc.c takes it exclusively) */
+    BERTH_DB__STMT(BERTH_SQL_BLOB_FILE_LOCK,
+                   "SELECT pg_advisory_xact_lock_shared(" BERTH_DB__BLOB_FILE_LOCK_CLASS ", hashtext($1::text))", 1),
     BERTH_DB__STMT(BERTH_SQL_MANIFEST_BY_TAG,
                    "SELECT m.digest, m.media_type, m.content FROM repositories r JOIN tags t ON t.repository_id = r.id "
                    "JOIN manifests m ON m.id = t.manifest_id WHERE r.name = $1 AND t.name = $2",
@@ -225,7 +234,7 @@ static int ensure_repo(berth_dbconn_t *c, const char *repo, int64_t *id_out, cha
 }
 
 int berth_db_blob_commit(berth_dbconn_t *c, const char *repo, const char *digest, int64_t size, const char *upload_id,
-                         berth_err_t *err)
+                         berth_db_place_fn place, void *place_arg, berth_err_t *err)
 {
     int64_t rid;
     char ridbuf[24], sizebuf[24];
@@ -233,6 +242,12 @@ int berth_db_blob_commit(berth_dbconn_t *c, const char *repo, const char *digest
     int rc;
     if ((rc = berth_db_begin(c, err)) != 0)
         return rc;
+    /* the file is placed (or found in place) under the digest's file lock, and the lock is held until the row
+     * commits: GC, which deletes the row first and unlinks the file later under the same lock taken exclusively,
+     * then finds the row again and leaves the file */
+    const char *fp[] = {digest};
+    if (place != NULL && ((rc = run_count(c, BERTH_SQL_BLOB_FILE_LOCK, fp, err)) < 0 || (rc = place(place_arg, err)) != 0))
+        goto Fail;
     const char *bp[] = {digest, sizebuf};
     if ((rc = ensure_repo(c, repo, &rid, ridbuf, err)) != 0 || (rc = run_count(c, BERTH_SQL_BLOB_INSERT, bp, err)) < 0)
         goto Fail;
@@ -265,8 +280,14 @@ int berth_db_blob_mount(berth_dbconn_t *c, const char *repo, const char *from, c
     int64_t rid;
     char ridbuf[24];
     const char *lp[] = {ridbuf, digest};
-    if ((rc = ensure_repo(c, repo, &rid, ridbuf, err)) != 0 || (rc = run_count(c, BERTH_SQL_BLOB_LINK, lp, err)) < 0)
+    if ((rc = ensure_repo(c, repo, &rid, ridbuf, err)) != 0 || (rc = run_count(c, BERTH_SQL_BLOB_LINK, lp, err)) < 0) {
+        if (rc == BERTH_ECONFLICT) /* GC deleted the blob row meanwhile (the link's foreign key): upload it instead */
+        {
+            berth_err_set(err, BERTH_OCI_BLOB_UNKNOWN, NULL);
+            rc = BERTH_ENOTFOUND;
+        }
         goto Fail;
+    }
     return berth_db_commit(c, err);
 Fail:
     berth_db_rollback(c);
@@ -369,23 +390,39 @@ int berth_db_manifest_put(berth_dbconn_t *c, const char *repo, const char *tag, 
     if ((rc = ensure_repo(c, repo, &rid, ridbuf, err)) != 0 || (rc = check_missing(c, ridbuf, info, BERTH_REF_BLOB, err)) != 0 ||
         (rc = check_missing(c, ridbuf, info, BERTH_REF_MANIFEST, err)) != 0)
         goto Fail;
+    if (info->subject != NULL) { /* a stored subject stays while its referrer is pushed (it may also be absent) */
+        int64_t sid;
+        const char *sp[] = {ridbuf, info->subject};
+        if ((rc = run_int64(c, BERTH_SQL_MANIFEST_ID, sp, &sid, err)) != 0 && rc != BERTH_ENOTFOUND)
+            goto Fail;
+    }
     snprintf(sizebuf, sizeof(sizebuf), "%zu", len);
     const char *mp[] = {ridbuf,        digest->str,       info->media_type, info->artifact_type,
                         info->subject, info->annotations, sizebuf,          body};
     int lengths[8] = {0, 0, 0, 0, 0, 0, 0, (int)len}, formats[8] = {0, 0, 0, 0, 0, 0, 0, 1};
-    PGresult *res = berth_db__run(c, BERTH_SQL_MANIFEST_INSERT, mp, lengths, formats, 0, err);
-    if (res == NULL) {
-        rc = err != NULL ? err->code : BERTH_ERROR;
-        goto Fail;
-    }
-    int inserted = PQntuples(res) > 0;
-    if (inserted)
-        mid = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
-    PQclear(res);
-    if (!inserted) {
-        const char *ip[] = {ridbuf, digest->str};
-        if ((rc = run_int64(c, BERTH_SQL_MANIFEST_ID, ip, &mid, err)) != 0)
+    int inserted = 0;
+    /* an existing manifest is locked (MANIFEST_ID); one GC deleted between the insert and that lock is inserted
+     * again, so a PUT that succeeds always leaves its manifest stored */
+    for (int attempt = 0;; attempt++) {
+        PGresult *res = berth_db__run(c, BERTH_SQL_MANIFEST_INSERT, mp, lengths, formats, 0, err);
+        if (res == NULL) {
+            rc = err != NULL ? err->code : BERTH_ERROR;
             goto Fail;
+        }
+        inserted = PQntuples(res) > 0;
+        if (inserted)
+            mid = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+        PQclear(res);
+        if (inserted)
+            break;
+        const char *ip[] = {ridbuf, digest->str};
+        if ((rc = run_int64(c, BERTH_SQL_MANIFEST_ID, ip, &mid, err)) == 0)
+            break;
+        if (rc != BERTH_ENOTFOUND || attempt == 2) {
+            if (rc == BERTH_ENOTFOUND)
+                rc = berth_err_set(err, BERTH_OCI_INTERNAL, "manifest %s vanished during the push", digest->str);
+            goto Fail;
+        }
     }
     snprintf(midbuf, sizeof(midbuf), "%lld", (long long)mid);
     for (size_t i = 0; inserted && i < info->nrefs; i++) {

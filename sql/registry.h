@@ -35,11 +35,16 @@ int berth_db_repo_exists(berth_dbconn_t *c, const char *repo, berth_err_t *err);
 /** Size of a blob linked into `repo`; BERTH_ENOTFOUND (BLOB_UNKNOWN) otherwise. */
 int berth_db_blob_stat(berth_dbconn_t *c, const char *repo, const char *digest, int64_t *size_out, berth_err_t *err);
 /**
- * Record a blob whose bytes are already durable in storage, link it into `repo` (created with its project if
- * needed) and end `upload_id` (may be NULL) in one transaction.
+ * Record a blob, link it into `repo` (created with its project if needed) and end `upload_id` (may be NULL) in
+ * one transaction. `place` (may be NULL when the file is known to be in place) moves the verified bytes into
+ * storage first, under the digest's blob-file lock, which the transaction holds until the row is committed: so
+ * GC, which unlinks a file only under that lock and only when the row is gone, never removes a file an upload
+ * is about to own (README "Garbage collection").
  */
+/** Puts the blob's file in place (0 or a negative code with err set); called inside berth_db_blob_commit's transaction. */
+typedef int (*berth_db_place_fn)(void *arg, berth_err_t *err);
 int berth_db_blob_commit(berth_dbconn_t *c, const char *repo, const char *digest, int64_t size, const char *upload_id,
-                         berth_err_t *err);
+                         berth_db_place_fn place, void *place_arg, berth_err_t *err);
 /** Cross-repository mount: link a blob that `from` holds into `repo`. BERTH_ENOTFOUND if `from` lacks it. */
 int berth_db_blob_mount(berth_dbconn_t *c, const char *repo, const char *from, const char *digest, int64_t *size_out,
                         berth_err_t *err);

@@ -48,6 +48,7 @@
     X(BERTH_SQL_PROXY_CHECKED) \
     X(BERTH_SQL_PROXY_TRYLOCK) \
     X(BERTH_SQL_PROXY_UNLOCK) \
+    X(BERTH_SQL_BLOB_FILE_LOCK) \
     /* sql/isa.c: ISA variant rows, view indexes, scan verdicts */ \
     X(BERTH_SQL_ISA_INSERT) \
     X(BERTH_SQL_ISA_POLICY) \
@@ -165,7 +166,37 @@
     X(BERTH_SQL_TAG_INSERT_NEW) \
     X(BERTH_SQL_IMM_TAG_EXISTS) \
     X(BERTH_SQL_IMM_MANIFEST_TAGS) \
-    X(BERTH_SQL_IMM_REPO_TAGS)
+    X(BERTH_SQL_IMM_REPO_TAGS) \
+    /* sql/gc.c: garbage collection runs, schedule, marks and sweeps (berth_db_api) */ \
+    X(BERTH_Q_GC_LIST) \
+    X(BERTH_Q_GC_GET) \
+    X(BERTH_Q_GC_LOG) \
+    X(BERTH_Q_GC_STOP) \
+    X(BERTH_Q_GC_CREATE) \
+    X(BERTH_Q_GC_SCHEDULE_GET) \
+    X(BERTH_Q_GC_SCHEDULE_PUT) \
+    X(BERTH_Q_GC_SCHEDULE_FIRE) \
+    X(BERTH_Q_GC_CLAIM) \
+    X(BERTH_Q_GC_RENEW) \
+    X(BERTH_Q_GC_PHASE) \
+    X(BERTH_Q_GC_NOTE) \
+    X(BERTH_Q_GC_END) \
+    X(BERTH_Q_GC_LEAVE) \
+    X(BERTH_Q_GC_MARK_MANIFESTS) \
+    X(BERTH_Q_GC_MARK_LINKS) \
+    X(BERTH_Q_GC_MARK_BLOBS) \
+    X(BERTH_Q_GC_MARKED) \
+    X(BERTH_Q_GC_LOCK_MANIFESTS) \
+    X(BERTH_Q_GC_LOCK_LINKS) \
+    X(BERTH_Q_GC_LOCK_BLOBS) \
+    X(BERTH_Q_GC_SWEEP_MANIFESTS) \
+    X(BERTH_Q_GC_SWEEP_LINKS) \
+    X(BERTH_Q_GC_SWEEP_BLOBS) \
+    X(BERTH_Q_GC_FILES_LOCK) \
+    X(BERTH_Q_GC_FILES_UNOWNED) \
+    X(BERTH_Q_GC_ORPHANS) \
+    X(BERTH_Q_GC_PRUNE) \
+    X(BERTH_Q_GC_QUIET)
 /* clang-format on */
 
 typedef enum {

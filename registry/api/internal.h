@@ -39,6 +39,8 @@ int berth_api_jsonv(berth_api_t *a, int status, json_t *v); /* takes v */
 int berth_api_empty(berth_api_t *a, int status);
 /** 201 with Location "<prefix>/<id>", the id read from `key` of a query's JSON result, which is freed here. */
 int berth_api_created(berth_api_t *a, char *json, const char *key, const char *prefix);
+/** 200 text/plain with the string a query returned as JSON (a log), which is freed here; 404 `what` when it is not one. */
+int berth_api_text(berth_api_t *a, char *json, const char *what);
 int berth_api_fail(berth_api_t *a, berth_oci_t oci, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /** Answer from err (database failures and the like). */
 int berth_api_err(berth_api_t *a, const berth_err_t *err);

@@ -480,15 +480,7 @@ static int task_log(berth_api_t *a)
     berth_db_json_t l;
     if (berth_api_query(a, BERTH_Q_TASK_LOG, lp, &l) != 0)
         return -1;
-    json_t *v = l.json != NULL ? json_loads(l.json, JSON_DECODE_ANY, NULL) : NULL;
-    free(l.json);
-    if (!json_is_string(v)) {
-        json_decref(v);
-        return berth_api_fail(a, BERTH_OCI_NOT_FOUND, "task not found");
-    }
-    berth_resp_body(a->resp, 200, strdup(json_string_value(v)), strlen(json_string_value(v)), "text/plain");
-    json_decref(v);
-    return 0;
+    return berth_api_text(a, l.json, "task not found");
 }
 
 #define E "/replication/executions/{execution_id}"

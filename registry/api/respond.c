@@ -64,3 +64,18 @@ int berth_api_fail(berth_api_t *a, berth_oci_t oci, const char *fmt, ...)
     }
     return berth_api_err(a, &err);
 }
+
+int berth_api_text(berth_api_t *a, char *json, const char *what)
+{
+    json_t *v = json != NULL ? json_loads(json, JSON_DECODE_ANY, NULL) : NULL;
+    free(json);
+    if (!json_is_string(v)) {
+        json_decref(v);
+        berth_err_t err;
+        berth_err_set(&err, BERTH_OCI_NOT_FOUND, "%s", what);
+        return berth_api_err(a, &err);
+    }
+    berth_resp_body(a->resp, 200, strdup(json_string_value(v)), strlen(json_string_value(v)), "text/plain");
+    json_decref(v);
+    return 0;
+}

@@ -7,6 +7,7 @@
 #include "auth/audit.h"
 #include "registry/http/access_log.h"
 #include "registry/service/cache.h"
+#include "registry/service/gc.h"
 #include "registry/service/proxy.h"
 #include "registry/service/upload.h"
 
@@ -140,6 +141,7 @@ char *berth_metrics_render(berth_db_t *db, berth_store_t *store, long worker_que
                 "# TYPE berth_db_deadline_exceeded_total counter\nberth_db_deadline_exceeded_total %lu\n",
                 down, timeouts);
     }
+    berth_gc_metrics(f);
     /* statvfs on the loop: a local metadata call; a storage file system that hangs it has stopped blob GETs
      * through the edge as well, so there is nothing left for the loop to serve meanwhile */
     berth_store_space_t sp;

@@ -16,6 +16,7 @@
 #include "core/manifest.h"
 #include "registry/isa/scan.h"
 #include "registry/service/events.h"
+#include "registry/service/upload.h"
 #include "sql/isa.h"
 #include "sql/registry.h"
 
@@ -272,14 +273,15 @@ static int put_blob(berth_registry_t *reg, berth_dbconn_t *c, const char *repo, 
     berth_err_t err;
     if (berth_store_upload_open(reg->store, id, 1, &fd, &sz, &err) != 0)
         return -1;
-    int rc = berth_store_write_all(fd, data, len) == 0 && berth_store_upload_commit(reg->store, id, fd, d, &err) == 0 ? 0 : -1;
+    int rc = berth_store_write_all(fd, data, len) == 0 && berth_store_upload_sync(reg->store, id, fd, &err) == 0 ? 0 : -1;
     close(fd);
+    berth_upload_place_t place = {.store = reg->store, .id = id, .digest = d};
+    if (rc == 0 && berth_db_blob_commit(c, repo, d->str, (int64_t)len, NULL, berth_upload_place, &place, &err) != 0)
+        rc = -1;
     if (rc != 0) {
-        berth_store_upload_remove(reg->store, id);
+        berth_store_upload_remove(reg->store, id); /* missing once placed: fine */
         return -1;
     }
-    if (berth_db_blob_commit(c, repo, d->str, (int64_t)len, NULL, &err) != 0)
-        return -1;
     berth_event_emit(&(berth_event_t){.kind = BERTH_EVENT_BLOB_PUSH,
                                       .surface = BERTH_EVENT_INTERNAL,
                                       .repo = repo,

@@ -13,6 +13,7 @@
 #include "core/log.h"
 #include "registry/service/events.h"
 #include "registry/service/registry.h"
+#include "registry/service/upload.h"
 #include "replication/client.h"
 #include "replication/replication.h"
 #include "replication/task.h"
@@ -278,17 +279,18 @@ static int fetch_blob(fetch_t *f, berth_err_t *err)
                               f->url, (long long)s.n, f->upname, n->ref, got.str);
         }
     }
-    /* visible only once verified: rename into place, then the row */
+    /* visible only once verified: rename into place under the blob-file lock, then the row (sql/registry.h) */
     if (rc == 0)
-        rc = berth_store_upload_commit(store, id, s.fd, &want, err);
+        rc = berth_store_upload_sync(store, id, s.fd, err);
     close(s.fd);
     berth_hash_free(s.h);
+    berth_upload_place_t place = {.store = store, .id = id, .digest = &want};
+    if (rc == 0)
+        rc = berth_db_blob_commit(f->c, n->repo, want.str, s.n, NULL, berth_upload_place, &place, err);
     if (rc != 0) {
-        berth_store_upload_remove(store, id);
+        berth_store_upload_remove(store, id); /* missing once placed: fine */
         return rc;
     }
-    if ((rc = berth_db_blob_commit(f->c, n->repo, want.str, s.n, NULL, err)) != 0)
-        return rc;
     berth_event_emit(&(berth_event_t){.kind = BERTH_EVENT_BLOB_PUSH,
                                       .surface = BERTH_EVENT_INTERNAL,
                                       .repo = n->repo,

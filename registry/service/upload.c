@@ -482,6 +482,12 @@ static void write_plain(berth_upload_t *u, const char *data, size_t len)
     u->written += (int64_t)len;
 }
 
+int berth_upload_place(void *arg, berth_err_t *err)
+{
+    const berth_upload_place_t *p = arg;
+    return berth_store_upload_place(p->store, p->id, p->digest, err);
+}
+
 static void finish_blob(berth_upload_t *u, berth_resp_t *resp)
 {
     berth_err_t *err = &u->err;
@@ -499,7 +505,7 @@ static void finish_blob(berth_upload_t *u, berth_resp_t *resp)
         berth_err_set(err, BERTH_OCI_DIGEST_INVALID, "content digest %s does not match %s", got.str, u->want.str);
         goto Drop;
     }
-    if (berth_store_upload_commit(u->reg->store, u->id, u->fd, &u->want, err) != 0) {
+    if (berth_store_upload_sync(u->reg->store, u->id, u->fd, err) != 0) {
         if (err->oci == BERTH_OCI_STORAGE_FULL)
             release(u);
         goto Fail;
@@ -507,10 +513,14 @@ static void finish_blob(berth_upload_t *u, berth_resp_t *resp)
     berth_dbconn_t *c = berth_db_acquire(u->reg->db, err);
     if (c == NULL)
         goto Fail;
-    int rc = berth_db_blob_commit(c, u->repo, u->want.str, size, u->op == OP_PUT ? u->id : NULL, err);
+    berth_upload_place_t place = {.store = u->reg->store, .id = u->id, .digest = &u->want};
+    int rc = berth_db_blob_commit(c, u->repo, u->want.str, size, u->op == OP_PUT ? u->id : NULL, berth_upload_place, &place, err);
     berth_db_release(u->reg->db, c);
-    if (rc != 0)
-        goto Fail; /* the blob file is durable but unlinked; GC removes it if no retry claims it */
+    if (rc != 0) {
+        if (err->oci == BERTH_OCI_STORAGE_FULL)
+            release(u);
+        goto Fail; /* a placed file without its row is an orphan: GC removes it after its window */
+    }
     emit_blob_push(u->repo, u->want.str, size, u->principal, u->address);
     berth_resp_header(resp, "location", "/v2/%s/blobs/%s", u->repo, u->want.str);
     berth_resp_header(resp, "docker-content-digest", "%s", u->want.str);

@@ -36,6 +36,15 @@ void berth_upload_write(berth_upload_t *u, const char *data, size_t len);
 void berth_upload_finish(berth_upload_t *u, berth_resp_t *resp);
 /** Release the state; after an abort (no finish) the bytes already written stay in the session. */
 void berth_upload_free(berth_upload_t *u);
+/** What berth_upload_place puts where: upload `id`'s synced bytes become blob `digest` (all borrowed). */
+typedef struct st_berth_upload_place_t {
+    berth_store_t *store;
+    const char *id;
+    const berth_digest_t *digest;
+} berth_upload_place_t;
+/** A berth_db_place_fn (sql/registry.h): berth_store_upload_place inside the blob's commit transaction. */
+int berth_upload_place(void *arg, berth_err_t *err);
+
 /** Number of requests currently streaming a body (for /metrics). */
 long berth_upload_active(void);
 /** Drop the in-memory hash state of session `id` (purged or cancelled); nothing if there is none. */

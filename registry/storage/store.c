@@ -1,5 +1,6 @@
 #include "registry/storage/store.h"
 
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -148,14 +149,19 @@ int berth_store_upload_size(const berth_store_t *s, const char *id, int64_t *siz
     return 0;
 }
 
-int berth_store_upload_commit(const berth_store_t *s, const char *id, int fd, const berth_digest_t *d, berth_err_t *err)
+int berth_store_upload_sync(const berth_store_t *s, const char *id, int fd, berth_err_t *err)
+{
+    if (fdatasync(fd) != 0)
+        return berth_store_io_error(s, "fsync of upload", id, errno, err);
+    return 0;
+}
+
+int berth_store_upload_place(const berth_store_t *s, const char *id, const berth_digest_t *d, berth_err_t *err)
 {
     char src[PATH_MAX + 256], dst[PATH_MAX + 256], dir[PATH_MAX + 256];
     upload_path(s, id, src, sizeof(src));
     berth_store_blob_path(s, d, dst, sizeof(dst));
     snprintf(dir, sizeof(dir), "%s/blobs/%s/%.2s", s->root, alg_name(d->alg), berth_digest_hex(d));
-    if (fdatasync(fd) != 0)
-        return berth_store_io_error(s, "fsync of upload", id, errno, err);
     if (mkdir_p(dir) != 0)
         return berth_store_io_error(s, "creating the blob directory for", id, errno, err);
     struct stat st;
@@ -171,6 +177,77 @@ int berth_store_upload_commit(const berth_store_t *s, const char *id, int fd, co
     char uploads[PATH_MAX + 256];
     snprintf(uploads, sizeof(uploads), "%s/uploads", s->root);
     fsync_dir(uploads);
+    return 0;
+}
+
+int berth_store_upload_commit(const berth_store_t *s, const char *id, int fd, const berth_digest_t *d, berth_err_t *err)
+{
+    int rc = berth_store_upload_sync(s, id, fd, err);
+    return rc != 0 ? rc : berth_store_upload_place(s, id, d, err);
+}
+
+int berth_store_blob_remove(const berth_store_t *s, const berth_digest_t *d, berth_err_t *err)
+{
+    char path[PATH_MAX + 256];
+    berth_store_blob_path(s, d, path, sizeof(path));
+    if (unlink(path) != 0 && errno != ENOENT)
+        return berth_store_io_error(s, "unlink of blob", d->str, errno, err);
+    return 0;
+}
+
+/* one blobs/<alg>/<ab>/ directory: files whose name is a digest of that algorithm filed in the right place */
+static int blob_dir_each(const char *dir, berth_digest_alg_t alg, const char *prefix, time_t now, berth_store_blob_fn cb,
+                         void *cb_data)
+{
+    DIR *d = opendir(dir);
+    if (d == NULL)
+        return 0;
+    int stop = 0;
+    struct dirent *e;
+    while (!stop && (e = readdir(d)) != NULL) {
+        struct stat st;
+        char text[BERTH_DIGEST_MAX + 1];
+        berth_digest_t dg;
+        size_t nlen = strlen(e->d_name);
+        if (e->d_name[0] == '.' || strncmp(e->d_name, prefix, 2) != 0 || nlen + 8 > sizeof(text))
+            continue;
+        snprintf(text, sizeof(text), "%s:%.*s", alg == BERTH_DIGEST_SHA256 ? "sha256" : "sha512", (int)nlen, e->d_name);
+        if (berth_digest_parse(&dg, text, strlen(text), NULL) != 0 || dg.alg != alg)
+            continue;
+        if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
+            continue;
+        stop = cb(&dg, (int64_t)st.st_size, difftime(now, st.st_mtime), cb_data);
+    }
+    closedir(d);
+    return stop;
+}
+
+int berth_store_blob_each(const berth_store_t *s, berth_store_blob_fn cb, void *cb_data)
+{
+    static const struct {
+        const char *name;
+        berth_digest_alg_t alg;
+    } algs[] = {{"sha256", BERTH_DIGEST_SHA256}, {"sha512", BERTH_DIGEST_SHA512}};
+    time_t now = time(NULL);
+    for (size_t a = 0; a < sizeof(algs) / sizeof(algs[0]); a++) {
+        char top[PATH_MAX + 256];
+        snprintf(top, sizeof(top), "%s/blobs/%s", s->root, algs[a].name);
+        DIR *d = opendir(top);
+        if (d == NULL)
+            continue;
+        struct dirent *e;
+        int stop = 0;
+        while (!stop && (e = readdir(d)) != NULL) {
+            if (strlen(e->d_name) != 2 || !isxdigit((unsigned char)e->d_name[0]) || !isxdigit((unsigned char)e->d_name[1]))
+                continue;
+            char sub[PATH_MAX + 256];
+            snprintf(sub, sizeof(sub), "%.*s/%.2s", PATH_MAX, top, e->d_name);
+            stop = blob_dir_each(sub, algs[a].alg, e->d_name, now, cb, cb_data);
+        }
+        closedir(d);
+        if (stop)
+            return 1;
+    }
     return 0;
 }
 

@@ -39,10 +39,25 @@ int berth_store_upload_open_read(const berth_store_t *s, const char *id, int *fd
 /** Length of an upload file, or BERTH_ENOTFOUND. */
 int berth_store_upload_size(const berth_store_t *s, const char *id, int64_t *size_out);
 /**
- * Make a verified upload the blob `d`: fsync the file, rename it into place (or drop it when the blob is
- * already stored), fsync the directory. `fd` stays open and owned by the caller.
+ * Make a verified upload the blob `d`: berth_store_upload_sync, then berth_store_upload_place. `fd` stays open
+ * and owned by the caller.
  */
 int berth_store_upload_commit(const berth_store_t *s, const char *id, int fd, const berth_digest_t *d, berth_err_t *err);
+/** Make an upload's bytes durable (fdatasync), before the blob-file lock is taken (sql/registry.h). */
+int berth_store_upload_sync(const berth_store_t *s, const char *id, int fd, berth_err_t *err);
+/** Rename a synced upload into place as blob `d` (or drop it when the blob is already stored), fsync the directory. */
+int berth_store_upload_place(const berth_store_t *s, const char *id, const berth_digest_t *d, berth_err_t *err);
+
+/**
+ * Garbage collection: remove blob `d`'s file; a missing file is fine. The caller holds the digest's blob-file
+ * lock and has seen that no blob row exists (registry/service/gc.c).
+ */
+int berth_store_blob_remove(const berth_store_t *s, const berth_digest_t *d, berth_err_t *err);
+/** Called per stored blob file with its digest, size and age in seconds; nonzero stops the walk. */
+typedef int (*berth_store_blob_fn)(const berth_digest_t *d, int64_t size, double age_seconds, void *cb_data);
+/** Walk every blob file (for GC's orphan sweep); names that are not a digest filed in its place are skipped.
+ * Returns 1 when cb stopped the walk, else 0. */
+int berth_store_blob_each(const berth_store_t *s, berth_store_blob_fn cb, void *cb_data);
 /**
  * Call cb(id, age_seconds, cb_data) for every upload file (for purging abandoned sessions). Returns the count.
  */

@@ -121,11 +121,12 @@ int main(void)
     int shaped = 1;
     for (int id = 0; id < BERTH_SQL__COUNT; id++) {
         int rest = strncmp(berth_sql_name(id), "BERTH_Q_", 8) == 0;
-        int json = berth_db__api_stmts[id].sql != NULL || berth_db__replication_stmts[id].sql != NULL;
+        int json = berth_db__api_stmts[id].sql != NULL || berth_db__replication_stmts[id].sql != NULL ||
+                   berth_db__gc_stmts[id].sql != NULL;
         if (rest != json) {
             shaped = 0;
             printf("# %s: %s\n", berth_sql_name(id),
-                   rest ? "not in sql/api.c or sql/replication.c" : "a JSON query without BERTH_Q_");
+                   rest ? "not in sql/api.c, sql/replication.c or sql/gc.c" : "a JSON query without BERTH_Q_");
         }
     }
     ok(shaped, "the BERTH_Q_ ids are exactly the statements of sql/api.c and sql/replication.c");

@@ -1,0 +1,702 @@
+#include "registry/service/gc.h"
+
+#include <jansson.h>
+#include <openssl/rand.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/bgloop.h"
+#include "core/digest.h"
+#include "core/log.h"
+#include "registry/service/events.h"
+#include "replication/policy.h"
+#include "sql/api.h"
+
+/* phases of a run (gc_runs.phase); the mark statements move 1->2, 3->4, 5->6 (a dry run skips the sweeps) */
+enum {
+    PH_START,
+    PH_MARK_MANIFESTS,
+    PH_SWEEP_MANIFESTS,
+    PH_MARK_LINKS,
+    PH_SWEEP_LINKS,
+    PH_MARK_BLOBS,
+    PH_SWEEP_BLOBS,
+    PH_ORPHANS,
+    PH_FINISH
+};
+
+#define LOG_LIST_MAX 1000 /* digests a run's log names; the counters cover the rest */
+
+static struct {
+    berth_registry_t *reg;
+    berth_db_t *db;
+    berth_bgloop_t *loop;
+    berth_gc_conf_t conf;
+    char owner[80];
+    /* /metrics: the run this berthd works on, as its last statement returned it (guarded by mu) */
+    pthread_mutex_t mu;
+    long long run_id;
+    int running, phase, dry;
+    long long counters[13];
+    unsigned long long runs_done, runs_failed;
+} gc = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+static const char *const counter_names[13] = {
+    "manifests_marked", "manifests_deleted", "links_marked", "links_deleted", "blobs_marked", "bytes_marked", "blobs_deleted",
+    "bytes_freed",      "orphans",           "orphan_bytes", "processed",     "cursor",       "phase"};
+
+typedef struct {
+    long long id;
+    char idbuf[24], marks[24], grace[24], lease[24], batch[24];
+    int dry, untagged;
+    long grace_s;
+    int listed;          /* digests named in the log so far */
+    long long pass_done; /* manifests deleted in the current pass (another pass follows when > 0) */
+    json_t *state;       /* the run's row as the last statement returned it */
+} run_t;
+
+typedef enum { GO_ON, DONE, HALT } step_t; /* HALT: stopped, lost the lease, or an error: leave this run */
+
+/* ---- small helpers -------------------------------------------------------------------------------------- */
+
+static long long jint(json_t *o, const char *key)
+{
+    return (long long)json_integer_value(json_object_get(o, key));
+}
+
+static void now_prefix(char *buf, size_t sz)
+{
+    time_t t = time(NULL);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(buf, sz, "%Y-%m-%dT%H:%M:%SZ ", &tm);
+}
+
+/* One statement through berth_db_api; *out the parsed JSON (NULL for no row). 0 or a negative code. */
+static int q(berth_dbconn_t *c, berth_q_t id, const char *const *p, json_t **out, berth_err_t *err)
+{
+    berth_db_json_t r = {0};
+    int rc = berth_db_api(c, id, p, &r, err);
+    if (out != NULL)
+        *out = rc == 0 && r.json != NULL ? json_loads(r.json, JSON_DECODE_ANY, NULL) : NULL;
+    free(r.json);
+    return rc;
+}
+
+/* Take the run's new state (consumes st); publish it for /metrics */
+static void set_state(run_t *r, json_t *st)
+{
+    if (st == NULL)
+        return;
+    json_decref(r->state);
+    r->state = st;
+    pthread_mutex_lock(&gc.mu);
+    gc.run_id = r->id;
+    gc.dry = r->dry;
+    for (size_t i = 0; i < 13; i++)
+        gc.counters[i] = jint(st, counter_names[i]);
+    gc.phase = (int)jint(st, "phase");
+    pthread_mutex_unlock(&gc.mu);
+}
+
+static const char *status_of(const run_t *r)
+{
+    const char *s = json_string_value(json_object_get(r->state, "status"));
+    return s != NULL ? s : "";
+}
+
+/* A log line for the run's row (and berthd's log); `fmt` without the newline */
+static char *line(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static char *line(const char *fmt, ...)
+{
+    char pre[40], body[900], *out;
+    now_prefix(pre, sizeof(pre));
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(body, sizeof(body), fmt, ap);
+    va_end(ap);
+    if (asprintf(&out, "%s%s\n", pre, body) < 0)
+        abort();
+    return out;
+}
+
+static int note(berth_dbconn_t *c, run_t *r, char *text, berth_err_t *err)
+{
+    berth_log_info("gc run %lld: %.*s", r->id, (int)strlen(text) - 1 - 21, text + 21);
+    const char *p[] = {r->idbuf, gc.owner, text};
+    json_t *st = NULL;
+    int rc = q(c, BERTH_Q_GC_NOTE, p, &st, err);
+    free(text);
+    set_state(r, st);
+    return rc;
+}
+
+static int phase(berth_dbconn_t *c, run_t *r, int next, char *text, berth_err_t *err)
+{
+    char nb[8];
+    snprintf(nb, sizeof(nb), "%d", next);
+    const char *p[] = {r->idbuf, gc.owner, r->lease, nb, text != NULL ? text : ""};
+    json_t *st = NULL;
+    int rc = q(c, BERTH_Q_GC_PHASE, p, &st, err);
+    if (text != NULL) {
+        berth_log_info("gc run %lld: %.*s", r->id, (int)strlen(text) - 1 - 21, text + 21);
+        free(text);
+    }
+    if (rc == 0 && st == NULL)
+        rc = berth_err_set(err, BERTH_OCI_INTERNAL, "lease lost");
+    set_state(r, st);
+    return rc;
+}
+
+static int end(berth_dbconn_t *c, run_t *r, const char *status, char *text, const char *error)
+{
+    berth_err_t err;
+    const char *p[] = {r->idbuf, gc.owner, status, text, error};
+    json_t *st = NULL;
+    berth_log_info("gc run %lld: %.*s", r->id, (int)strlen(text) - 1 - 21, text + 21);
+    int rc = q(c, BERTH_Q_GC_END, p, &st, &err);
+    free(text);
+    set_state(r, st);
+    pthread_mutex_lock(&gc.mu);
+    if (strcmp(status, "Success") == 0)
+        gc.runs_done++;
+    else if (strcmp(status, "Error") == 0)
+        gc.runs_failed++;
+    pthread_mutex_unlock(&gc.mu);
+    return rc;
+}
+
+/* ---- files ---------------------------------------------------------------------------------------------- */
+
+/* '{d1,d2}' from a JSON array of digest strings or of {digest} objects */
+static char *pg_array(json_t *arr)
+{
+    size_t n = json_array_size(arr), cap = 3 + n * (BERTH_DIGEST_MAX + 1), len = 0;
+    char *s = malloc(cap);
+    s[len++] = '{';
+    for (size_t i = 0; i < n; i++) {
+        json_t *v = json_array_get(arr, i);
+        const char *d = json_is_string(v) ? json_string_value(v) : json_string_value(json_object_get(v, "digest"));
+        len += (size_t)snprintf(s + len, cap - len, "%s%s", i > 0 ? "," : "", d != NULL ? d : "");
+    }
+    s[len++] = '}';
+    s[len] = '\0';
+    return s;
+}
+
+/*
+ * Unlink the files of `digests` (a JSON array) that have no blob row, under their blob-file locks taken
+ * exclusively (an upload holds its lock from placing a file until its row commits). Returns the count removed
+ * (and adds their sizes, when `sizes` maps digest -> size) or a negative code.
+ */
+static int remove_files(berth_dbconn_t *c, json_t *digests, json_t *sizes, long long *bytes, berth_err_t *err)
+{
+    if (json_array_size(digests) == 0)
+        return 0;
+    char *arr = pg_array(digests);
+    const char *p[] = {arr};
+    json_t *gone = NULL;
+    int rc = berth_db_begin(c, err);
+    if (rc == 0 && (rc = q(c, BERTH_Q_GC_FILES_LOCK, p, NULL, err)) == 0)
+        rc = q(c, BERTH_Q_GC_FILES_UNOWNED, p, &gone, err);
+    free(arr);
+    int removed = 0;
+    for (size_t i = 0; rc == 0 && i < json_array_size(gone); i++) {
+        const char *ds = json_string_value(json_array_get(gone, i));
+        berth_digest_t d;
+        berth_err_t ferr;
+        if (ds == NULL || berth_digest_parse(&d, ds, strlen(ds), NULL) != 0)
+            continue;
+        if (berth_store_blob_remove(gc.reg->store, &d, &ferr) != 0) {
+            berth_log_warn("gc: %s", ferr.msg); /* left for the next run's orphan sweep */
+            continue;
+        }
+        removed++;
+        if (sizes != NULL && bytes != NULL)
+            *bytes += (long long)json_integer_value(json_object_get(sizes, ds));
+    }
+    json_decref(gone);
+    if (rc != 0) {
+        berth_db_rollback(c);
+        return rc;
+    }
+    return (rc = berth_db_commit(c, err)) != 0 ? rc : removed;
+}
+
+/* ---- phases --------------------------------------------------------------------------------------------- */
+
+static int mark(berth_dbconn_t *c, run_t *r, berth_q_t id, berth_err_t *err)
+{
+    const char *p[] = {r->idbuf, r->marks, r->grace, r->dry ? "true" : "false"};
+    json_t *st = NULL;
+    int rc = q(c, id, p, &st, err);
+    set_state(r, st);
+    if (rc != 0)
+        return rc;
+    if (id == BERTH_Q_GC_MARK_MANIFESTS)
+        return note(c, r, line("marked %lld untagged manifest(s)", jint(r->state, "manifests_marked")), err);
+    if (id == BERTH_Q_GC_MARK_LINKS)
+        return note(c, r, line("marked %lld blob link(s) no manifest of their repository uses", jint(r->state, "links_marked")),
+                    err);
+    rc = note(c, r,
+              line("marked %lld blob(s), %lld bytes, that no repository links", jint(r->state, "blobs_marked"),
+                   jint(r->state, "bytes_marked")),
+              err);
+    if (rc != 0 || !r->dry)
+        return rc;
+    /* a dry run names what a real run would delete (as a real run names what it deleted) */
+    char kind[] = "3", lim[16];
+    snprintf(lim, sizeof(lim), "%d", LOG_LIST_MAX);
+    const char *mp[] = {r->marks, kind, lim};
+    json_t *list = NULL;
+    if ((rc = q(c, BERTH_Q_GC_MARKED, mp, &list, err)) != 0)
+        return rc;
+    for (size_t i = 0; rc == 0 && i < json_array_size(list); i++) {
+        json_t *o = json_array_get(list, i);
+        rc = note(c, r, line("would delete blob %s (%lld bytes)", json_string_value(json_object_get(o, "digest")), jint(o, "size")),
+                  err);
+    }
+    json_decref(list);
+    return rc;
+}
+
+/* One batch of a sweep phase: lock, re-check and delete, commit; then the files (blobs) or the events
+ * (manifests). GO_ON, DONE when the phase has no marks left, HALT on stop or error. */
+static step_t sweep_batch(berth_dbconn_t *c, run_t *r, int kind, berth_err_t *err)
+{
+    static const berth_q_t locks[4] = {0, BERTH_Q_GC_LOCK_MANIFESTS, BERTH_Q_GC_LOCK_LINKS, BERTH_Q_GC_LOCK_BLOBS};
+    char cursor[24];
+    snprintf(cursor, sizeof(cursor), "%lld", jint(r->state, "cursor"));
+    json_t *w = NULL, *res = NULL;
+    int rc = berth_db_begin(c, err);
+    if (rc == 0 && kind == 1)
+        rc = q(c, BERTH_Q_GC_QUIET, NULL, NULL, err);
+    const char *lp[] = {r->marks, cursor, r->batch};
+    if (rc == 0)
+        rc = q(c, locks[kind], lp, &w, err);
+    if (rc != 0) {
+        berth_db_rollback(c);
+        return HALT;
+    }
+    if (json_is_null(json_object_get(w, "hi"))) { /* no marks after the cursor */
+        berth_db_rollback(c);
+        json_decref(w);
+        return DONE;
+    }
+    char hi[24], n[24];
+    snprintf(hi, sizeof(hi), "%lld", jint(w, "hi"));
+    snprintf(n, sizeof(n), "%lld", jint(w, "n"));
+    const char *locked = json_string_value(json_object_get(w, "locked"));
+    if (locked == NULL)
+        locked = "{}"; /* every row of the window is gone or held by another transaction: skipped */
+    if (kind == 1) {
+        const char *p[] = {r->idbuf, gc.owner, r->lease, locked, hi, n, r->grace, r->marks};
+        rc = q(c, BERTH_Q_GC_SWEEP_MANIFESTS, p, &res, err);
+    } else if (kind == 2) {
+        const char *p[] = {r->idbuf, gc.owner, r->lease, locked, hi, n, r->grace};
+        rc = q(c, BERTH_Q_GC_SWEEP_LINKS, p, &res, err);
+    } else {
+        const char *p[] = {r->idbuf, gc.owner, r->lease, locked, hi, n, r->grace};
+        rc = q(c, BERTH_Q_GC_SWEEP_BLOBS, p, &res, err);
+    }
+    json_decref(w);
+    json_t *st = res != NULL ? json_object_get(res, "state") : NULL;
+    if (rc != 0 || json_is_null(st) || st == NULL) {
+        if (rc == 0)
+            berth_err_set(err, BERTH_OCI_INTERNAL, "lease lost");
+        berth_db_rollback(c);
+        json_decref(res);
+        return HALT;
+    }
+    if ((rc = berth_db_commit(c, err)) != 0) {
+        json_decref(res);
+        return HALT;
+    }
+    set_state(r, json_incref(st));
+    json_t *deleted = json_object_get(res, "deleted");
+    if (kind == 1) {
+        r->pass_done += (long long)json_array_size(deleted);
+        for (size_t i = 0; i < json_array_size(deleted); i++) {
+            json_t *o = json_array_get(deleted, i);
+            const char *repo = json_string_value(json_object_get(o, "repo")), *dg = json_string_value(json_object_get(o, "digest"));
+            /* the ordinary change event: caches, replication, webhooks and the squashfs publisher hear it */
+            berth_event_emit(&(berth_event_t){.kind = BERTH_EVENT_MANIFEST_DELETE,
+                                              .surface = BERTH_EVENT_INTERNAL,
+                                              .repo = repo,
+                                              .digest = dg,
+                                              .size = jint(o, "size"),
+                                              .principal = ""});
+            if (r->listed < LOG_LIST_MAX) {
+                r->listed++;
+                note(c, r, line("deleted manifest %s@%s", repo, dg), err);
+            }
+        }
+    } else if (kind == 3) {
+        if (remove_files(c, deleted, NULL, NULL, err) < 0)
+            berth_log_warn("gc run %lld: files of %zu deleted blob(s) left for the orphan sweep: %s", r->id,
+                           json_array_size(deleted), err->msg);
+        for (size_t i = 0; i < json_array_size(deleted) && r->listed < LOG_LIST_MAX; i++, r->listed++) {
+            json_t *o = json_array_get(deleted, i);
+            note(c, r, line("deleted blob %s (%lld bytes)", json_string_value(json_object_get(o, "digest")), jint(o, "size")), err);
+        }
+    }
+    json_decref(res);
+    return strcmp(status_of(r), "Stopping") == 0 ? HALT : GO_ON;
+}
+
+typedef struct {
+    json_t *batch, *sizes; /* digests of the batch; digest -> size */
+    long grace;
+    int dry;
+    run_t *r;
+    berth_dbconn_t *c;
+    long long found, bytes;
+    int failed;
+    berth_err_t *err;
+} orphans_t;
+
+/* A batch of old files: those without a row go (a dry run counts them) */
+static int orphan_flush(orphans_t *o)
+{
+    if (json_array_size(o->batch) == 0 || o->failed)
+        return o->failed;
+    long long bytes = 0;
+    int n;
+    if (o->dry) {
+        char *arr = pg_array(o->batch);
+        const char *p[] = {arr};
+        json_t *gone = NULL;
+        n = q(o->c, BERTH_Q_GC_FILES_UNOWNED, p, &gone, o->err);
+        free(arr);
+        if (n == 0) {
+            n = (int)json_array_size(gone);
+            for (size_t i = 0; i < json_array_size(gone); i++)
+                bytes += (long long)json_integer_value(json_object_get(o->sizes, json_string_value(json_array_get(gone, i))));
+        }
+        json_decref(gone);
+    } else {
+        n = remove_files(o->c, o->batch, o->sizes, &bytes, o->err);
+    }
+    json_array_clear(o->batch);
+    json_object_clear(o->sizes);
+    if (n < 0) {
+        o->failed = 1;
+        return 1;
+    }
+    if (n > 0) {
+        char cnt[24], b[24];
+        snprintf(cnt, sizeof(cnt), "%d", n);
+        snprintf(b, sizeof(b), "%lld", bytes);
+        const char *p[] = {o->r->idbuf, gc.owner, o->r->lease, cnt, b};
+        json_t *st = NULL;
+        if (q(o->c, BERTH_Q_GC_ORPHANS, p, &st, o->err) != 0 || st == NULL) {
+            json_decref(st);
+            o->failed = 1;
+            return 1;
+        }
+        set_state(o->r, st);
+        o->found += n;
+        o->bytes += bytes;
+    }
+    return berth_bgloop_stopping(gc.loop) || strcmp(status_of(o->r), "Stopping") == 0;
+}
+
+static int orphan_file(const berth_digest_t *d, int64_t size, double age, void *data)
+{
+    orphans_t *o = data;
+    if (age < (double)o->grace)
+        return 0; /* younger than the window: an upload may be placing it */
+    json_array_append_new(o->batch, json_string(d->str));
+    json_object_set_new(o->sizes, d->str, json_integer(size));
+    return json_array_size(o->batch) >= 1000 ? orphan_flush(o) : 0;
+}
+
+/* Files no blob row owns and older than the window: a crash between a sweep's commit and its unlinks, or an
+ * upload whose row never committed. The walk is repeated from the start after a resume (it is idempotent). */
+static step_t orphans(berth_dbconn_t *c, run_t *r, berth_err_t *err)
+{
+    orphans_t o = {.batch = json_array(), .sizes = json_object(), .grace = r->grace_s, .dry = r->dry, .r = r, .c = c, .err = err};
+    int stopped = berth_store_blob_each(gc.reg->store, orphan_file, &o);
+    if (!stopped)
+        orphan_flush(&o);
+    json_decref(o.batch);
+    json_decref(o.sizes);
+    if (o.failed || stopped || berth_bgloop_stopping(gc.loop) || strcmp(status_of(r), "Stopping") == 0)
+        return HALT;
+    if (note(c, r,
+             line("%s %lld orphaned file(s), %lld bytes (no blob row, older than the window)", r->dry ? "would remove" : "removed",
+                  o.found, o.bytes),
+             err) != 0)
+        return HALT;
+    return DONE;
+}
+
+/* Work on a claimed run until it finishes, is stopped, loses its lease or meets an error */
+static void execute(berth_dbconn_t *c, run_t *r)
+{
+    berth_err_t err;
+    berth_err_clear(&err);
+    for (;;) {
+        if (strcmp(status_of(r), "Stopping") == 0) {
+            end(c, r, "Stopped",
+                line("stopped at phase %lld; a new run with the same parameters resumes here", jint(r->state, "phase")), NULL);
+            return;
+        }
+        if (berth_bgloop_stopping(gc.loop)) {
+            const char *p[] = {r->idbuf, gc.owner};
+            q(c, BERTH_Q_GC_LEAVE, p, NULL, &err); /* the next start resumes it without waiting for the lease */
+            return;
+        }
+        int ph = (int)jint(r->state, "phase"), rc = 0;
+        step_t s = GO_ON;
+        switch (ph) {
+        case PH_START:
+            rc = phase(c, r, r->untagged ? PH_MARK_MANIFESTS : PH_MARK_LINKS,
+                       line("started: delete_untagged=%s dry_run=%s grace_seconds=%ld", r->untagged ? "true" : "false",
+                            r->dry ? "true" : "false", r->grace_s),
+                       &err);
+            break;
+        case PH_MARK_MANIFESTS: rc = mark(c, r, BERTH_Q_GC_MARK_MANIFESTS, &err); break;
+        case PH_MARK_LINKS: rc = mark(c, r, BERTH_Q_GC_MARK_LINKS, &err); break;
+        case PH_MARK_BLOBS: rc = mark(c, r, BERTH_Q_GC_MARK_BLOBS, &err); break;
+        case PH_SWEEP_MANIFESTS:
+        case PH_SWEEP_LINKS:
+        case PH_SWEEP_BLOBS: {
+            int kind = ph == PH_SWEEP_MANIFESTS ? 1 : ph == PH_SWEEP_LINKS ? 2 : 3;
+            s = sweep_batch(c, r, kind, &err);
+            if (s == DONE && kind == 1 && r->pass_done > 0) {
+                /* a parent, a referrer went in this pass: what only it referenced may go in the next one */
+                r->pass_done = 0;
+                rc = phase(c, r, PH_SWEEP_MANIFESTS, NULL, &err);
+            } else if (s == DONE) {
+                rc = phase(c, r, ph + 1,
+                           kind == 1   ? line("deleted %lld manifest(s)", jint(r->state, "manifests_deleted"))
+                           : kind == 2 ? line("deleted %lld blob link(s)", jint(r->state, "links_deleted"))
+                                       : line("deleted %lld blob(s), %lld bytes freed", jint(r->state, "blobs_deleted"),
+                                              jint(r->state, "bytes_freed")),
+                           &err);
+            }
+            break;
+        }
+        case PH_ORPHANS:
+            s = orphans(c, r, &err);
+            if (s == DONE)
+                rc = phase(c, r, PH_FINISH, NULL, &err);
+            break;
+        default: {
+            if (!r->dry) {
+                const char *p[] = {r->grace};
+                q(c, BERTH_Q_GC_PRUNE, p, NULL, &err);
+            }
+            json_t *st = r->state;
+            end(c, r, "Success",
+                r->dry ? line("dry run done: would delete %lld manifest(s), %lld blob link(s), %lld blob(s) (%lld bytes), %lld "
+                              "orphaned file(s) (%lld bytes)",
+                              jint(st, "manifests_marked"), jint(st, "links_marked"), jint(st, "blobs_marked"),
+                              jint(st, "bytes_marked"), jint(st, "orphans"), jint(st, "orphan_bytes"))
+                       : line("done: deleted %lld manifest(s), %lld blob link(s), %lld blob(s), %lld bytes freed, %lld orphaned "
+                              "file(s) (%lld bytes)",
+                              jint(st, "manifests_deleted"), jint(st, "links_deleted"), jint(st, "blobs_deleted"),
+                              jint(st, "bytes_freed"), jint(st, "orphans"), jint(st, "orphan_bytes")),
+                NULL);
+            return;
+        }
+        }
+        if (rc != 0 || (s == HALT && strcmp(status_of(r), "Stopping") != 0)) {
+            if (err.code != 0)
+                berth_log_warn("gc run %lld: phase %d interrupted (%s); it resumes there", r->id, ph, err.msg);
+            return;
+        }
+    }
+}
+
+/* ---- the thread ----------------------------------------------------------------------------------------- */
+
+static void fire_schedule(berth_dbconn_t *c)
+{
+    berth_err_t err;
+    json_t *s = NULL;
+    if (q(c, BERTH_Q_GC_SCHEDULE_GET, NULL, &s, &err) != 0 || s == NULL)
+        return;
+    const char *type = json_string_value(json_object_get(json_object_get(s, "schedule"), "type"));
+    const char *cron = json_string_value(json_object_get(json_object_get(s, "schedule"), "cron"));
+    char expr[128];
+    time_t now = time(NULL);
+    struct tm tm;
+    localtime_r(&now, &tm);
+    json_t *fired = NULL;
+    if (type != NULL && berth_gc_schedule_cron(type, cron != NULL ? cron : "", expr, sizeof(expr)) == 0 && expr[0] != '\0' &&
+        berth_repl_cron_matches(expr, &tm) && q(c, BERTH_Q_GC_SCHEDULE_FIRE, NULL, &fired, &err) == 0 && fired != NULL) {
+        json_t *params = json_loads(json_string_value(fired), 0, NULL);
+        char workers[8];
+        snprintf(workers, sizeof(workers), "%lld", jint(params, "workers"));
+        const char *p[] = {"SCHEDULE", json_is_true(json_object_get(params, "delete_untagged")) ? "true" : "false",
+                           json_is_true(json_object_get(params, "dry_run")) ? "true" : "false", workers};
+        if (q(c, BERTH_Q_GC_CREATE, p, NULL, &err) != 0)
+            berth_log_info("gc: scheduled run skipped: %s", err.code == BERTH_EEXISTS ? "a run is still active" : err.msg);
+        json_decref(params);
+    }
+    json_decref(fired);
+    json_decref(s);
+}
+
+static void tick(void *data, int stopping)
+{
+    (void)data;
+    if (stopping)
+        return;
+    berth_err_t err;
+    berth_dbconn_t *c = berth_db_acquire(gc.db, &err);
+    if (c == NULL)
+        return;
+    fire_schedule(c);
+    char lease[24], grace[24];
+    snprintf(lease, sizeof(lease), "%ld", gc.conf.lease_seconds);
+    snprintf(grace, sizeof(grace), "%ld", gc.conf.grace_seconds);
+    for (int i = 0; i < 8 && !berth_bgloop_stopping(gc.loop); i++) {
+        json_t *claimed = NULL;
+        const char *p[] = {gc.owner, lease, grace};
+        if (q(c, BERTH_Q_GC_CLAIM, p, &claimed, &err) != 0 || claimed == NULL)
+            break;
+        run_t r = {.id = jint(claimed, "id"),
+                   .dry = json_is_true(json_object_get(claimed, "dry_run")),
+                   .untagged = json_is_true(json_object_get(claimed, "delete_untagged")),
+                   .grace_s = (long)jint(claimed, "grace")};
+        snprintf(r.idbuf, sizeof(r.idbuf), "%lld", r.id);
+        snprintf(r.marks, sizeof(r.marks), "%lld", jint(claimed, "marks"));
+        snprintf(r.grace, sizeof(r.grace), "%ld", r.grace_s);
+        snprintf(r.lease, sizeof(r.lease), "%s", lease);
+        snprintf(r.batch, sizeof(r.batch), "%ld", gc.conf.batch);
+        pthread_mutex_lock(&gc.mu);
+        gc.running = 1;
+        pthread_mutex_unlock(&gc.mu);
+        set_state(&r, json_incref(json_object_get(claimed, "state")));
+        json_decref(claimed);
+        execute(c, &r);
+        json_decref(r.state);
+        pthread_mutex_lock(&gc.mu);
+        gc.running = 0;
+        pthread_mutex_unlock(&gc.mu);
+        const char *st = status_of(&r);
+        (void)st;
+    }
+    berth_db_release(gc.db, c);
+}
+
+int berth_gc_start(berth_registry_t *reg, const berth_gc_conf_t *conf, berth_err_t *err)
+{
+    gc.reg = reg;
+    gc.conf = *conf;
+    if (gc.conf.lease_seconds <= 0)
+        gc.conf.lease_seconds = 60;
+    if (gc.conf.batch <= 0)
+        gc.conf.batch = 1000;
+    if (gc.conf.interval_ms <= 0)
+        gc.conf.interval_ms = 20000;
+    unsigned char rnd[6];
+    RAND_bytes(rnd, sizeof(rnd));
+    char host[40] = "";
+    gethostname(host, sizeof(host) - 1);
+    snprintf(gc.owner, sizeof(gc.owner), "%.39s/%d/%02x%02x%02x%02x%02x%02x", host, (int)getpid(), rnd[0], rnd[1], rnd[2], rnd[3],
+             rnd[4], rnd[5]);
+    /* its own connection without the request deadline: a mark over a million rows takes longer than a request may */
+    int rc = berth_db_open(&gc.db, conf->database_url, 2, err);
+    if (rc != 0)
+        return rc;
+    if (berth_bgloop_start(&gc.loop, "berth-gc", gc.conf.interval_ms, tick, NULL) != 0) {
+        berth_db_close(gc.db);
+        gc.db = NULL;
+        return berth_err_set(err, BERTH_OCI_INTERNAL, "cannot start the garbage collector's thread");
+    }
+    berth_bgloop_wake(gc.loop);
+    return 0;
+}
+
+void berth_gc_stop(void)
+{
+    berth_bgloop_stop(gc.loop);
+    gc.loop = NULL;
+    if (gc.db != NULL)
+        berth_db_close(gc.db);
+    gc.db = NULL;
+}
+
+void berth_gc_wake(void)
+{
+    if (gc.loop != NULL)
+        berth_bgloop_wake(gc.loop);
+}
+
+long berth_gc_grace_seconds(void)
+{
+    return gc.conf.grace_seconds;
+}
+
+void berth_gc_metrics(FILE *f)
+{
+    pthread_mutex_lock(&gc.mu);
+    long long k[13];
+    memcpy(k, gc.counters, sizeof(k));
+    int running = gc.running, ph = gc.phase;
+    long long id = gc.run_id;
+    unsigned long long done = gc.runs_done, failed = gc.runs_failed;
+    pthread_mutex_unlock(&gc.mu);
+    long long marked = ph == PH_SWEEP_MANIFESTS ? k[0] : ph == PH_SWEEP_LINKS ? k[2] : ph == PH_SWEEP_BLOBS ? k[4] : 0;
+    long pct = ph >= PH_FINISH && !running ? 100 : ph * 100 / 9 + (marked > 0 ? (long)(k[10] * 11 / marked) : 0);
+    if (pct > 100)
+        pct = 100;
+    fprintf(
+        f,
+        "# HELP berth_gc_running 1 while this berthd works on a garbage-collection run.\n"
+        "# TYPE berth_gc_running gauge\nberth_gc_running %d\n"
+        "# TYPE berth_gc_run_id gauge\nberth_gc_run_id %lld\n"
+        "# TYPE berth_gc_phase gauge\nberth_gc_phase %d\n"
+        "# HELP berth_gc_progress_percent The last run's progress on this berthd.\n"
+        "# TYPE berth_gc_progress_percent gauge\nberth_gc_progress_percent %ld\n"
+        "# HELP berth_gc_marked What the last run marked as garbage, by kind.\n"
+        "# TYPE berth_gc_marked gauge\nberth_gc_marked{kind=\"manifest\"} %lld\nberth_gc_marked{kind=\"link\"} %lld\n"
+        "berth_gc_marked{kind=\"blob\"} %lld\n"
+        "# HELP berth_gc_swept What the last run deleted, by kind.\n"
+        "# TYPE berth_gc_swept gauge\nberth_gc_swept{kind=\"manifest\"} %lld\nberth_gc_swept{kind=\"link\"} %lld\n"
+        "berth_gc_swept{kind=\"blob\"} %lld\nberth_gc_swept{kind=\"orphan_file\"} %lld\n"
+        "# TYPE berth_gc_bytes_marked gauge\nberth_gc_bytes_marked %lld\n"
+        "# TYPE berth_gc_bytes_freed gauge\nberth_gc_bytes_freed %lld\n"
+        "# TYPE berth_gc_runs_total counter\nberth_gc_runs_total{status=\"Success\"} %llu\nberth_gc_runs_total{status=\"Error\"} "
+        "%llu\n",
+        running, id, ph, pct, k[0], k[2], k[4], k[1], k[3], k[6], k[8], k[5], k[7] + k[9], done, failed);
+}
+
+int berth_gc_schedule_cron(const char *type, const char *cron, char *out, size_t outsz)
+{
+    static const struct {
+        const char *type, *cron;
+    } fixed[] = {{"None", ""}, {"Manual", ""}, {"Hourly", "0 0 * * * *"}, {"Daily", "0 0 0 * * *"}, {"Weekly", "0 0 0 * * 0"}};
+    for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
+        if (strcmp(type, fixed[i].type) == 0) {
+            snprintf(out, outsz, "%s", fixed[i].cron);
+            return 0;
+        }
+    if ((strcmp(type, "Custom") == 0 || strcmp(type, "Schedule") == 0) && cron != NULL && strlen(cron) < outsz &&
+        berth_repl_cron_valid(cron)) {
+        snprintf(out, outsz, "%s", cron);
+        return 0;
+    }
+    return BERTH_EINVAL;
+}
+
+time_t berth_gc_next_time(const char *cron, time_t from)
+{
+    if (cron == NULL || cron[0] == '\0')
+        return 0;
+    time_t t = from - from % 60 + 60;
+    for (long i = 0; i < 366L * 24 * 60; i++, t += 60) {
+        struct tm tm;
+        localtime_r(&t, &tm);
+        if (berth_repl_cron_matches(cron, &tm))
+            return t;
+    }
+    return 0;
+}
