@@ -123,9 +123,11 @@ static char *line(const char *fmt, ...)
     return out;
 }
 
+/* Append `text` (one line or several; taken) to the run's log; a single line also goes to berthd's log */
 static int note(berth_dbconn_t *c, run_t *r, char *text, berth_err_t *err)
 {
-    berth_log_info("gc run %lld: %.*s", r->id, (int)strlen(text) - 1 - 21, text + 21);
+    if (strchr(text, '\n') == text + strlen(text) - 1)
+        berth_log_info("gc run %lld: %.*s", r->id, (int)strlen(text) - 1 - 21, text + 21);
     const char *p[] = {r->idbuf, gc.owner, text};
     json_t *st = NULL;
     int rc = q(c, BERTH_Q_GC_NOTE, p, &st, err);
@@ -167,6 +169,40 @@ static int end(berth_dbconn_t *c, run_t *r, const char *status, char *text, cons
         gc.runs_failed++;
     pthread_mutex_unlock(&gc.mu);
     return rc;
+}
+
+/* Lines naming digests, gathered into one log append (a statement per line would rewrite the log each time) */
+typedef struct {
+    char *buf;
+    size_t len;
+    FILE *f;
+} lines_t;
+
+static void lines_open(lines_t *l)
+{
+    l->buf = NULL;
+    l->len = 0;
+    l->f = open_memstream(&l->buf, &l->len);
+}
+
+static void lines_add(lines_t *l, run_t *r, char *text)
+{
+    if (r->listed < LOG_LIST_MAX) {
+        r->listed++;
+        fputs(text, l->f);
+    }
+    free(text);
+}
+
+/* Append what was gathered (nothing when empty) */
+static int lines_flush(lines_t *l, berth_dbconn_t *c, run_t *r, berth_err_t *err)
+{
+    fclose(l->f);
+    if (l->len == 0) {
+        free(l->buf);
+        return 0;
+    }
+    return note(c, r, l->buf, err);
 }
 
 /* ---- files ---------------------------------------------------------------------------------------------- */
@@ -254,13 +290,15 @@ static int mark(berth_dbconn_t *c, run_t *r, berth_q_t id, berth_err_t *err)
     json_t *list = NULL;
     if ((rc = q(c, BERTH_Q_GC_MARKED, mp, &list, err)) != 0)
         return rc;
-    for (size_t i = 0; rc == 0 && i < json_array_size(list); i++) {
+    lines_t l;
+    lines_open(&l);
+    for (size_t i = 0; i < json_array_size(list); i++) {
         json_t *o = json_array_get(list, i);
-        rc = note(c, r, line("would delete blob %s (%lld bytes)", json_string_value(json_object_get(o, "digest")), jint(o, "size")),
-                  err);
+        lines_add(&l, r,
+                  line("would delete blob %s (%lld bytes)", json_string_value(json_object_get(o, "digest")), jint(o, "size")));
     }
     json_decref(list);
-    return rc;
+    return lines_flush(&l, c, r, err);
 }
 
 /* One batch of a sweep phase: lock, re-check and delete, commit; then the files (blobs) or the events
@@ -317,6 +355,8 @@ static step_t sweep_batch(berth_dbconn_t *c, run_t *r, int kind, berth_err_t *er
     }
     set_state(r, json_incref(st));
     json_t *deleted = json_object_get(res, "deleted");
+    lines_t l;
+    lines_open(&l);
     if (kind == 1) {
         r->pass_done += (long long)json_array_size(deleted);
         for (size_t i = 0; i < json_array_size(deleted); i++) {
@@ -329,20 +369,19 @@ static step_t sweep_batch(berth_dbconn_t *c, run_t *r, int kind, berth_err_t *er
                                               .digest = dg,
                                               .size = jint(o, "size"),
                                               .principal = ""});
-            if (r->listed < LOG_LIST_MAX) {
-                r->listed++;
-                note(c, r, line("deleted manifest %s@%s", repo, dg), err);
-            }
+            lines_add(&l, r, line("deleted manifest %s@%s", repo, dg));
         }
     } else if (kind == 3) {
         if (remove_files(c, deleted, NULL, NULL, err) < 0)
             berth_log_warn("gc run %lld: files of %zu deleted blob(s) left for the orphan sweep: %s", r->id,
                            json_array_size(deleted), err->msg);
-        for (size_t i = 0; i < json_array_size(deleted) && r->listed < LOG_LIST_MAX; i++, r->listed++) {
+        for (size_t i = 0; i < json_array_size(deleted) && r->listed < LOG_LIST_MAX; i++) {
             json_t *o = json_array_get(deleted, i);
-            note(c, r, line("deleted blob %s (%lld bytes)", json_string_value(json_object_get(o, "digest")), jint(o, "size")), err);
+            lines_add(&l, r,
+                      line("deleted blob %s (%lld bytes)", json_string_value(json_object_get(o, "digest")), jint(o, "size")));
         }
     }
+    lines_flush(&l, c, r, err);
     json_decref(res);
     return strcmp(status_of(r), "Stopping") == 0 ? HALT : GO_ON;
 }
