@@ -163,17 +163,18 @@ const berth_db__stmt_t berth_db__gc_stmts[BERTH_SQL__COUNT] = {
                    2),
 
     /* ---- marking: one INSERT ... SELECT per kind, committed together with the move to the next phase ---- */
-    /* $1 run, $2 marks, $3 grace, $4 dry. Untagged manifests outside the keep set */
-    BERTH_DB__STMT(BERTH_Q_GC_MARK_MANIFESTS,
-                   KEEP_CTE
-                   ", ins AS (INSERT INTO gc_marks (run_id, kind, repository_id, digest, size) SELECT $2::bigint, 1, "
-                   "m.repository_id, m.digest, m.size FROM manifests m WHERE NOT EXISTS (SELECT 1 FROM keep WHERE keep.id "
-                   "= m.id) AND m.created_at < " GRACE("$3") " AND " NOT_RELEASED(
-                       "m.repository_id", "m.digest",
-                       "$3") " ORDER BY m.repository_id, m.id RETURNING size) UPDATE gc_runs u SET manifests_marked = (SELECT "
-                             "count(*) FROM ins), phase = CASE WHEN $4::bool THEN 3 ELSE 2 END, cursor_id = 0, processed = 0, "
-                             "updated_at = now() WHERE u.id = $1::bigint RETURNING " RUN_STATE "::text",
-                   4),
+    /* $1 run, $2 marks, $3 grace, $4 dry, $5 owner (the run row is updated only while this berthd holds it). Untagged
+     * manifests outside the keep set */
+    BERTH_DB__STMT(
+        BERTH_Q_GC_MARK_MANIFESTS,
+        KEEP_CTE ", ins AS (INSERT INTO gc_marks (run_id, kind, repository_id, digest, size) SELECT $2::bigint, 1, "
+                 "m.repository_id, m.digest, m.size FROM manifests m WHERE NOT EXISTS (SELECT 1 FROM keep WHERE keep.id "
+                 "= m.id) AND m.created_at < " GRACE("$3") " AND " NOT_RELEASED(
+                     "m.repository_id", "m.digest",
+                     "$3") " ORDER BY m.repository_id, m.id RETURNING size) UPDATE gc_runs u SET manifests_marked = (SELECT "
+                           "count(*) FROM ins), phase = CASE WHEN $4::bool THEN 3 ELSE 2 END, cursor_id = 0, processed = 0, "
+                           "updated_at = now() WHERE u.id = $1::bigint AND u.lease_owner = $5::text RETURNING " RUN_STATE "::text",
+        5),
     /* links no manifest of their repository lists */
     BERTH_DB__STMT(
         BERTH_Q_GC_MARK_LINKS,
@@ -184,8 +185,8 @@ const berth_db__stmt_t berth_db__gc_stmts[BERTH_SQL__COUNT] = {
                   "rb.digest AND m.repository_id = rb.repository_id AND NOT ($4::bool AND " MARKED_MANIFEST(
                       "m") ")) ORDER BY rb.repository_id, rb.digest RETURNING 1) UPDATE gc_runs u SET links_marked = (SELECT "
                            "count(*) FROM ins), phase = CASE WHEN $4::bool THEN 5 ELSE 4 END, cursor_id = 0, processed = 0, "
-                           "updated_at = now() WHERE u.id = $1::bigint RETURNING " RUN_STATE "::text",
-        4),
+                           "updated_at = now() WHERE u.id = $1::bigint AND u.lease_owner = $5::text RETURNING " RUN_STATE "::text",
+        5),
     /* blobs no repository links and no manifest lists */
     BERTH_DB__STMT(
         BERTH_Q_GC_MARK_BLOBS,
@@ -201,8 +202,8 @@ const berth_db__stmt_t berth_db__gc_stmts[BERTH_SQL__COUNT] = {
                            "blobs_marked = (SELECT count(*) FROM ins), bytes_marked = "
                            "(SELECT coalesce(sum(size), 0) FROM ins), phase = CASE WHEN "
                            "$4::bool THEN 7 ELSE 6 END, cursor_id = 0, processed = 0, "
-                           "updated_at = now() WHERE u.id = $1::bigint RETURNING " RUN_STATE "::text",
-        4),
+                           "updated_at = now() WHERE u.id = $1::bigint AND u.lease_owner = $5::text RETURNING " RUN_STATE "::text",
+        5),
     /* $1 marks, $2 kind, $3 limit: up to 1000 marked digests, for the log of a dry run */
     BERTH_DB__STMT(BERTH_Q_GC_MARKED,
                    "SELECT coalesce(json_agg(json_build_object('digest', digest, 'size', size) ORDER BY id), '[]')::text FROM "

@@ -264,14 +264,35 @@ static int remove_files(berth_dbconn_t *c, json_t *digests, json_t *sizes, long 
 
 /* ---- phases --------------------------------------------------------------------------------------------- */
 
+/* One mark statement in its own transaction, committed only while this berthd still holds the run: a berthd
+ * that took the run over meanwhile cannot have both mark sets (the statement's update of the run row then finds
+ * another owner, and the marks are rolled back). A mark over a million rows outlasts a short lease, so the lease
+ * is stretched first. */
 static int mark(berth_dbconn_t *c, run_t *r, berth_q_t id, berth_err_t *err)
 {
-    const char *p[] = {r->idbuf, r->marks, r->grace, r->dry ? "true" : "false"};
+    char long_lease[24];
+    snprintf(long_lease, sizeof(long_lease), "%ld", gc.conf.lease_seconds > 600 ? gc.conf.lease_seconds : 600);
+    const char *lp[] = {r->idbuf, gc.owner, long_lease};
+    const char *p[] = {r->idbuf, r->marks, r->grace, r->dry ? "true" : "false", gc.owner};
     json_t *st = NULL;
-    int rc = q(c, id, p, &st, err);
-    set_state(r, st);
-    if (rc != 0)
+    int rc = q(c, BERTH_Q_GC_RENEW, lp, &st, err);
+    if (rc == 0 && st == NULL)
+        rc = berth_err_set(err, BERTH_OCI_INTERNAL, "lease lost");
+    json_decref(st);
+    st = NULL;
+    if (rc == 0 && (rc = berth_db_begin(c, err)) == 0) {
+        if ((rc = q(c, id, p, &st, err)) == 0 && st == NULL)
+            rc = berth_err_set(err, BERTH_OCI_INTERNAL, "lease lost");
+        if (rc == 0)
+            rc = berth_db_commit(c, err);
+        else
+            berth_db_rollback(c);
+    }
+    if (rc != 0) {
+        json_decref(st);
         return rc;
+    }
+    set_state(r, st);
     if (id == BERTH_Q_GC_MARK_MANIFESTS)
         return note(c, r, line("marked %lld untagged manifest(s)", jint(r->state, "manifests_marked")), err);
     if (id == BERTH_Q_GC_MARK_LINKS)
@@ -613,6 +634,8 @@ static void tick(void *data, int stopping)
         gc.running = 1;
         pthread_mutex_unlock(&gc.mu);
         set_state(&r, json_incref(json_object_get(claimed, "state")));
+        /* taken over in the middle of a manifest pass: what that pass deleted may have freed children; one more pass */
+        r.pass_done = jint(r.state, "phase") == PH_SWEEP_MANIFESTS && jint(r.state, "cursor") > 0;
         json_decref(claimed);
         execute(c, &r);
         json_decref(r.state);
