@@ -153,9 +153,9 @@ static int set_schedule(berth_api_t *a, int status)
         const char *p[] = {type, expr, u, d, wbuf};
         rc = berth_db_api(a->c, BERTH_Q_GC_SCHEDULE_PUT, p, &r, &err);
     }
-    json_decref(body);
     berth_api_audit(a, manual ? "create" : "update", manual ? "garbage_collection" : "garbage_collection_schedule", type, NULL,
                     rc == 0);
+    json_decref(body); /* `type` points into it */
     if (rc == BERTH_EEXISTS)
         return berth_api_fail(a, BERTH_OCI_CONFLICT, "a garbage collection run is already pending or running");
     if (rc != 0)

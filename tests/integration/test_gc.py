@@ -443,7 +443,9 @@ class GcResume(H.BerthTestCase):
         self.assertEqual(run["job_status"], "Success", run_log(b, rid))
         log = run_log(b, rid)
         self.assertEqual(log.count("started:"), 1, log)  # continued, not started over
-        self.assertEqual(run["progress"]["blobs_deleted"] + run["progress"]["orphan_files"], self.N, log)
+        self.assertEqual(run["progress"]["blobs_deleted"], self.N, log)
+        # rows deleted in the batch the kill interrupted had their files left behind: the orphan sweep took them
+        self.assertLessEqual(run["progress"]["orphan_files"], 20, log)
         self.assertEqual(before - self.files_left(), self.N)
         self.intact()
 
