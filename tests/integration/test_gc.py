@@ -147,9 +147,10 @@ class GcApi(H.BerthTestCase):
         self.assertIn("done: deleted", run_log(self.b, run["id"]))
         # a finished run cannot be stopped
         self.assertEqual(self.b.request("PUT", "/api/v2.0/system/gc/%d" % run["id"])[0], 400)
-        st, _, out = self.b.request("GET", "/metrics", auth=None)
-        if st == 200:
-            self.assertIn(b"berth_gc_progress_percent", out)
+        metrics = self.b.request("GET", "/metrics")[2].decode().splitlines()
+        self.assertIn("berth_gc_progress_percent 100", metrics)
+        self.assertIn("berth_gc_run_id %d" % run["id"], metrics)
+        self.assertIn("berth_gc_running 0", metrics)
 
 
 class GcRules(H.BerthTestCase):
