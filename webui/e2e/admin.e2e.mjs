@@ -1,5 +1,6 @@
 // Administration as a system admin: users, registries (a second Berth site started by the test), a replication
-// policy run to Succeed while the execution page polls, the audit log with filters, LDAP/system, statistics.
+// policy run to Succeed while the execution page polls, the audit log with filters, LDAP/system, garbage collection
+// (dry run, run, log, schedule), statistics.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { BASE, checkPage, close, openBrowser, settled, signIn } from "./lib.mjs";
@@ -185,6 +186,30 @@ test("LDAP and system", async () => {
   await settled(page);
   await page.getByText("database").first().waitFor();
   await checkPage(page, "admin-system");
+});
+
+test("garbage collection: dry run, run, history with progress, log, schedule", async () => {
+  await page.goto(BASE + "/admin/gc");
+  await settled(page);
+  await page.getByRole("heading", { name: "Schedule" }).waitFor();
+  await page.getByRole("button", { name: "Dry run" }).click();
+  await page.getByText(/would free/).first().waitFor({ timeout: 30000 });
+  await page.getByRole("button", { name: "Run garbage collection" }).click();
+  await page.getByText(/^freed /).first().waitFor({ timeout: 30000 });
+  // the history polls until both runs have ended
+  await page.waitForFunction(() => document.querySelectorAll(".badge.ok").length === 2, null, { timeout: 30000 });
+  assert.equal(await page.getByRole("progressbar").first().getAttribute("value"), "100");
+  await page.getByRole("button", { name: "Log" }).first().click();
+  await page.getByText(/done: deleted/).waitFor();
+  await checkPage(page, "admin-gc-log");
+  await page.getByRole("button", { name: "Close" }).first().click();
+  await page.getByRole("button", { name: "Edit schedule" }).click();
+  await page.getByLabel("Run", { exact: true }).selectOption("Custom");
+  await page.getByLabel(/^Cron/).fill("0 30 2 * * 6");
+  await checkPage(page, "admin-gc-schedule-form");
+  await page.getByRole("button", { name: "Save" }).click();
+  await page.getByText(/next:/).waitFor();
+  await checkPage(page, "admin-gc");
 });
 
 test("statistics: counts and charts", async () => {

@@ -1,5 +1,6 @@
 // Administration (system admins): users, registries, replication policies and executions (live), the system
-// audit log, LDAP (import users, add groups) and system information. Each section is its own URL under /admin/.
+// audit log, garbage collection (gc.tsx), LDAP (import users, add groups) and system information. Each section is
+// its own URL under /admin/.
 import { useEffect, useState } from "preact/hooks";
 import { call, get, list, send } from "../api";
 import { CRON_PRESETS, cronProblem, describeCron } from "../cron";
@@ -10,6 +11,7 @@ import { me } from "../session";
 import { Dialog } from "../ui/dialog";
 import { Empty, ErrorBox, Forbidden, FormButtons, FormError, Loading, useAction, useLoad } from "../ui/states";
 import { PagedTable } from "../ui/table";
+import { GcSection } from "./gc";
 import { auditColumns } from "./project";
 
 const SECTIONS = [
@@ -17,6 +19,7 @@ const SECTIONS = [
   ["registries", "Registries"],
   ["replication", "Replication"],
   ["audit", "Audit log"],
+  ["gc", "Garbage collection"],
   ["ldap", "LDAP"],
   ["system", "System"],
 ] as const;
@@ -31,6 +34,7 @@ export function AdminPage({ rest }: { rest: string }) {
   else if (section === "registries") body = <Registries />;
   else if (section === "replication") body = <Policies />;
   else if (section === "audit") body = <Audit />;
+  else if (section === "gc") body = <GcSection />;
   else if (section === "ldap") body = <Ldap />;
   else if (section === "system") body = <System />;
   else body = <ErrorBox error={new Error(`No section ${rest}`)} />;
