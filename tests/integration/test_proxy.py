@@ -67,6 +67,8 @@ class Upstream:
                     self.close_connection = True
                     self.connection.shutdown(2)
                     return
+                if mode == "slow":  # every answer a second late, so fetches from two berthd overlap
+                    time.sleep(1.0)
                 if mode in ("503", "429"):
                     self.send_response(int(mode))
                     self.send_header("Content-Length", "0")
@@ -334,6 +336,47 @@ class ProxyDistribution(BerthTestCase):
         self.assertEqual(self.up.count("GET", "/blobs/" + want), 1)
         print("\n%d clients pulled a missing %d MiB layer in %.1f s; upstream GETs of it: %d; coalesced: %s" % (
             CLIENTS, LAYER_MIB, wall, self.up.count("GET", "/blobs/" + want), metric(self.b, "berth_proxy_coalesced_total")))
+
+    def test_two_berthd_on_one_database_fetch_once(self):
+        data = os.urandom(4 << 20)
+        want = dist_blob(self.dport, "library/shared", data)
+        other = Berthd(dbname=self.b.dbname, storage=self.b.storage, env={"BERTH_PROXY_MANIFEST_TTL": str(TTL)}).start()
+        try:
+            self.up.mode = "slow"
+            results = []
+
+            def pull(site):
+                st, _, body = site.request("GET", "/v2/hub/library/shared/blobs/" + want)
+                results.append((st, sha256(body)))
+
+            threads = [threading.Thread(target=pull, args=(site,)) for site in (self.b, other) * 10]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(120)
+            self.assertEqual(results, [(200, want)] * 20)
+            self.assertEqual(self.up.count("GET", "/blobs/" + want), 1)
+        finally:
+            other.stop()
+            shutil.rmtree(other.dir, ignore_errors=True)
+
+    def test_proxy_speed_kb_caps_the_upstream_rate(self):
+        proxy_project(self.b, "slowhub", self.reg, speed=1024)
+        self.assertEqual(api(self.b, "GET", "/projects/slowhub")[2]["metadata"]["proxy_speed_kb"], "1024")
+        st, _, body = api(self.b, "PUT", "/projects/slowhub", {"metadata": {"proxy_speed_kb": "0"}})
+        self.assertEqual(st, 400, body)
+        # libcurl enforces the cap between reads of up to ~1.6 MB, so a few MiB show it
+        data = os.urandom(6 << 20)
+        want = dist_blob(self.dport, "library/capped", data)
+        t0 = time.time()
+        st, _, body = self.b.request("GET", "/v2/slowhub/library/capped/blobs/" + want)
+        capped = time.time() - t0
+        self.assertEqual((st, sha256(body)), (200, want))
+        self.assertGreater(capped, 3.5)  # 6 MiB at 1024 KiB/s: about 6 s
+        other = dist_blob(self.dport, "library/capped2", os.urandom(6 << 20))
+        t0 = time.time()
+        self.assertEqual(self.b.request("GET", "/v2/hub/library/capped2/blobs/" + other)[0], 200)
+        self.assertLess(time.time() - t0, 2.0)
 
     def test_upstream_down_serves_cached_tag_and_digests_never_ask(self):
         d, _, ld = dist_image(self.dport, "library/busy", "1", [os.urandom(2000)])
