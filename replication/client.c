@@ -145,7 +145,9 @@ static size_t on_body(char *p, size_t sz, size_t n, void *ud)
         long st = 0;
         curl_easy_getinfo(x->curl, CURLINFO_RESPONSE_CODE, &st);
         if (st >= 200 && st < 300) {
-            if (x->sink(x->sink_ctx, p, add) != 0) {
+            curl_off_t total = -1;
+            curl_easy_getinfo(x->curl, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &total);
+            if (x->sink(x->sink_ctx, p, add, (int64_t)total) != 0) {
                 x->sink_failed = 1;
                 return 0;
             }

@@ -45,8 +45,8 @@ void berth_client_free(berth_client_t *c);
 int berth_client_do(berth_client_t *c, const char *method, const char *path, const char *const *headers, const void *body,
                     size_t len, berth_http_t *out);
 
-/** Receives a 2xx response body as it arrives; returns 0 to go on, -1 to abort the transfer. */
-typedef int (*berth_client_sink_fn)(void *ctx, const char *data, size_t len);
+/** Receives a 2xx response body as it arrives (`total`: its Content-Length, -1 unknown); 0 to go on, -1 to abort. */
+typedef int (*berth_client_sink_fn)(void *ctx, const char *data, size_t len, int64_t total);
 
 /**
  * A GET whose 2xx body goes to `sink` instead of out->body (other answers are kept in out->body as usual).

@@ -118,9 +118,12 @@ char *berth_metrics_render(berth_db_t *db, berth_store_t *store, long worker_que
             "# TYPE berth_proxy_stale_served_total counter\nberth_proxy_stale_served_total %llu\n"
             "# TYPE berth_proxy_fetch_failures_total counter\nberth_proxy_fetch_failures_total %llu\n"
             "# HELP berth_proxy_digest_mismatch_total Upstream content refused because it did not match its digest.\n"
-            "# TYPE berth_proxy_digest_mismatch_total counter\nberth_proxy_digest_mismatch_total %llu\n",
+            "# TYPE berth_proxy_digest_mismatch_total counter\nberth_proxy_digest_mismatch_total %llu\n"
+            "# HELP berth_proxy_streamed_total Blob pulls answered while the blob was still arriving from the upstream.\n"
+            "# TYPE berth_proxy_streamed_total counter\nberth_proxy_streamed_total %llu\n",
             (unsigned long long)px.upstream_requests, (unsigned long long)px.upstream_bytes, (unsigned long long)px.coalesced,
-            (unsigned long long)px.stale_served, (unsigned long long)px.failures, (unsigned long long)px.digest_mismatch);
+            (unsigned long long)px.stale_served, (unsigned long long)px.failures, (unsigned long long)px.digest_mismatch,
+            (unsigned long long)px.streamed);
     if (db != NULL) {
         int size, in_use;
         unsigned long waits, errors;

@@ -33,6 +33,7 @@
 
 typedef struct loop_thread {
     h2o_context_t ctx;
+    h2o_timeout_t stream_poll; /* proxied blobs streamed while they arrive look for new bytes this often */
     h2o_accept_ctx_t accept_ctx;
     h2o_multithread_receiver_t done;
     h2o_socket_t *listener;
@@ -72,8 +73,9 @@ struct job {
     char who[BERTH_GATE_WHO_MAX];
     char isa_view[64]; /* /v2/_isa/<view>/…: the CPU level whose derived index manifests are answered with */
     berth_v2_req_t v2;
-    berth_proxy_need_t proxy; /* a proxy-cache pull that waits for the upstream first (v2.need points here) */
-    berth_scope_t need;       /* what the request needs; has_need 0 for the base endpoint */
+    berth_proxy_need_t proxy;     /* a proxy-cache pull that waits for the upstream first (v2.need points here) */
+    berth_proxy_stream_t *stream; /* ... or reads its blob while it arrives */
+    berth_scope_t need;           /* what the request needs; has_need 0 for the base endpoint */
     int has_need, gate_passed;
     int on_auth_pool; /* re-run there because it needed credential work */
     char method[16];
@@ -200,6 +202,15 @@ static int move_to_auth_pool(job_t *j)
 
 static void run_job(berth_work_t *w);
 
+/* On a proxy thread: the blob this request asked for is arriving; the loop streams it (on_jobs_done) */
+static void on_stream(void *ctx, berth_proxy_stream_t *s)
+{
+    job_t *j = ctx;
+    j->proxy.kind = BERTH_PROXY_NONE;
+    j->stream = s;
+    h2o_multithread_send_message(&j->loop->done, &j->msg);
+}
+
 /* On a proxy thread: the fetch a request waited for ended. Run it again on a worker, or answer the fetch's error. */
 static void on_fetched(void *ctx, int rc, const berth_err_t *err)
 {
@@ -237,10 +248,131 @@ static void run_job(berth_work_t *w)
         return;
     if (j->proxy.kind != BERTH_PROXY_NONE) { /* the upstream first; the request runs again when it answered */
         j->gate_passed = 1;
-        berth_proxy_fetch(&j->proxy, on_fetched, j);
+        if (j->proxy.kind == BERTH_PROXY_BLOB && strcmp(j->method, "GET") == 0)
+            berth_proxy_fetch_stream(&j->proxy, on_stream, on_fetched, j);
+        else
+            berth_proxy_fetch(&j->proxy, on_fetched, j);
         return;
     }
     h2o_multithread_send_message(&j->loop->done, &j->msg);
+}
+
+/*
+ * Stream while storing: a proxied blob goes to the client that started its fetch as it lands in the store's
+ * file. Reads are pread(2) of just-written pages (the page cache), STREAM_CHUNK at a time; with nothing new the
+ * loop looks again after stream_poll. The last byte is held back until the fetch says the digest matched and the
+ * blob is stored; on a mismatch the response is aborted, so the client never sees a body that looks complete.
+ */
+#define STREAM_CHUNK (256u << 10)
+
+typedef struct {
+    h2o_generator_t super;
+    job_t *j;
+    h2o_req_t *req;
+    h2o_timeout_entry_t poll;
+    int64_t sent;
+    char *buf;
+} blob_stream_t;
+
+static void stream_end(blob_stream_t *bs)
+{
+    if (h2o_timeout_is_linked(&bs->poll))
+        h2o_timeout_unlink(&bs->poll);
+    berth_proxy_stream_release(bs->j->stream);
+    bs->j->stream = NULL;
+    job_free(bs->j);
+    bs->j = NULL;
+}
+
+static void stream_pump(blob_stream_t *bs)
+{
+    int64_t have, total;
+    int st = berth_proxy_stream_state(bs->j->stream, &have, &total);
+    if (st < 0) {
+        h2o_req_t *req = bs->req;
+        stream_end(bs);
+        h2o_send(req, NULL, 0, H2O_SEND_STATE_ERROR);
+        return;
+    }
+    int64_t limit = st == 1 ? have : have - 1;
+    if (limit > bs->sent) {
+        size_t n = limit - bs->sent < (int64_t)STREAM_CHUNK ? (size_t)(limit - bs->sent) : STREAM_CHUNK;
+        ssize_t got = pread(berth_proxy_stream_fd(bs->j->stream), bs->buf, n, bs->sent);
+        if (got > 0) {
+            bs->sent += got;
+            int final = st == 1 && bs->sent == have;
+            h2o_iovec_t v = h2o_iovec_init(bs->buf, (size_t)got);
+            h2o_req_t *req = bs->req;
+            if (final)
+                stream_end(bs);
+            h2o_send(req, &v, 1, final ? H2O_SEND_STATE_FINAL : H2O_SEND_STATE_IN_PROGRESS);
+            return;
+        }
+        if (got < 0) {
+            berth_log_err("proxy stream of %s: read failed: %s", berth_proxy_stream_digest(bs->j->stream), strerror(errno));
+            h2o_req_t *req = bs->req;
+            stream_end(bs);
+            h2o_send(req, NULL, 0, H2O_SEND_STATE_ERROR);
+            return;
+        }
+    } else if (st == 1) {
+        h2o_req_t *req = bs->req;
+        stream_end(bs);
+        h2o_send(req, NULL, 0, H2O_SEND_STATE_FINAL);
+        return;
+    }
+    h2o_timeout_link(bs->req->conn->ctx->loop, &bs->j->loop->stream_poll, &bs->poll);
+}
+
+static void on_stream_poll(h2o_timeout_entry_t *entry)
+{
+    stream_pump(H2O_STRUCT_FROM_MEMBER(blob_stream_t, poll, entry));
+}
+
+static void on_stream_proceed(h2o_generator_t *self, h2o_req_t *req)
+{
+    stream_pump((blob_stream_t *)self);
+}
+
+static void on_stream_stop(h2o_generator_t *self, h2o_req_t *req)
+{
+    blob_stream_t *bs = (blob_stream_t *)self;
+    if (bs->j != NULL)
+        stream_end(bs);
+}
+
+static void stream_start(job_t *j)
+{
+    h2o_req_t *req = j->req;
+    blob_stream_t *bs = h2o_mem_alloc_pool(&req->pool, sizeof(*bs));
+    memset(bs, 0, sizeof(*bs));
+    bs->super.proceed = on_stream_proceed;
+    bs->super.stop = on_stream_stop;
+    bs->j = j;
+    bs->req = req;
+    bs->poll.cb = on_stream_poll;
+    bs->buf = h2o_mem_alloc_pool(&req->pool, STREAM_CHUNK);
+    int64_t have, total;
+    berth_proxy_stream_state(j->stream, &have, &total);
+    req->res.status = 200;
+    req->res.reason = "OK";
+    req->res.content_length = total >= 0 ? (size_t)total : SIZE_MAX;
+    h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_CONTENT_TYPE, NULL, H2O_STRLIT("application/octet-stream"));
+    const char *d = berth_proxy_stream_digest(j->stream);
+    h2o_add_header_by_str(&req->pool, &req->res.headers, H2O_STRLIT("docker-content-digest"), 0, NULL, d, strlen(d));
+    h2o_add_header_by_str(&req->pool, &req->res.headers, H2O_STRLIT("docker-distribution-api-version"), 0, NULL,
+                          H2O_STRLIT("registry/2.0"));
+    /* the edge passes the bytes on as they come instead of buffering the response */
+    h2o_add_header_by_str(&req->pool, &req->res.headers, H2O_STRLIT("x-accel-buffering"), 0, NULL, H2O_STRLIT("no"));
+    berth_metrics_request(j->v2.route.kind, j->method, 200, 0, total > 0 ? (uint64_t)total : 0);
+    size_t plen = req->query_at != SIZE_MAX ? req->query_at : req->path.len;
+    char *path = h2o_mem_alloc_pool(&req->pool, plen + 1);
+    memcpy(path, req->path.base, plen);
+    path[plen] = '\0';
+    berth_access_log(j->remote, j->method, path, 200, 0, total > 0 ? (uint64_t)total : 0, ms_since(&j->start),
+                     berth_route_label(j->v2.route.kind));
+    h2o_start_response(req, &bs->super);
+    stream_pump(bs);
 }
 
 static void on_jobs_done(h2o_multithread_receiver_t *receiver, h2o_linklist_t *messages)
@@ -250,6 +382,11 @@ static void on_jobs_done(h2o_multithread_receiver_t *receiver, h2o_linklist_t *m
         next = node->next;
         h2o_linklist_unlink(node);
         job_t *j = H2O_STRUCT_FROM_MEMBER(job_t, msg.link, node);
+        if (j->stream != NULL && j->req != NULL) {
+            j->guard->job = NULL;
+            stream_start(j); /* the job lives on with the response */
+            continue;
+        }
         if (j->req != NULL) {
             j->guard->job = NULL;
             send_resp(j->req, &j->resp, j->v2.route.kind, &j->start);
@@ -608,6 +745,7 @@ static void *loop_main(void *arg)
     /* h2o keeps buffer prototypes and recycling allocators in thread-local storage: the context and every
      * socket of a loop must be created on that loop's own thread, or buffers cross threads (ASan caught it) */
     h2o_context_init(&lt->ctx, h2o_evloop_create(), &lt->server->config);
+    h2o_timeout_init(lt->ctx.loop, &lt->stream_poll, 5);
     h2o_multithread_register_receiver(lt->ctx.queue, &lt->done, on_jobs_done);
     lt->accept_ctx.ctx = &lt->ctx;
     lt->accept_ctx.hosts = lt->server->config.hosts;

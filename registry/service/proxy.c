@@ -30,6 +30,7 @@
 /* One fetch and the requests waiting for it. */
 typedef struct st_waiter_t {
     berth_proxy_done_fn done;
+    berth_proxy_start_fn start; /* the request that started a blob fetch and streams it */
     void *ctx;
     struct st_waiter_t *next;
 } waiter_t;
@@ -41,6 +42,14 @@ typedef struct st_flight_t {
     struct st_flight_t *next;  /* flights in progress or queued */
     struct st_flight_t *qnext; /* queued, not yet started */
 } flight_t;
+
+struct st_berth_proxy_stream_t {
+    int refs;
+    int fd;
+    int64_t have, total;
+    int state; /* 0 arriving, 1 complete, -1 failed */
+    char digest[BERTH_DIGEST_MAX];
+};
 
 static struct {
     berth_registry_t *reg;
@@ -67,12 +76,62 @@ void berth_proxy_stats(berth_proxy_stats_t *out)
     out->stale_served = __atomic_load_n(&P.st.stale_served, __ATOMIC_RELAXED);
     out->failures = __atomic_load_n(&P.st.failures, __ATOMIC_RELAXED);
     out->digest_mismatch = __atomic_load_n(&P.st.digest_mismatch, __ATOMIC_RELAXED);
+    out->streamed = __atomic_load_n(&P.st.streamed, __ATOMIC_RELAXED);
+}
+
+/* ---- streams ------------------------------------------------------------------------------------------------- */
+
+int berth_proxy_stream_state(berth_proxy_stream_t *s, int64_t *have, int64_t *total)
+{
+    int st = __atomic_load_n(&s->state, __ATOMIC_ACQUIRE); /* before `have`: complete means every byte is counted */
+    *have = __atomic_load_n(&s->have, __ATOMIC_ACQUIRE);
+    *total = __atomic_load_n(&s->total, __ATOMIC_RELAXED);
+    return st;
+}
+
+int berth_proxy_stream_fd(const berth_proxy_stream_t *s)
+{
+    return s->fd;
+}
+
+const char *berth_proxy_stream_digest(const berth_proxy_stream_t *s)
+{
+    return s->digest;
+}
+
+void berth_proxy_stream_release(berth_proxy_stream_t *s)
+{
+    if (s != NULL && __atomic_sub_fetch(&s->refs, 1, __ATOMIC_ACQ_REL) == 0) {
+        if (s->fd >= 0)
+            close(s->fd);
+        free(s);
+    }
+}
+
+/* The fetch has bytes: hand the stream to the request that asks for it (it leaves the waiters) */
+static void stream_started(flight_t *fl, berth_proxy_stream_t *s)
+{
+    pthread_mutex_lock(&P.mu);
+    waiter_t **p = &fl->waiters;
+    while (*p != NULL && (*p)->start == NULL)
+        p = &(*p)->next;
+    waiter_t *w = *p;
+    if (w != NULL)
+        *p = w->next;
+    pthread_mutex_unlock(&P.mu);
+    if (w == NULL)
+        return;
+    __atomic_add_fetch(&s->refs, 1, __ATOMIC_ACQ_REL);
+    COUNT(streamed, 1);
+    w->start(w->ctx, s);
+    free(w);
 }
 
 /* ---- talking to the upstream ---------------------------------------------------------------------------------- */
 
 typedef struct {
     berth_dbconn_t *c;
+    flight_t *fl;
     const berth_proxy_need_t *need;
     berth_client_t *client;
     char url[512];    /* the endpoint, for logs */
@@ -221,9 +280,11 @@ typedef struct {
     berth_hash_t *h;
     int64_t n;
     int write_errno;
+    flight_t *fl;
+    berth_proxy_stream_t *stream; /* NULL: nobody reads along */
 } sink_t;
 
-static int blob_sink(void *ctx, const char *data, size_t len)
+static int blob_sink(void *ctx, const char *data, size_t len, int64_t total)
 {
     sink_t *s = ctx;
     if (berth_store_write_all(s->fd, data, len) != 0) {
@@ -231,8 +292,16 @@ static int blob_sink(void *ctx, const char *data, size_t len)
         return -1;
     }
     berth_hash_update(s->h, data, len);
+    int first = s->n == 0;
     s->n += (int64_t)len;
     COUNT(upstream_bytes, len);
+    if (s->stream != NULL) {
+        if (first)
+            __atomic_store_n(&s->stream->total, total, __ATOMIC_RELAXED);
+        __atomic_store_n(&s->stream->have, s->n, __ATOMIC_RELEASE);
+        if (first)
+            stream_started(s->fl, s->stream);
+    }
     return 0;
 }
 
@@ -252,11 +321,19 @@ static int fetch_blob(fetch_t *f, berth_err_t *err)
     for (size_t i = 0; i < sizeof(rnd); i++)
         snprintf(id + 6 + 2 * i, 3, "%02x", rnd[i]);
     int64_t have;
-    sink_t s = {.fd = -1};
+    sink_t s = {.fd = -1, .fl = f->fl};
     int rc = berth_store_upload_open(store, id, 1, &s.fd, &have, err);
     if (rc != 0)
         return rc;
     s.h = berth_hash_new(want.alg);
+    int rfd;
+    if (berth_store_upload_open_read(store, id, &rfd) == 0) { /* a reader follows the file, renamed or not */
+        s.stream = calloc(1, sizeof(*s.stream));
+        s.stream->refs = 1;
+        s.stream->fd = rfd;
+        s.stream->total = -1;
+        snprintf(s.stream->digest, sizeof(s.stream->digest), "%s", want.str);
+    }
     char path[700];
     berth_http_t r;
     snprintf(path, sizeof(path), "/v2/%s/blobs/%s", f->upname, n->ref);
@@ -287,6 +364,10 @@ static int fetch_blob(fetch_t *f, berth_err_t *err)
     berth_upload_place_t place = {.store = store, .id = id, .digest = &want};
     if (rc == 0)
         rc = berth_db_blob_commit(f->c, n->repo, want.str, s.n, NULL, berth_upload_place, &place, err);
+    if (s.stream != NULL) { /* the reader may finish (or must abort) now */
+        __atomic_store_n(&s.stream->state, rc == 0 ? 1 : -1, __ATOMIC_RELEASE);
+        berth_proxy_stream_release(s.stream);
+    }
     if (rc != 0) {
         berth_store_upload_remove(store, id); /* missing once placed: fine */
         return rc;
@@ -348,7 +429,7 @@ static int run_flight(flight_t *fl, berth_err_t *err)
     int rc = claim(c, fl->key, err);
     if (rc == 0) {
         if (!already_done(c, &fl->need)) {
-            fetch_t f = {.c = c, .need = &fl->need};
+            fetch_t f = {.c = c, .fl = fl, .need = &fl->need};
             rc = open_upstream(&f, fl->need.kind == BERTH_PROXY_BLOB ? -1 : MANIFEST_TIMEOUT_S, err);
             if (rc == 0)
                 rc = fl->need.kind == BERTH_PROXY_BLOB ? fetch_blob(&f, err) : fetch_manifest(&f, err);
@@ -406,8 +487,14 @@ static void *thread_main(void *arg)
 
 void berth_proxy_fetch(const berth_proxy_need_t *need, berth_proxy_done_fn done, void *ctx)
 {
+    berth_proxy_fetch_stream(need, NULL, done, ctx);
+}
+
+void berth_proxy_fetch_stream(const berth_proxy_need_t *need, berth_proxy_start_fn start, berth_proxy_done_fn done, void *ctx)
+{
     char key[sizeof(((flight_t *)0)->key)];
-    snprintf(key, sizeof(key), "%c|%s|%s", "-tdb"[need->kind], need -> repo, need -> ref);
+    static const char kind_letter[] = "-tdb"; /* by berth_proxy_kind_t */
+    snprintf(key, sizeof(key), "%c|%s|%s", kind_letter[need->kind], need->repo, need->ref);
     waiter_t *w = calloc(1, sizeof(*w));
     w->done = done;
     w->ctx = ctx;
@@ -424,8 +511,9 @@ void berth_proxy_fetch(const berth_proxy_need_t *need, berth_proxy_done_fn done,
     while (fl != NULL && strcmp(fl->key, key) != 0)
         fl = fl->next;
     if (fl != NULL) {
-        COUNT(coalesced, 1);
+        COUNT(coalesced, 1); /* joins: waits for the verified blob */
     } else {
+        w->start = need->kind == BERTH_PROXY_BLOB ? start : NULL;
         fl = calloc(1, sizeof(*fl));
         snprintf(fl->key, sizeof(fl->key), "%s", key);
         fl->need = *need;

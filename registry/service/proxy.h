@@ -61,6 +61,25 @@ typedef void (*berth_proxy_done_fn)(void *ctx, int rc, const berth_err_t *err);
 /** Start the fetch `need` names, or join the one in flight. Never blocks on the network or the database. */
 void berth_proxy_fetch(const berth_proxy_need_t *need, berth_proxy_done_fn done, void *ctx);
 
+/*
+ * Stream while storing: a blob fetch can be read while it grows. The request that started the fetch may ask to
+ * stream it; it then gets the stream as soon as the upstream answered 200 (from a proxy thread) and reads the
+ * bytes as they land in the store's file, while the others wait for the verified blob. The stream says
+ * "complete" only once the digest matched and the blob is stored; a mismatch says "failed" (the reader must
+ * abort its response: the client never receives a body that looks complete).
+ */
+typedef struct st_berth_proxy_stream_t berth_proxy_stream_t;
+typedef void (*berth_proxy_start_fn)(void *ctx, berth_proxy_stream_t *s);
+
+/** As berth_proxy_fetch, for a blob; when this request starts the fetch, `start` replaces `done` once bytes come. */
+void berth_proxy_fetch_stream(const berth_proxy_need_t *need, berth_proxy_start_fn start, berth_proxy_done_fn done, void *ctx);
+/** 0 while bytes arrive, 1 complete (verified and stored), -1 failed. *have: bytes in the file; *total: length, -1 unknown. */
+int berth_proxy_stream_state(berth_proxy_stream_t *s, int64_t *have, int64_t *total);
+/** A read-only descriptor of the growing file (pread it; owned by the stream). */
+int berth_proxy_stream_fd(const berth_proxy_stream_t *s);
+const char *berth_proxy_stream_digest(const berth_proxy_stream_t *s);
+void berth_proxy_stream_release(berth_proxy_stream_t *s);
+
 typedef struct st_berth_proxy_stats_t {
     uint64_t upstream_requests; /* requests sent to upstreams (HEAD and GET of manifests and blobs) */
     uint64_t upstream_bytes;    /* blob and manifest bytes received */
@@ -68,6 +87,7 @@ typedef struct st_berth_proxy_stats_t {
     uint64_t stale_served;      /* held tags served because the upstream failed */
     uint64_t failures;          /* fetches that ended in an error for their requests */
     uint64_t digest_mismatch;   /* upstream content that did not match its digest (nothing stored) */
+    uint64_t streamed;          /* requests answered while their blob was still arriving */
 } berth_proxy_stats_t;
 void berth_proxy_stats(berth_proxy_stats_t *out);
 

@@ -83,16 +83,24 @@ class Upstream:
                 r = c.getresponse()
                 data = r.read()
                 c.close()
-                if mode == "corrupt" and "/blobs/" in self.path and r.status == 200 and data:
-                    data = bytes([data[0] ^ 0xFF]) + data[1:]
+                if mode in ("corrupt", "trickle-corrupt") and "/blobs/" in self.path and r.status == 200 and data:
+                    data = data[:-1] + bytes([data[-1] ^ 0xFF])
                 self.send_response(r.status)
                 for k, v in r.getheaders():
                     if k.lower() not in ("connection", "transfer-encoding", "content-length"):
                         self.send_header(k, v)
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
-                if method != "HEAD":
-                    self.wfile.write(data)
+                if method == "HEAD":
+                    return
+                if mode.startswith("trickle") and "/blobs/" in self.path:  # 16 pieces, 0.15 s apart
+                    step = len(data) // 16 + 1
+                    for off in range(0, len(data), step):
+                        self.wfile.write(data[off:off + step])
+                        self.wfile.flush()
+                        time.sleep(0.15)
+                    return
+                self.wfile.write(data)
 
             def do_GET(self):
                 self.forward("GET")
@@ -416,9 +424,20 @@ class ProxyDistribution(BerthTestCase):
     def test_corrupted_upstream_bytes_are_refused_and_nothing_stored(self):
         data = os.urandom(200000)
         digest = dist_blob(self.dport, "library/bad", data)
-        self.up.mode = "corrupt"
-        st, _, body = self.b.request("GET", "/v2/hub/library/bad/blobs/" + digest)
-        self.assertGreaterEqual(st, 400, body)
+        self.up.mode = "trickle-corrupt"
+        # the client that started the fetch streams it and is cut before the last byte; those that joined get 503
+        results = []
+        threads = [threading.Thread(target=lambda: results.append(self.stream_pull(digest, "hub/library/bad"))) for _ in range(3)]
+        for t in threads:
+            t.start()
+            time.sleep(0.2)
+        for t in threads:
+            t.join(60)
+        self.assertEqual(len(results), 3)
+        for st, _, _, body, error in results:
+            self.assertTrue(st >= 400 or error is not None, (st, len(body), error))
+            self.assertNotEqual(sha256(body), digest)
+        self.assertEqual(sorted(st for st, *_ in results), [200, 503, 503])
         self.assertFalse(os.path.exists(self.blob_path(digest)))
         self.assertEqual(psql("SELECT count(*) FROM blobs WHERE digest = '%s'" % digest, dbname=self.b.dbname), "0")
         self.assertEqual([f for f in os.listdir(os.path.join(self.b.storage, "uploads")) if f.startswith("proxy-")], [])
@@ -426,6 +445,59 @@ class ProxyDistribution(BerthTestCase):
         self.up.mode = "pass"
         st, _, body = self.b.request("GET", "/v2/hub/library/bad/blobs/" + digest)
         self.assertEqual((st, sha256(body)), (200, digest))
+
+    def stream_pull(self, digest, repo="hub/library/streamed"):
+        """GET a blob as a client reading it: (status, seconds to the first body byte, seconds in all, body, error)."""
+        c = http.client.HTTPConnection(self.b.ip, self.b.port, timeout=60)
+        t0 = time.time()
+        c.request("GET", "/v2/%s/blobs/%s" % (repo, digest), headers={"Authorization": ADMIN_AUTH})
+        r = c.getresponse()
+        first, body, error = None, b"", None
+        try:
+            while True:
+                piece = r.read1(65536)
+                if not piece:
+                    break
+                if first is None:
+                    first = time.time() - t0
+                body += piece
+            if r.length:
+                error = "short by %d" % r.length
+        except (http.client.IncompleteRead, OSError) as e:
+            error = repr(e)
+        c.close()
+        return r.status, first, time.time() - t0, body, error
+
+    def test_first_client_streams_while_the_blob_arrives(self):
+        data = os.urandom(4 << 20)
+        want = dist_blob(self.dport, "library/streamed", data)
+        self.up.mode = "trickle"  # the upstream takes about 2.4 s
+        late = []
+        t = threading.Thread(target=lambda: (time.sleep(0.5), late.append(self.stream_pull(want))))
+        t.start()
+        st, first, total, body, error = self.stream_pull(want)
+        t.join(60)
+        self.assertEqual((st, error, sha256(body)), (200, None, want))
+        self.assertGreater(total, 2.0)
+        self.assertLess(first, 1.2, "the first bytes came only after %.2f s of %.2f" % (first, total))
+        self.assertEqual((late[0][0], late[0][4], sha256(late[0][3])), (200, None, want))  # joined: the verified blob
+        self.assertEqual(self.up.count("GET", "/blobs/" + want), 1)
+        self.assertGreaterEqual(metric(self.b, "berth_proxy_streamed_total"), 1)
+        print("\nstreamed: first byte after %.2f s, all %d MiB after %.2f s" % (first, len(body) >> 20, total))
+
+    def test_streamed_corrupt_blob_is_cut_and_not_stored(self):
+        data = os.urandom(2 << 20)
+        want = dist_blob(self.dport, "library/streamed", data)
+        self.up.mode = "trickle-corrupt"  # the last byte is wrong: known only at the end
+        st, first, total, body, error = self.stream_pull(want)
+        self.assertEqual(st, 200)  # the answer began before the upstream finished ...
+        self.assertIsNotNone(error)  # ... and is cut: the client never gets a body that looks complete
+        self.assertLess(len(body), len(data))
+        self.assertFalse(os.path.exists(self.blob_path(want)))
+        self.assertEqual(psql("SELECT count(*) FROM blobs WHERE digest = '%s'" % want, dbname=self.b.dbname), "0")
+        self.up.mode = "pass"
+        st, _, body = self.b.request("GET", "/v2/hub/library/streamed/blobs/" + want)
+        self.assertEqual((st, sha256(body)), (200, want))
 
     def test_multi_arch_index_children_fetched_when_pulled(self):
         kids = []
