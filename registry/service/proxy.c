@@ -267,6 +267,8 @@ static int fetch_manifest(fetch_t *f, berth_err_t *err)
     if (rc == 0)
         rc = store_manifest(f, &r, err);
     berth_http_dispose(&r);
+    if (rc != 0 && held) /* e.g. an immutable tag here, or a quota: what is held stays what is served */
+        return serve_held(f, "moved, but the new manifest was not stored");
     if (rc == 0 && n->kind == BERTH_PROXY_TAG)
         rc = berth_db_proxy_checked(f->c, n->repo, n->ref, err);
     if (rc == 0)
