@@ -1,0 +1,97 @@
+"""Benchmark (docs/benchmarks.md): the registry-bench burst (BURST_CLIENTS clients, each manifest + config + layer,
+/work/shared/bench/registry-bench --only burst) against a local project, a cold proxy-cache project (nothing held:
+the burst's first requests fetch from the upstream) and the same proxy project warm. The upstream is a stock
+Distribution behind test_proxy's counting forwarder, so the bytes and requests that reached it are measured.
+
+    BURST_CLIENTS=2000 BURST_LAYER_MIB=1 python3 tests/integration/bench_proxy.py
+
+Not a CTest suite (minutes of CPU on a shared machine); it needs the test PostgreSQL (BERTH_TEST_PG_DIR/PORT).
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+from harness import ADMIN_PASSWORD, OCI_CONFIG, OCI_LAYER, OCI_MANIFEST, Berthd, free_port, sha256
+from test_proxy import Upstream, add_endpoint, dist_blob, dist_request, metric, proxy_project
+
+BENCH = os.environ.get("REGISTRY_BENCH", "/work/shared/bench/registry-bench")
+CLIENTS = int(os.environ.get("BURST_CLIENTS", "2000"))
+LAYER_MIB = int(os.environ.get("BURST_LAYER_MIB", "1"))
+
+
+def image():
+    layer = os.urandom(LAYER_MIB << 20)
+    cfg = json.dumps({"architecture": "amd64", "os": "linux", "rootfs": {"type": "layers", "diff_ids": []}}).encode()
+    m = {"schemaVersion": 2, "mediaType": OCI_MANIFEST, "config": {"mediaType": OCI_CONFIG, "digest": sha256(cfg), "size": len(cfg)},
+         "layers": [{"mediaType": OCI_LAYER, "digest": sha256(layer), "size": len(layer)}]}
+    return layer, cfg, json.dumps(m).encode()
+
+
+def state_file(tmp, raw, m):
+    """The part of registry-bench's state the burst reads (it pulls regbench/burst:<tag>)."""
+    s = {"burst": {"repo": "regbench/burst", "tag": "1", "manifest": {"digest": sha256(raw), "size": len(raw), "mediaType": OCI_MANIFEST},
+                   "config": m["config"], "layers": m["layers"]}}
+    path = os.path.join(tmp, "state.json")
+    with open(path, "w") as f:
+        json.dump(s, f)
+    return path
+
+
+def burst(b, state, label):
+    env = dict(os.environ, BURST_CLIENTS=str(CLIENTS), BURST_LAYER_MIB=str(LAYER_MIB), BURST_REPS="1", BURST_KEEP_GOING="1", QUICK="1")
+    t0 = time.time()
+    r = subprocess.run([BENCH, "--url", "http://" + b.host, "--user", "admin", "--password", ADMIN_PASSWORD, "--pid", str(b.proc.pid),
+                        "--label", label, "--only", "burst", "--reuse-state", state], env=env, capture_output=True, text=True,
+                       timeout=1800)
+    rows = [l for l in r.stdout.splitlines() if "burst" in l]
+    return time.time() - t0, r.returncode, rows, r.stderr[-2000:]
+
+
+def main():
+    tmp = tempfile.mkdtemp(prefix="bench-proxy-")
+    dport = free_port()
+    cfg = os.path.join(tmp, "config.yml")
+    with open(cfg, "w") as f:
+        f.write("version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n    rootdirectory: %s/data\nhttp:\n  addr: 127.0.0.1:%d\n"
+                % (tmp, dport))
+    dist = subprocess.Popen(["docker-registry", "serve", cfg], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(1)
+    up = Upstream(dport)
+    layer, cfgb, raw = image()
+    m = json.loads(raw)
+    dist_blob(dport, "burst", layer)
+    dist_blob(dport, "burst", cfgb)
+    assert dist_request(dport, "PUT", "/v2/burst/manifests/1", raw, {"Content-Type": OCI_MANIFEST})[0] == 201
+    state = state_file(tmp, raw, m)
+    out = []
+    local = Berthd().start()
+    proxy = Berthd().start()
+    try:
+        local.project("regbench")
+        local.push_blob("regbench/burst", layer)
+        local.push_blob("regbench/burst", cfgb)
+        assert local.push_manifest("regbench/burst", "1", raw)[0] == 201
+        reg = add_endpoint(proxy, "dist", "http://127.0.0.1:%d" % up.port, "docker-registry")
+        proxy_project(proxy, "regbench", reg)
+        for label, b in (("local", local), ("proxy-cold", proxy), ("proxy-warm", proxy)):
+            before_req, before_bytes = up.total(), metric(proxy, "berth_proxy_upstream_bytes_total")
+            wall, rc, rows, err = burst(b, state, label)
+            out.append("%s: exit %d, harness %.1f s; upstream requests %d, upstream bytes %d; coalesced %s; streamed %s\n  %s" % (
+                label, rc, wall, up.total() - before_req, metric(proxy, "berth_proxy_upstream_bytes_total") - before_bytes,
+                metric(proxy, "berth_proxy_coalesced_total"), metric(proxy, "berth_proxy_streamed_total"), "\n  ".join(rows) or err))
+            print(out[-1], flush=True)
+    finally:
+        local.cleanup()
+        proxy.cleanup()
+        up.stop()
+        dist.terminate()
+        shutil.rmtree(tmp, ignore_errors=True)
+    print("\n".join(out))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
