@@ -30,6 +30,7 @@
 #include "registry/service/isa_scan.h"
 #include "registry/service/janitor.h"
 #include "registry/service/proxy.h"
+#include "registry/service/retention.h"
 #include "registry/service/upload_limits.h"
 #include "registry/storage/store.h"
 #include "replication/replication.h"
@@ -259,7 +260,7 @@ Out:
 
 /* What serve() has started, so a failure part-way and the normal drain stop exactly that, in reverse order */
 typedef struct {
-    int audit, isa_scan, replication, proxy, gc;
+    int audit, isa_scan, replication, proxy, gc, retention;
     berth_db_listener_t *listener;
     berth_workers_t *workers, *auth_workers;
     berth_janitor_t *janitor;
@@ -280,6 +281,8 @@ static void stop_started(started_t *st)
     berth_janitor_stop(st->janitor);
     if (st->gc)
         berth_gc_stop();
+    if (st->retention) /* before replication: its deletions emit events that replication reacts to */
+        berth_retention_stop();
     if (st->replication)
         berth_repl_stop();
     berth_workers_stop(st->workers);
@@ -377,6 +380,11 @@ static int serve(berth_config_t *cfgp, berth_db_t *db, berth_store_t *store, ber
     st.proxy = berth_proxy_start(&reg, &pconf, &perr) == 0;
     if (!st.proxy) {
         failed = "the proxy-cache fetch threads";
+        goto Fail;
+    }
+    st.retention = berth_retention_start(&reg) == 0;
+    if (!st.retention) {
+        failed = "the retention thread";
         goto Fail;
     }
     if ((st.janitor = berth_janitor_start(&reg, cfg.upload_purge_interval, cfg.upload_max_age)) == NULL) {

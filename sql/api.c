@@ -28,7 +28,8 @@
     "'update_time', p.updated_at, 'repo_count', (SELECT count(*) FROM repositories r WHERE r.project_id = p.id), "                 \
     "'metadata', json_build_object('public', CASE WHEN p.public THEN 'true' ELSE 'false' END, 'isa_policy', "                      \
     "p.isa_policy, 'isa_require_scan_pass', CASE WHEN p.isa_require_scan_pass THEN 'true' ELSE 'false' END, 'proxy_speed_kb', "    \
-    "p.proxy_speed_kb::text), 'registry_id', p.registry_id, "                                                                      \
+    "p.proxy_speed_kb::text, 'retention_id', (SELECT rp.id::text FROM retention_policies rp WHERE rp.project_id = p.id)), "        \
+    "'registry_id', p.registry_id, "                                                                                               \
     "'current_user_role_id', CASE WHEN " robot "::bool THEN 0 ELSE coalesce(berth_member_role(p.id, " uid "::bigint), 0) END)"
 
 /* Artifacts a repository lists: not a referrer, and not only the child of an index (tagged children count) */
@@ -41,6 +42,15 @@
 #define IMMUTABLE_RULE_JSON                                                                                                        \
     "json_build_object('id', x.id, 'priority', x.priority, 'disabled', x.disabled, 'action', x.action, 'template', "               \
     "x.template, 'params', '{}'::json, 'scope_selectors', x.scope_selectors, 'tag_selectors', x.tag_selectors)"
+
+/* Harbor's RetentionExecution and RetentionExecutionTask (plus what a task deleted, or would in a dry run) */
+#define RET_EXEC_JSON                                                                                                              \
+    "json_build_object('id', x.id, 'policy_id', x.policy_id, 'start_time', x.start_time, 'end_time', x.end_time, 'status', "       \
+    "x.status, 'trigger', x.trigger, 'dry_run', x.dry_run)"
+#define RET_TASK_JSON                                                                                                              \
+    "json_build_object('id', x.id, 'execution_id', x.execution_id, 'repository', x.repository, 'job_id', x.id::text, 'status', "   \
+    "x.status, 'status_code', 0, 'status_revision', 0, 'start_time', x.start_time, 'end_time', x.end_time, 'total', x.total, "     \
+    "'retained', x.retained, 'deleted', x.deleted)"
 
 #define INDEX_TYPES "('application/vnd.oci.image.index.v1+json', 'application/vnd.docker.distribution.manifest.list.v2+json')"
 
@@ -410,6 +420,49 @@ const berth_db__stmt_t berth_db__api_stmts[BERTH_SQL__COUNT] = {
       6),
     Q(BERTH_Q_IMM_DELETE,
       "DELETE FROM immutable_rules WHERE project_id = $1::bigint AND id = $2::bigint RETURNING to_json(id::text)::text", 2),
+    /* retention policies (the engine: registry/service/retention.c): $1 project id, $2 policy JSON, $3 cron ("" none) */
+    Q(BERTH_Q_RET_CREATE,
+      "INSERT INTO retention_policies (project_id, policy, cron) VALUES ($1::bigint, $2::jsonb, nullif($3::text, '')) "
+      "RETURNING json_build_object('id', id)::text",
+      3),
+    /* $1 policy id: the policy as Harbor shows it */
+    Q(BERTH_Q_RET_GET,
+      "SELECT (r.policy || jsonb_build_object('id', r.id, 'scope', jsonb_build_object('level', 'project', 'ref', "
+      "r.project_id)))::text FROM retention_policies r WHERE r.id = $1::bigint",
+      1),
+    Q(BERTH_Q_RET_PROJECT,
+      "SELECT to_json(p.name)::text FROM retention_policies r JOIN projects p ON p.id = r.project_id WHERE r.id = $1::bigint", 1),
+    Q(BERTH_Q_RET_UPDATE,
+      "UPDATE retention_policies SET policy = $2::jsonb, cron = nullif($3::text, ''), updated_at = now() WHERE id = $1::bigint "
+      "RETURNING id::text",
+      3),
+    Q(BERTH_Q_RET_DELETE, "DELETE FROM retention_policies WHERE id = $1::bigint RETURNING to_json(id::text)::text", 1),
+    /* $1 policy id, $2 dry run */
+    Q(BERTH_Q_RET_EXEC_CREATE,
+      "INSERT INTO retention_executions (policy_id, trigger, dry_run) SELECT id, 'MANUAL', $2::bool FROM retention_policies "
+      "WHERE id = $1::bigint RETURNING json_build_object('id', id)::text",
+      2),
+    /* $1 policy id, $2 limit, $3 offset: newest first */
+    Q(BERTH_Q_RET_EXEC_LIST,
+      "WITH f AS (SELECT * FROM retention_executions WHERE policy_id = $1::bigint) " PAGE(RET_EXEC_JSON, "x", "id DESC", "$2",
+                                                                                          "$3"),
+      3),
+    /* $1 policy id, $2 execution id: a queued run ends at once, a running one at its next repository */
+    Q(BERTH_Q_RET_EXEC_STOP,
+      "UPDATE retention_executions SET stop_requested = true, status = CASE WHEN status = 'Pending' THEN 'Stopped' ELSE status "
+      "END, end_time = CASE WHEN status = 'Pending' THEN now() ELSE end_time END WHERE policy_id = $1::bigint AND id = "
+      "$2::bigint RETURNING id::text",
+      2),
+    /* $1 policy id, $2 execution id, $3 limit, $4 offset */
+    Q(BERTH_Q_RET_TASK_LIST,
+      "WITH f AS (SELECT t.* FROM retention_tasks t JOIN retention_executions e ON e.id = t.execution_id WHERE e.policy_id = "
+      "$1::bigint AND e.id = $2::bigint) " PAGE(RET_TASK_JSON, "x", "id", "$3", "$4"),
+      4),
+    /* $1 policy id, $2 execution id, $3 task id */
+    Q(BERTH_Q_RET_TASK_LOG,
+      "SELECT to_json(t.log)::text FROM retention_tasks t JOIN retention_executions e ON e.id = t.execution_id WHERE "
+      "e.policy_id = $1::bigint AND e.id = $2::bigint AND t.id = $3::bigint",
+      3),
 };
 
 int berth_db_api(berth_dbconn_t *c, berth_q_t q, const char *const *params, berth_db_json_t *out, berth_err_t *err)

@@ -210,3 +210,16 @@ int berth_db__repo_removable(berth_dbconn_t *c, const char *repo, berth_err_t *e
     const char *p[] = {repo};
     return tags_removable(c, BERTH_SQL_IMM_REPO_TAGS, p, repo, "deleted with its repository", err);
 }
+
+int berth_db_immutable_check(berth_dbconn_t *c, const char *repo, const char *const *tags, size_t ntags, berth_err_t *err)
+{
+    rules_t rules;
+    int rc = rules_load(c, repo, &rules, err);
+    for (size_t i = 0; rc == 0 && i < ntags; i++) {
+        const rule_t *r = protecting(&rules, repo, tags[i]);
+        if (r != NULL)
+            rc = refuse(r, repo, tags[i], "deleted", err);
+    }
+    rules_dispose(&rules);
+    return rc;
+}

@@ -6,6 +6,8 @@
 #ifndef BERTH_SQL_IMMUTABLE_H
 #define BERTH_SQL_IMMUTABLE_H
 
+#include <stddef.h>
+
 #include "sql/db.h"
 
 /**
@@ -21,5 +23,11 @@ int berth_db__tag_removable(berth_dbconn_t *c, const char *repo, const char *tag
 int berth_db__manifest_removable(berth_dbconn_t *c, const char *repo, const char *digest, berth_err_t *err);
 /** Before deleting repository `repo`: locks its row; refused when a rule protects one of its tags. */
 int berth_db__repo_removable(berth_dbconn_t *c, const char *repo, berth_err_t *err);
+
+/**
+ * Read-only, for retention (its dry run answers what its real run does): 0 when no rule protects any of `tags`
+ * of `repo`, else BERTH_OCI_IMMUTABLE naming the rule.
+ */
+int berth_db_immutable_check(berth_dbconn_t *c, const char *repo, const char *const *tags, size_t ntags, berth_err_t *err);
 
 #endif

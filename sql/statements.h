@@ -129,6 +129,16 @@
     X(BERTH_Q_IMM_CREATE) \
     X(BERTH_Q_IMM_UPDATE) \
     X(BERTH_Q_IMM_DELETE) \
+    X(BERTH_Q_RET_CREATE) \
+    X(BERTH_Q_RET_GET) \
+    X(BERTH_Q_RET_PROJECT) \
+    X(BERTH_Q_RET_UPDATE) \
+    X(BERTH_Q_RET_DELETE) \
+    X(BERTH_Q_RET_EXEC_CREATE) \
+    X(BERTH_Q_RET_EXEC_LIST) \
+    X(BERTH_Q_RET_EXEC_STOP) \
+    X(BERTH_Q_RET_TASK_LIST) \
+    X(BERTH_Q_RET_TASK_LOG) \
     /* sql/replication.c: endpoints, policies, executions, tasks (berth_db_api) */ \
     X(BERTH_Q_REG_LIST) \
     X(BERTH_Q_REG_GET) \
@@ -196,7 +206,16 @@
     X(BERTH_Q_GC_FILES_UNOWNED) \
     X(BERTH_Q_GC_ORPHANS) \
     X(BERTH_Q_GC_PRUNE) \
-    X(BERTH_Q_GC_QUIET)
+    X(BERTH_Q_GC_QUIET) \
+    /* sql/retention.c: retention schedules, claims, candidates, tasks */ \
+    X(BERTH_SQL_RET_SCHEDULED) \
+    X(BERTH_SQL_RET_FIRE) \
+    X(BERTH_SQL_RET_CLAIM) \
+    X(BERTH_SQL_RET_TASKS_CLEAR) \
+    X(BERTH_SQL_RET_HEARTBEAT) \
+    X(BERTH_SQL_RET_FINISH) \
+    X(BERTH_SQL_RET_CANDIDATES) \
+    X(BERTH_SQL_RET_TASK_ADD)
 /* clang-format on */
 
 typedef enum {

@@ -23,13 +23,14 @@ static const struct {
     [BERTH_EVENT_BLOB_PUSH] = {NULL, NULL, NULL},
     [BERTH_EVENT_BLOB_DELETE] = {NULL, NULL, NULL},
     [BERTH_EVENT_REPOSITORY_DELETE] = {"delete", "repository", NULL},
+    [BERTH_EVENT_TAG_RETENTION] = {NULL, NULL, NULL}, /* each artifact it deleted had its own event */
 };
 
 /* Only positive answers are cached: a new blob makes none of them stale, every other change may */
 static void on_change_cache(const berth_event_t *ev, void *ctx)
 {
     (void)ctx;
-    if (ev->kind != BERTH_EVENT_BLOB_PUSH)
+    if (ev->kind != BERTH_EVENT_BLOB_PUSH && ev->repo != NULL)
         berth_cache_invalidate(ev->repo);
 }
 

@@ -27,6 +27,7 @@ static const char *const kind_names[BERTH_EVENT_KINDS] = {
     [BERTH_EVENT_BLOB_PUSH] = "blob_push",
     [BERTH_EVENT_BLOB_DELETE] = "blob_delete",
     [BERTH_EVENT_REPOSITORY_DELETE] = "repository_delete",
+    [BERTH_EVENT_TAG_RETENTION] = "tag_retention",
 };
 
 int berth_event_subscribe(const char *name, berth_event_fn fn, void *ctx)
@@ -50,7 +51,7 @@ void berth_event_emit(const berth_event_t *ev)
 {
     berth_event_t e = *ev;
     char project[BERTH_NAME_MAX + 1];
-    if (e.project == NULL) {
+    if (e.project == NULL && e.repo != NULL) {
         snprintf(project, sizeof(project), "%.*s", (int)berth_ref_project_len(e.repo, strlen(e.repo)), e.repo);
         e.project = project;
     }

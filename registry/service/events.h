@@ -24,6 +24,7 @@ typedef enum {
     BERTH_EVENT_BLOB_PUSH,         /* an upload committed or a blob mounted into the repository */
     BERTH_EVENT_BLOB_DELETE,       /* a blob unlinked from the repository */
     BERTH_EVENT_REPOSITORY_DELETE, /* the repository and everything in it */
+    BERTH_EVENT_TAG_RETENTION,     /* a retention execution ended: `project` set, `repo` NULL, `detail` its summary */
     BERTH_EVENT_KINDS
 } berth_event_kind_t;
 
@@ -46,7 +47,10 @@ typedef struct st_berth_event_t {
     const char *principal;  /* who ("" anonymous or Berth itself) */
     const char *remote;     /* client address; NULL for internal changes */
     const char *isa_rows;   /* a pushed index's CPU-ISA declarations to scan (JSON rows of service/isa.h), or NULL */
-    time_t time;            /* when it committed: set by berth_event_emit when 0 */
+    /* TAG_RETENTION: JSON {execution_id, policy_id, trigger, dry_run, status, total, retained, deleted: [{repository,
+     * digest, tags}]} (Harbor's webhook payload carries the same facts); NULL for other kinds */
+    const char *detail;
+    time_t time; /* when it committed: set by berth_event_emit when 0 */
 } berth_event_t;
 
 typedef void (*berth_event_fn)(const berth_event_t *ev, void *ctx);

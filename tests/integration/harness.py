@@ -208,6 +208,19 @@ class Berthd:
         finally:
             conn.close()
 
+    def api(self, method, path, body=None, auth=None):
+        """A REST call under /api/v2.0 with a JSON body (as the admin unless `auth`): status, headers, decoded
+        JSON (or the raw bytes when the answer is not JSON)."""
+        data = json.dumps(body).encode() if body is not None else None
+        headers = {"Content-Type": "application/json"} if data else {}
+        if auth is not None:
+            headers["Authorization"] = auth
+        st, h, raw = self.request(method, "/api/v2.0" + path, data, headers)
+        try:
+            return st, h, json.loads(raw) if raw else None
+        except ValueError:
+            return st, h, raw
+
     def project(self, name, public=False):
         """Create project `name` through the API as the admin (a push never creates one); an existing one is kept."""
         st, _, body = self.request("POST", "/api/v2.0/projects", json.dumps({"project_name": name, "metadata": {

@@ -42,15 +42,7 @@ class Immutable(BerthTestCase):
 
     @classmethod
     def api(cls, method, path, body=None, auth=None):
-        data = json.dumps(body).encode() if body is not None else None
-        headers = {"Content-Type": "application/json"} if data else {}
-        if auth is not None:
-            headers["Authorization"] = auth
-        st, h, raw = cls.b.request(method, "/api/v2.0" + path, data, headers)
-        try:
-            return st, h, json.loads(raw) if raw else None
-        except ValueError:
-            return st, h, raw
+        return cls.b.api(method, path, body, auth)
 
     def add_rule(self, project="imm", **kw):
         st, h, body = self.api("POST", "/projects/%s/immutabletagrules" % project, rule(**kw))

@@ -135,6 +135,14 @@ class WebUI(BerthTestCase):
         st, _, _ = site_b.request("GET", "/v2/mirror/tools/hello/manifests/1.0", headers={"Accept": "application/vnd.oci.image.manifest.v1+json"})
         self.assertEqual(st, 200)
 
+    def test_tag_policies_in_the_browser(self):
+        self.assertEqual(self.api("POST", "/projects", {"project_name": "pol"})[0], 201)
+        self.assertEqual(self.api("POST", "/users", {"username": "dev1", "password": USER_PW, "email": "dev1@example.org"})[0], 201)
+        self.assertEqual(self.api("POST", "/projects/pol/members", {"role_id": 2, "member_user": {"username": "dev1"}})[0], 201)
+        for tag in ("v1.0", "dev1", "latest"):  # pushed in this order: latest is the newest
+            self.b.push_image("pol/app", tag)
+        self.run_browser("policies.e2e.mjs", {"admin_password": ADMIN_PASSWORD, "user_password": USER_PW})
+
     def test_ldap_in_the_browser(self):
         from test_ldap import BASE as LDAP_BASE, Slapd, ldap_env
         slapd = Slapd()

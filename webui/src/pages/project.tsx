@@ -10,6 +10,7 @@ import { me } from "../session";
 import { copyText, Dialog } from "../ui/dialog";
 import { ErrorBox, FormButtons, FormError, Loading, useAction, useLoad } from "../ui/states";
 import { PagedTable } from "../ui/table";
+import { ImmutableRules, RetentionRules } from "./policies";
 import type { Project } from "./projects";
 
 export function useProjectPerms(name: string) {
@@ -24,6 +25,8 @@ const TABS = [
   ["members", "Members", "member", "list"],
   ["robots", "Robot accounts", "robot", "list"],
   ["logs", "Logs", "log", "list"],
+  ["immutability", "Tag immutability", "immutable-tag", "list"],
+  ["retention", "Tag retention", "tag-retention", "read"],
   ["settings", "Settings", "project", "read"],
 ] as const;
 
@@ -59,6 +62,8 @@ export function ProjectPage({ name, tab }: { name: string; tab: string }) {
       {cur === "members" && <Members project={p} perms={pm} />}
       {cur === "robots" && <Robots project={p} perms={pm} />}
       {cur === "logs" && <Logs project={p} />}
+      {cur === "immutability" && <ImmutableRules project={p} perms={pm} />}
+      {cur === "retention" && <RetentionRules project={p} perms={pm} onChanged={proj.reload} />}
       {cur === "settings" && <Settings project={p} perms={pm} onSaved={proj.reload} />}
     </>
   );

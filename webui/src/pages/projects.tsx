@@ -18,7 +18,7 @@ export interface Project {
   update_time: string;
   repo_count: number;
   current_user_role_id: number;
-  metadata: { public: string; isa_policy?: string; isa_require_scan_pass?: string };
+  metadata: { public: string; isa_policy?: string; isa_require_scan_pass?: string; retention_id?: string | null };
 }
 
 interface SystemInfo {
