@@ -6,7 +6,7 @@ import json
 import time
 import unittest
 
-from harness import ACCEPT_ALL, BerthTestCase, eventually, main, psql
+from harness import ACCEPT_ALL, Berthd, BerthTestCase, eventually, main, psql
 
 PW = "Passw0rd!x"
 
@@ -246,13 +246,65 @@ class Retention(BerthTestCase):
     def test_stop_a_queued_execution(self):
         p, pid = self.project()
         rid = self.policy(pid, [rule("always")])
-        # queue two runs; stopping one that has not started ends it at once
-        psql("UPDATE retention_executions SET status = 'Stopped' WHERE false", dbname=self.b.dbname)
+        # stopping a run that has not started ends it at once; one already claimed ends at its next repository
         st, h, _ = self.api("POST", "/retentions/%d/executions" % rid, {"dry_run": True})
         eid = int(h["location"].rsplit("/", 1)[1])
-        self.api("PATCH", "/retentions/%d/executions/%d" % (rid, eid), {"action": "stop"})
-        e = [x for x in self.api("GET", "/retentions/%d/executions" % rid)[2] if x["id"] == eid][0]
-        self.assertIn(e["status"], ("Stopped", "Success"))  # it may have run already: both are an end
+        self.assertEqual(self.api("PATCH", "/retentions/%d/executions/%d" % (rid, eid), {"action": "stop"})[0], 200)
+
+        def status():
+            return [x for x in self.api("GET", "/retentions/%d/executions" % rid)[2] if x["id"] == eid][0]["status"]
+        self.assertIn(eventually(lambda: status() in ("Stopped", "Success"), True, timeout=30) and status(), ("Stopped", "Success"))
+        self.assertEqual(self.api("PATCH", "/retentions/%d/executions/999999" % rid, {"action": "stop"})[0], 404)
+
+class TwoInstances(BerthTestCase):
+    """Two berthd on one database and one storage: each queued execution runs once, on one of them, and a
+    schedule that both see fires once per minute."""
+    START = False
+
+    @classmethod
+    def setUpClass(cls):
+        cls.b = Berthd().start()
+        cls.b2 = Berthd(dbname=cls.b.dbname, storage=cls.b.storage).start()
+        cls.b.project("two")
+        cls.pid = cls.b.api("GET", "/projects/two")[2]["project_id"]
+        for i in range(3):
+            cls.b.push_image("two/app", "v%d" % i, seed="two-%d" % i)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.b2.cleanup()
+        super().tearDownClass()
+
+    def sql(self, q):
+        return psql(q, dbname=self.b.dbname)
+
+    def test_claims_and_schedule(self):
+        st, h, _ = self.b.api("POST", "/retentions", {"algorithm": "or", "rules": [rule("latestPushedK", 1)],
+                                                       "scope": {"level": "project", "ref": self.pid},
+                                                       "trigger": {"kind": "Schedule", "settings": {"cron": "* * * * *"}}})
+        self.assertEqual(st, 201)
+        rid = int(h["location"].rsplit("/", 1)[1])
+        # twelve dry runs queued through both instances at once: each ends once, claimed by exactly one of them
+        for i in range(12):
+            site = (self.b, self.b2)[i % 2]
+            self.assertEqual(site.api("POST", "/retentions/%d/executions" % rid, {"dry_run": True})[0], 201)
+        manual = "SELECT count(*) FROM retention_executions WHERE trigger = 'MANUAL' AND status = 'Success'"
+        self.assertEqual(eventually(lambda: self.sql(manual), "12", timeout=60), "12")
+        self.assertEqual(self.sql("SELECT count(*) FROM retention_executions WHERE trigger = 'MANUAL' AND claimed_by = ''"), "0")
+        logs = self.b.logs() + self.b2.logs()
+        for eid in self.sql("SELECT id FROM retention_executions WHERE trigger = 'MANUAL'").split():
+            self.assertEqual(logs.count("retention: execution %s of two:" % eid), 1, eid)
+        self.assertEqual(self.sql("SELECT count(*) FROM retention_tasks t JOIN retention_executions e ON e.id = t.execution_id "
+                                  "WHERE e.trigger = 'MANUAL'"), "12")  # one repository each, recorded once
+        # the schedule (every minute): both instances look at every minute, the run starts once; it is a real run
+        sched = "SELECT count(*) FROM retention_executions WHERE trigger = 'SCHEDULE' AND status = 'Success'"
+        self.assertEqual(eventually(lambda: self.sql(sched), "1", timeout=75, interval=0.5), "1")
+        minute = self.sql("SELECT extract(epoch FROM last_fired)::bigint FROM retention_policies WHERE id = %d" % rid)
+        time.sleep(6)  # both instances tick (every 5 s) again within that minute, unless it just ended
+        same = self.sql("SELECT count(*) FROM retention_executions WHERE trigger = 'SCHEDULE'")
+        moved = self.sql("SELECT extract(epoch FROM last_fired)::bigint FROM retention_policies WHERE id = %d" % rid) != minute
+        self.assertEqual(same, "2" if moved else "1")
+        self.assertEqual(json.loads(self.b.request("GET", "/v2/two/app/tags/list")[2])["tags"], ["v2"])  # the newest stays
 
 
 if __name__ == "__main__":
