@@ -86,34 +86,47 @@ typedef struct {
     int total, retained;
 } run_t;
 
-static void split_tags(char *tags, const char **out, size_t *n)
+/* The tags of a candidate, split in place: a malloc'd array (every tag: the immutability check needs them all) */
+static const char **split_tags(char *tags, size_t *n)
 {
+    size_t cap = 1;
+    for (const char *p = tags; *p; p++)
+        cap += *p == ' ';
+    const char **out = calloc(cap + 1, sizeof(*out));
     *n = 0;
-    for (char *save = NULL, *t = strtok_r(tags, " ", &save); t != NULL && *n < 256; t = strtok_r(NULL, " ", &save))
+    for (char *save = NULL, *t = strtok_r(tags, " ", &save); t != NULL && *n < cap; t = strtok_r(NULL, " ", &save))
         out[(*n)++] = t;
+    return out;
 }
 
-/* One repository: candidates [from, to) of the list. 0, or BERTH_ERROR when a deletion failed for another reason
- * than an immutable tag (the task says which). */
+/* One repository: its n candidates. 0; BERTH_ERROR when a deletion failed for another reason than an immutable
+ * tag (the task says which); 1 when a stop was asked for, 2 when the claim was lost, midway. */
 static int run_repository(run_t *r, const char *repo, berth_db_ret_candidate_t *v, size_t n, double now)
 {
     const char *short_name = repo + berth_ref_project_len(repo, strlen(repo));
     short_name += *short_name == '/';
     double start = (double)time(NULL);
     berth_ret_artifact_t *a = calloc(n + 1, sizeof(*a));
-    const char *(*tags)[256] = calloc(n + 1, sizeof(*tags));
+    const char ***tags = calloc(n + 1, sizeof(*tags));
     for (size_t i = 0; i < n; i++) {
         size_t nt;
-        split_tags(v[i].tags, tags[i], &nt);
+        tags[i] = split_tags(v[i].tags, &nt);
         a[i] = (berth_ret_artifact_t){
             .digest = v[i].digest, .pushed = v[i].pushed, .pulled = v[i].pulled, .tags = tags[i], .ntags = nt};
     }
     berth_ret_plan(r->policy, short_name, a, n, now);
     text_t log = {0};
     json_t *deleted = json_array();
-    int retained = 0, failures = 0;
+    int retained = 0, failures = 0, halted = 0;
     addf(&log, "%s: %zu artifact(s)%s\n", repo, n, r->e->dry_run ? " (dry run: nothing is deleted)" : "");
     for (size_t i = 0; i < n; i++) {
+        /* a long repository keeps the lease alive; a lost claim or a stop ends this one here */
+        int hb = i > 0 && i % 200 == 0 ? berth_db_ret_heartbeat(r->c, r->e->id, instance, NULL) : 0;
+        if (hb != 0) {
+            addf(&log, "%s after %zu artifact(s)\n", hb == 1 ? "stopped" : "claim lost", i);
+            halted = hb == 1 ? 1 : 2;
+            break;
+        }
         char tagtext[1024] = "";
         for (size_t k = 0, off = 0; k < a[i].ntags && off < sizeof(tagtext); k++)
             off += (size_t)snprintf(tagtext + off, sizeof(tagtext) - off, "%s%s", k ? "," : "", a[i].tags[k]);
@@ -170,9 +183,11 @@ static int run_repository(run_t *r, const char *repo, berth_db_ret_candidate_t *
     free(dj);
     json_decref(deleted);
     free(log.s);
+    for (size_t i = 0; i < n; i++)
+        free(tags[i]);
     free(tags);
     free(a);
-    return failures ? BERTH_ERROR : 0;
+    return halted ? halted : failures ? BERTH_ERROR : 0;
 }
 
 static void run_execution(berth_dbconn_t *c, const berth_db_ret_exec_t *e)
@@ -204,7 +219,12 @@ static void run_execution(berth_dbconn_t *c, const berth_db_ret_exec_t *e)
                 status = hb == 1 ? "Stopped" : NULL; /* lost lease or shutting down: another round takes it up */
                 break;
             }
-            if (run_repository(&r, repo, cands.v + i, j - i, cands.now) != 0)
+            int rc = run_repository(&r, repo, cands.v + i, j - i, cands.now);
+            if (rc == 1 || rc == 2) {
+                status = rc == 1 ? "Stopped" : NULL;
+                break;
+            }
+            if (rc != 0)
                 status = "Error";
         }
         i = j;

@@ -200,6 +200,20 @@ class Retention(BerthTestCase):
         self.assertIn(frozen, log)
         self.assertEqual(tasks[0]["retained"], 1)
 
+    def test_an_immutable_tag_among_hundreds_is_found(self):
+        p, pid = self.project()
+        crowded = self.push(p + "/app", ["a0"], 100)
+        # 400 more tags straight into the table, the immutable one last in byte order
+        psql("INSERT INTO tags (repository_id, name, manifest_id) SELECT m.repository_id, 'a' || g, m.id FROM manifests m, "
+             "generate_series(1, 400) g WHERE m.digest = '%s'; INSERT INTO tags (repository_id, name, manifest_id) "
+             "SELECT repository_id, 'zz-keep', id FROM manifests WHERE digest = '%s'" % (crowded, crowded), dbname=self.b.dbname)
+        st, _, _ = self.api("POST", "/projects/%s/immutabletagrules" % p, {
+            "scope_selectors": {"repository": [{"kind": "doublestar", "decoration": "repoMatches", "pattern": "**"}]},
+            "tag_selectors": [{"kind": "doublestar", "decoration": "matches", "pattern": "zz-*"}]})
+        self.assertEqual(st, 201)
+        rid = self.policy(pid, [rule("latestPushedK", 0)])
+        self.check_run(rid, [crowded], [], {crowded: p + "/app"})
+
     # --- the API ---------------------------------------------------------------------------------------------
     def test_api_shapes_roles_and_refusals(self):
         p, pid = self.project()
