@@ -7,7 +7,14 @@
 #include <unistd.h>
 #include <yaml.h>
 
-typedef enum { T_STR, T_INT, T_BOOL, T_BYTES, T_SECONDS } type_t; /* T_SECONDS: 0 allowed, up to a year */
+typedef enum {
+    T_STR,
+    T_INT,
+    T_BOOL,
+    T_BYTES,
+    T_SECONDS,
+    T_LIMIT
+} type_t; /* T_SECONDS: 0 allowed, up to a year; T_LIMIT: T_BYTES or -1 (unlimited) */
 
 /* Every directive in one table: YAML path, environment override, type, target (redis static_configs[]). */
 #define FIELD(f) offsetof(berth_config_t, f)
@@ -53,6 +60,8 @@ static const struct {
     {"auth.token_algorithm", "BERTH_TOKEN_ALGORITHM", T_STR, FIELD(token_alg)},
     {"projects.creation", "BERTH_PROJECT_CREATION", T_STR, FIELD(project_creation)},
     {"projects.auto_create", "BERTH_PROJECTS_AUTO_CREATE", T_BOOL, FIELD(projects_auto_create)},
+    {"quota.default_storage_limit", "BERTH_QUOTA_DEFAULT_STORAGE_LIMIT", T_LIMIT, FIELD(quota_default)},
+    {"quota.warning_percent", "BERTH_QUOTA_WARNING_PERCENT", T_INT, FIELD(quota_warning_percent)},
     {"isa.view", "BERTH_ISA_VIEW", T_BOOL, FIELD(isa_view)},
     {"replication.workers", NULL, T_INT, FIELD(repl_workers)},
     {"replication.key_file", "BERTH_REPLICATION_KEY_FILE", T_STR, FIELD(repl_key_file)},
@@ -100,13 +109,19 @@ static int set_value(berth_config_t *cfg, size_t i, const char *v, char *errbuf,
         return 0;
     }
     char *end;
-    if (directives[i].type == T_BYTES) { /* bytes, or with a K/M/G/T suffix (powers of 1024); 0 is allowed */
+    if (directives[i].type == T_LIMIT && strcmp(v, "-1") == 0) {
+        *(long long *)target = -1;
+        return 0;
+    }
+    if (directives[i].type == T_BYTES ||
+        directives[i].type == T_LIMIT) { /* bytes, or with a K/M/G/T suffix (powers of 1024); 0 is allowed */
         long long b = strtoll(v, &end, 10);
         int shift = *end == 'K' ? 10 : *end == 'M' ? 20 : *end == 'G' ? 30 : *end == 'T' ? 40 : 0;
         if (shift != 0)
             end++;
         if (*v == '\0' || *end != '\0' || b < 0 || b > (1LL << (62 - shift))) {
-            snprintf(errbuf, errlen, "%s: expected bytes (e.g. 1073741824 or 1G), got \"%s\"", directives[i].key, v);
+            snprintf(errbuf, errlen, "%s: expected bytes (e.g. 1073741824 or 1G%s), got \"%s\"", directives[i].key,
+                     directives[i].type == T_LIMIT ? ", or -1 for unlimited" : "", v);
             return -1;
         }
         *(long long *)target = b << shift;
@@ -256,6 +271,8 @@ int berth_config_load(berth_config_t *cfg, const char *path, char *errbuf, size_
     cfg->decision_ttl = 10;
     cfg->session_ttl = 1800; /* Harbor's session_timeout */
     cfg->project_creation = strdup("adminonly");
+    cfg->quota_default = -1;
+    cfg->quota_warning_percent = 85;
     cfg->token_alg = strdup("ES256");
     cfg->ldap_scope = strdup("subtree");
     cfg->ldap_timeout = 5;
@@ -291,6 +308,10 @@ int berth_config_load(berth_config_t *cfg, const char *path, char *errbuf, size_
     }
     if (strcmp(cfg->project_creation, "adminonly") != 0 && strcmp(cfg->project_creation, "everyone") != 0) {
         snprintf(errbuf, errlen, "projects.creation must be adminonly or everyone, got \"%s\"", cfg->project_creation);
+        return -1;
+    }
+    if (cfg->quota_default > (1LL << 50) || cfg->quota_warning_percent > 100) {
+        snprintf(errbuf, errlen, "quota.default_storage_limit must be -1 or at most 1024T, quota.warning_percent 1 to 100");
         return -1;
     }
     if (strcmp(cfg->ldap_scope, "base") != 0 && strcmp(cfg->ldap_scope, "onelevel") != 0 &&

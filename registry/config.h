@@ -43,6 +43,8 @@ typedef struct st_berth_config_t {
     int session_ttl;            /* auth.session_ttl_seconds: browser sessions */
     char *project_creation;     /* projects.creation  BERTH_PROJECT_CREATION: adminonly (default) or everyone */
     int projects_auto_create;   /* projects.auto_create BERTH_PROJECTS_AUTO_CREATE: a push may create its project (false) */
+    long long quota_default;    /* quota.default_storage_limit BERTH_QUOTA_DEFAULT_STORAGE_LIMIT: bytes, -1 unlimited (-1) */
+    int quota_warning_percent;  /* quota.warning_percent BERTH_QUOTA_WARNING_PERCENT: QUOTA_WARNING line, 1-100 (85) */
     /* ldap.* (issue #3): off unless ldap.url is set; Harbor's LDAP settings */
     char *ldap_url, *ldap_search_dn, *ldap_search_password_file, *ldap_base_dn, *ldap_filter, *ldap_uid, *ldap_scope;
     char *ldap_ca_file, *ldap_group_base_dn, *ldap_group_filter, *ldap_group_name_attr, *ldap_membership_attr;

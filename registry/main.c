@@ -30,6 +30,7 @@
 #include "registry/service/isa_scan.h"
 #include "registry/service/janitor.h"
 #include "registry/service/proxy.h"
+#include "registry/service/quota.h"
 #include "registry/service/retention.h"
 #include "registry/service/upload_limits.h"
 #include "registry/storage/store.h"
@@ -337,6 +338,8 @@ static int serve(berth_config_t *cfgp, berth_db_t *db, berth_store_t *store, ber
                                  .version = BERTH_VERSION};
     berth_api_configure(&api_conf);
     berth_db_projects_auto_create(cfg.projects_auto_create);
+    berth_db_quota_default(cfg.quota_default);
+    berth_quota_configure(cfg.quota_default, cfg.quota_warning_percent);
     berth_realm_configure(cfg.external_url_set);
     berth_registry_t reg = {
         .db = db, .auth = &auth, .store = store, .blob_redirect_prefix = BLOB_PREFIX, .isa_view_disabled = !cfg.isa_view};

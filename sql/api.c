@@ -116,6 +116,16 @@
     "json_build_object('id', g.id, 'group_name', g.group_name, 'group_type', g.group_type, 'ldap_group_dn', "                      \
     "g.ldap_group_dn)"
 
+/* Harbor's Quota: the project as its reference, hard and used per resource (storage only) */
+#define QUOTA_ROWS                                                                                                                 \
+    "SELECT q.id, q.hard_storage, q.used_storage, q.created_at, q.updated_at, p.id AS project_id, p.name, "                        \
+    "coalesce(u.username, '') AS owner_name FROM quotas q JOIN projects p ON p.id = q.project_id LEFT JOIN users u ON "            \
+    "u.id = p.owner_id "
+#define QUOTA_JSON                                                                                                                 \
+    "json_build_object('id', x.id, 'ref', json_build_object('id', x.project_id, 'name', x.name, 'owner_name', x.owner_name), "     \
+    "'hard', json_build_object('storage', x.hard_storage), 'used', json_build_object('storage', x.used_storage), "                 \
+    "'creation_time', x.created_at, 'update_time', x.updated_at)"
+
 #define Q(id, sql, n) BERTH_DB__STMT(id, sql, n)
 
 const berth_db__stmt_t berth_db__api_stmts[BERTH_SQL__COUNT] = {
@@ -135,14 +145,15 @@ const berth_db__stmt_t berth_db__api_stmts[BERTH_SQL__COUNT] = {
     Q(BERTH_Q_PROJECT_GET, "SELECT " PROJECT_JSON("$1", "$2") "::text FROM projects p WHERE p.name = $3::text", 3),
     Q(BERTH_Q_PROJECT_NAME_BY_ID, "SELECT to_json(name)::text FROM projects WHERE id = $1::bigint", 1),
     /* $1 name, $2 public, $3 owner id (NULL for robots): the creator becomes project admin; $4 registry id (a proxy
-     * cache; no row when that endpoint does not exist), $5 proxy_speed_kb */
+     * cache; no row when that endpoint does not exist), $5 proxy_speed_kb, $6 storage limit */
     Q(BERTH_Q_PROJECT_CREATE,
       "WITH p AS (INSERT INTO projects (name, public, owner_id, registry_id, proxy_speed_kb) SELECT $1::text, $2::bool, $3::bigint, "
       "$4::bigint, coalesce($5::bigint, -1) WHERE $4::bigint IS NULL OR EXISTS (SELECT 1 FROM registries g WHERE g.id = $4::bigint) "
       "RETURNING id), "
       "m AS (INSERT INTO project_members (project_id, user_id, role) SELECT p.id, $3::bigint, 1 FROM p WHERE $3::bigint "
-      "IS NOT NULL) SELECT json_build_object('project_id', id)::text FROM p",
-      5),
+      "IS NOT NULL), q AS (INSERT INTO quotas (project_id, hard_storage) SELECT p.id, $6::bigint FROM p) "
+      "SELECT json_build_object('project_id', id)::text FROM p",
+      6),
     /* $1 id, $2 public, $3 isa_policy, $4 isa_require_scan_pass, $5 proxy_speed_kb (NULL keeps each) */
     Q(BERTH_Q_PROJECT_UPDATE,
       "UPDATE projects SET public = coalesce($2::bool, public), isa_policy = coalesce($3::text, isa_policy), "
@@ -160,12 +171,26 @@ const berth_db__stmt_t berth_db__api_stmts[BERTH_SQL__COUNT] = {
       "'developer_count', (SELECT count(*) FROM project_members WHERE project_id = $1::bigint AND role = 2), "
       "'guest_count', (SELECT count(*) FROM project_members WHERE project_id = $1::bigint AND role = 3), "
       "'limited_guest_count', (SELECT count(*) FROM project_members WHERE project_id = $1::bigint AND role = 5), "
-      "'quota', json_build_object('used', json_build_object('storage', "
-      "(SELECT coalesce(sum(b.size), 0) FROM blobs b WHERE b.digest IN (SELECT rb.digest FROM repository_blobs rb "
-      "JOIN repositories r ON r.id = rb.repository_id WHERE r.project_id = $1::bigint)) + "
-      "(SELECT coalesce(sum(s.size), 0) FROM (SELECT DISTINCT m.digest, m.size FROM manifests m JOIN repositories r ON "
-      "r.id = m.repository_id WHERE r.project_id = $1::bigint) s))))::text",
+      "'quota', coalesce((SELECT json_build_object('id', q.id, 'hard', json_build_object('storage', q.hard_storage), "
+      "'used', json_build_object('storage', q.used_storage)) FROM quotas q WHERE q.project_id = $1::bigint), "
+      "json_build_object('hard', json_build_object('storage', -1), 'used', json_build_object('storage', "
+      "berth_quota_recount($1::bigint)))))::text",
       1),
+    /* $1 reference ('project' or NULL), $2 reference_id (project id or NULL), $3 limit, $4 offset, $5 sort */
+    Q(BERTH_Q_QUOTAS_LIST,
+      "WITH f AS (" QUOTA_ROWS "WHERE ($1::text IS NULL OR $1::text = 'project') AND ($2::bigint IS NULL OR "
+      "p.id = $2::bigint)) " PAGE(QUOTA_JSON, "x",
+                                  SORT_BY("$5", "hard.storage", "hard_storage") SORT_BY("$5", "used.storage", "used_storage")
+                                      SORT_BY("$5", "creation_time", "created_at") SORT_BY("$5", "update_time", "updated_at") "id",
+                                  "$3", "$4"),
+      5),
+    /* $1 quota id */
+    Q(BERTH_Q_QUOTA_GET, "SELECT " QUOTA_JSON "::text FROM (" QUOTA_ROWS "WHERE q.id = $1::bigint) x", 1),
+    /* $1 quota id, $2 hard storage: answers the project's name (audit) */
+    Q(BERTH_Q_QUOTA_UPDATE,
+      "UPDATE quotas q SET hard_storage = $2::bigint, updated_at = now() FROM projects p WHERE p.id = q.project_id AND "
+      "q.id = $1::bigint RETURNING to_json(p.name)::text",
+      2),
     /* $1 project id, $2 name substring, $3 limit, $4 offset, $5 sort */
     Q(BERTH_Q_MEMBERS_LIST,
       "WITH f AS (SELECT * FROM (" MEMBER_ROWS "WHERE m.project_id = $1::bigint) r WHERE $2::text IS NULL OR "

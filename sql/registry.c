@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/bytes.h"
 #include "core/ref.h"
 #include "sql/db_internal.h"
 #include "sql/immutable.h"
@@ -18,8 +19,12 @@
 const berth_db__stmt_t berth_db__registry_stmts[BERTH_SQL__COUNT] = {
     BERTH_DB__STMT(BERTH_SQL_REPO_ID, "SELECT id FROM repositories WHERE name = $1", 1),
     /* DO UPDATE (not DO NOTHING) so RETURNING yields the id even when a concurrent push created the row */
+    /* its quota row with the default limit in the same statement (the projects trigger would make it unlimited) */
     BERTH_DB__STMT(BERTH_SQL_PROJECT_ENSURE,
-                   "INSERT INTO projects (name) VALUES ($1) ON CONFLICT (name) DO UPDATE SET name = EXCLUDED.name RETURNING id", 1),
+                   "WITH p AS (INSERT INTO projects (name) VALUES ($1) ON CONFLICT (name) DO UPDATE SET name = EXCLUDED.name "
+                   "RETURNING id), q AS (INSERT INTO quotas (project_id, hard_storage) SELECT id, $2::bigint FROM p "
+                   "ON CONFLICT (project_id) DO NOTHING) SELECT id FROM p",
+                   2),
     BERTH_DB__STMT(
         BERTH_SQL_REPO_ENSURE,
         "INSERT INTO repositories (project_id, name) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE SET name = EXCLUDED.name "
@@ -96,6 +101,17 @@ const berth_db__stmt_t berth_db__registry_stmts[BERTH_SQL__COUNT] = {
     BERTH_DB__STMT(BERTH_SQL_UPLOAD_TOUCH, "UPDATE upload_sessions SET updated_at = now() WHERE id = $1", 1),
     BERTH_DB__STMT(BERTH_SQL_REPO_TOUCH, "UPDATE repositories SET updated_at = now() WHERE id = $1", 1),
     BERTH_DB__STMT(BERTH_SQL_REPO_DELETE, "DELETE FROM repositories WHERE name = $1", 1),
+    /* FOR UPDATE returns the row as the last holder of the lock committed it, so `used` is current */
+    BERTH_DB__STMT(BERTH_SQL_QUOTA_LOCK,
+                   "SELECT q.id, q.hard_storage, q.used_storage FROM quotas q JOIN repositories r ON r.project_id = q.project_id "
+                   "WHERE r.id = $1::bigint FOR UPDATE OF q",
+                   1),
+    BERTH_DB__STMT(BERTH_SQL_QUOTA_ENSURE,
+                   "SELECT berth_quota_lock(ARRAY(SELECT project_id FROM repositories WHERE id = $1::bigint))", 1),
+    BERTH_DB__STMT(BERTH_SQL_QUOTA_USED, "SELECT used_storage FROM quotas WHERE id = $1::bigint", 1),
+    /* a delete takes the quota lock before its rows, in the order a manifest PUT takes them */
+    BERTH_DB__STMT(BERTH_SQL_QUOTA_LOCK_REPO, "SELECT berth_quota_lock(ARRAY(SELECT project_id FROM repositories WHERE name = $1))",
+                   1),
 };
 
 static PGresult *run(berth_dbconn_t *c, berth_sql_id_t id, const char *const *values, berth_err_t *err)
@@ -174,10 +190,16 @@ int berth_db_blob_stat(berth_dbconn_t *c, const char *repo, const char *digest, 
 /* projects.auto_create: set once at start, before any thread runs a push (Harbor refuses a push into a
  * project that does not exist; so does Berth unless the operator asks otherwise) */
 static int projects_auto_create;
+static char quota_default[24] = "-1"; /* quota.default_storage_limit of the projects auto-creation makes */
 
 void berth_db_projects_auto_create(int on)
 {
     projects_auto_create = on;
+}
+
+void berth_db_quota_default(int64_t limit)
+{
+    snprintf(quota_default, sizeof(quota_default), "%lld", (long long)limit);
 }
 
 /* The id of the project `repo` belongs to; a missing project is NAME_UNKNOWN unless auto-creation is on. */
@@ -191,8 +213,10 @@ static int project_of(berth_dbconn_t *c, const char *repo, int64_t *pid, berth_e
     int rc = run_int64(c, BERTH_SQL_PROJECT_ID, pp, pid, err);
     if (rc != BERTH_ENOTFOUND)
         return rc;
-    if (projects_auto_create)
-        return run_int64(c, BERTH_SQL_PROJECT_ENSURE, pp, pid, err);
+    if (projects_auto_create) {
+        const char *ep[] = {project, quota_default};
+        return run_int64(c, BERTH_SQL_PROJECT_ENSURE, ep, pid, err);
+    }
     return berth_err_set(err, BERTH_OCI_NAME_UNKNOWN, "project %s not found: create it first (POST /api/v2.0/projects)", project);
 }
 
@@ -316,11 +340,18 @@ static int delete_and_notify(berth_dbconn_t *c, berth_sql_id_t id, removable_fn 
     int rc = berth_db_begin(c, err);
     if (rc != 0)
         return rc;
+    const char *p[] = {repo, what}, *np[] = {repo};
+    /* deleting manifests changes the project's quota usage (its triggers lock the quota row): take that lock
+       first, as a manifest PUT does */
+    if ((id == BERTH_SQL_MANIFEST_DELETE || id == BERTH_SQL_REPO_DELETE) &&
+        (rc = run_count(c, BERTH_SQL_QUOTA_LOCK_REPO, np, err)) < 0) {
+        berth_db_rollback(c);
+        return rc;
+    }
     if ((rc = removable(c, repo, what, err)) != 0) {
         berth_db_rollback(c);
         return rc;
     }
-    const char *p[] = {repo, what}, *np[] = {repo};
     int n = run_count(c, id, p, err);
     if (n < 0 || (n > 0 && (n = run_count(c, BERTH_SQL_NOTIFY, np, err)) < 0)) {
         berth_db_rollback(c);
@@ -379,15 +410,65 @@ static int check_missing(berth_dbconn_t *c, const char *ridbuf, const berth_mani
     return rc;
 }
 
+/* Quota step 1 of a manifest PUT: lock the project's quota row (created if missing) and read limit and usage. */
+static int quota_lock(berth_dbconn_t *c, const char *ridbuf, char qidbuf[24], berth_db_quota_t *q, berth_err_t *err)
+{
+    const char *p[] = {ridbuf};
+    for (int attempt = 0; attempt < 2; attempt++) {
+        PGresult *res = run(c, BERTH_SQL_QUOTA_LOCK, p, err);
+        if (res == NULL)
+            return err != NULL && err->code != 0 ? err->code : BERTH_ERROR;
+        int found = PQntuples(res) > 0;
+        if (found) {
+            snprintf(qidbuf, 24, "%s", PQgetvalue(res, 0, 0));
+            q->hard = strtoll(PQgetvalue(res, 0, 1), NULL, 10);
+            q->before = q->after = strtoll(PQgetvalue(res, 0, 2), NULL, 10);
+        }
+        PQclear(res);
+        if (found)
+            return 0;
+        int rc = run_count(c, BERTH_SQL_QUOTA_ENSURE, p, err); /* a project made before its quota row could be */
+        if (rc < 0)
+            return rc;
+    }
+    return berth_err_set(err, BERTH_OCI_INTERNAL, "no quota row for repository %s", ridbuf);
+}
+
+/* Quota step 2, after every row of the push is in: the triggers have charged what is new to the project; refuse
+ * a push that adds bytes beyond the limit (Harbor's rule and sentence, with exact byte counts). */
+static int quota_check(berth_dbconn_t *c, const char *qidbuf, berth_db_quota_t *q, berth_err_t *err)
+{
+    const char *p[] = {qidbuf};
+    int rc = run_int64(c, BERTH_SQL_QUOTA_USED, p, &q->after, err);
+    if (rc != 0)
+        return rc;
+    if (q->hard < 0 || q->after <= q->before || q->after <= q->hard)
+        return 0;
+    q->refused = 1;
+    char add[BERTH_BYTES_HUMAN_MAX], used[BERTH_BYTES_HUMAN_MAX], hard[BERTH_BYTES_HUMAN_MAX];
+    return berth_err_set(err, BERTH_OCI_DENIED,
+                         "quota exceeded: adding %s (%lld bytes) of storage resource, which when updated to current usage of "
+                         "%s (%lld bytes) will exceed the configured upper limit of %s (%lld bytes)",
+                         berth_bytes_human(q->after - q->before, add), (long long)(q->after - q->before),
+                         berth_bytes_human(q->before, used), (long long)q->before, berth_bytes_human(q->hard, hard),
+                         (long long)q->hard);
+}
+
 int berth_db_manifest_put(berth_dbconn_t *c, const char *repo, const char *tag, const berth_digest_t *digest,
-                          const berth_manifest_info_t *info, const char *body, size_t len, const char *isa_rows, berth_err_t *err)
+                          const berth_manifest_info_t *info, const char *body, size_t len, const char *isa_rows,
+                          berth_db_quota_t *quota, berth_err_t *err)
 {
     int64_t rid = 0, mid = 0; /* set on every path that reaches their use; gcc -O2 cannot see it */
-    char ridbuf[24], midbuf[24], sizebuf[24];
+    char ridbuf[24], midbuf[24], sizebuf[24], qidbuf[24];
+    berth_db_quota_t qbuf, *q = quota != NULL ? quota : &qbuf;
+    memset(q, 0, sizeof(*q));
     int rc;
     if ((rc = berth_db_begin(c, err)) != 0)
         return rc;
-    if ((rc = ensure_repo(c, repo, &rid, ridbuf, err)) != 0 || (rc = check_missing(c, ridbuf, info, BERTH_REF_BLOB, err)) != 0 ||
+    /* the quota row first: every writer of a project's manifests takes it before any manifest or blob row lock
+       (deletes, GC sweeps), so none of them can wait on the other in reverse order */
+    if ((rc = ensure_repo(c, repo, &rid, ridbuf, err)) != 0 || (rc = quota_lock(c, ridbuf, qidbuf, q, err)) != 0 ||
+        (rc = check_missing(c, ridbuf, info, BERTH_REF_BLOB, err)) != 0 ||
         (rc = check_missing(c, ridbuf, info, BERTH_REF_MANIFEST, err)) != 0)
         goto Fail;
     if (info->subject != NULL) { /* a stored subject stays while its referrer is pushed (it may also be absent) */
@@ -442,7 +523,8 @@ int berth_db_manifest_put(berth_dbconn_t *c, const char *repo, const char *tag, 
         goto Fail;
     const char *tp[] = {ridbuf};
     const char *np[] = {repo};
-    if ((rc = run_count(c, BERTH_SQL_REPO_TOUCH, tp, err)) < 0 || (rc = run_count(c, BERTH_SQL_NOTIFY, np, err)) < 0)
+    if ((rc = quota_check(c, qidbuf, q, err)) != 0 || (rc = run_count(c, BERTH_SQL_REPO_TOUCH, tp, err)) < 0 ||
+        (rc = run_count(c, BERTH_SQL_NOTIFY, np, err)) < 0)
         goto Fail;
     return berth_db_commit(c, err);
 Fail:

@@ -51,13 +51,28 @@ int berth_db_blob_mount(berth_dbconn_t *c, const char *repo, const char *from, c
 /** Remove a blob's link from `repo`; BERTH_ENOTFOUND (BLOB_UNKNOWN) if it was not linked. */
 int berth_db_blob_unlink(berth_dbconn_t *c, const char *repo, const char *digest, berth_err_t *err);
 
+/** What a manifest PUT did to its project's storage quota (sql/migrations/0110_quotas.sql says what counts). */
+typedef struct st_berth_db_quota_t {
+    int64_t hard;   /* the limit in bytes; -1 unlimited */
+    int64_t before; /* usage before the push */
+    int64_t after;  /* usage after it (refused: what it would have been) */
+    int refused;    /* 1: DENIED because the push adds bytes and `after` exceeds `hard`; nothing was stored */
+} berth_db_quota_t;
+
+/** Default limit of projects that projects.auto_create makes (quota.default_storage_limit; -1 unlimited). Set at start. */
+void berth_db_quota_default(int64_t limit);
+
 /**
  * Store a validated manifest and (if `tag` is not NULL) point the tag at it; `isa_rows` (JSON, may be NULL) are
  * the index's ISA variant rows, stored in the same transaction. Every referenced blob must be
- * linked into `repo` and every child manifest stored there, else MANIFEST_BLOB_UNKNOWN.
+ * linked into `repo` and every child manifest stored there, else MANIFEST_BLOB_UNKNOWN. The project's quota row is
+ * locked for the transaction, so concurrent pushes into one project are charged one after the other; a push
+ * that adds bytes beyond the limit is DENIED (403) with the limit, the usage and what it would add. `quota`
+ * (may be NULL) receives the figures, also on that refusal.
  */
 int berth_db_manifest_put(berth_dbconn_t *c, const char *repo, const char *tag, const berth_digest_t *digest,
-                          const berth_manifest_info_t *info, const char *body, size_t len, const char *isa_rows, berth_err_t *err);
+                          const berth_manifest_info_t *info, const char *body, size_t len, const char *isa_rows,
+                          berth_db_quota_t *quota, berth_err_t *err);
 /** Fetch by tag or digest; MANIFEST_UNKNOWN / NAME_UNKNOWN when absent. Caller disposes `out`. */
 int berth_db_manifest_get(berth_dbconn_t *c, const char *repo, const char *ref, int ref_is_digest, berth_db_manifest_t *out,
                           berth_err_t *err);

@@ -10,10 +10,19 @@
 #include "registry/api/internal.h"
 #include "registry/api/routes.h"
 
-const berth_api_route_t *const berth_api_route_tables[] = {
-    berth_api_system_routes,    berth_api_stats_routes,    berth_api_projects_routes,  berth_api_image_routes,
-    berth_api_isa_routes,       berth_api_accounts_routes, berth_api_ldap_routes,      berth_api_replication_routes,
-    berth_api_immutable_routes, berth_api_gc_routes,       berth_api_retention_routes, NULL};
+const berth_api_route_t *const berth_api_route_tables[] = {berth_api_system_routes,
+                                                           berth_api_stats_routes,
+                                                           berth_api_projects_routes,
+                                                           berth_api_image_routes,
+                                                           berth_api_isa_routes,
+                                                           berth_api_accounts_routes,
+                                                           berth_api_ldap_routes,
+                                                           berth_api_replication_routes,
+                                                           berth_api_immutable_routes,
+                                                           berth_api_gc_routes,
+                                                           berth_api_retention_routes,
+                                                           berth_api_quotas_routes,
+                                                           NULL};
 
 const berth_api_route_t *berth_api_route_find(berth_api_t *a)
 {

@@ -8,6 +8,7 @@
 #include "registry/api/internal.h"
 #include "registry/api/routes.h"
 #include "registry/service/events.h"
+#include "registry/service/quota.h"
 #include "sql/registry.h"
 
 /* caller facts as query parameters: $1 id, $2 admin, $3 robot */
@@ -107,6 +108,19 @@ static int create_project(berth_api_t *a)
                               "project_name must be lowercase letters and digits separated by '.', '_' or '-'");
     }
     int pub = public_flag(body);
+    /* Harbor's rule: storage_limit is bytes or -1; absent, 0 or set by a caller who is not a system admin, the
+       project gets quota.default_storage_limit */
+    json_t *sl = json_object_get(body, "storage_limit");
+    if (sl != NULL && !json_is_null(sl) && (!json_is_integer(sl) || !berth_quota_limit_ok(json_integer_value(sl)))) {
+        json_decref(body);
+        return berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "storage_limit must be bytes from 0 to %lld, or -1 for unlimited",
+                              BERTH_QUOTA_MAX);
+    }
+    long long limit = json_is_integer(sl) && json_integer_value(sl) != 0 && a->who.sysadmin
+                          ? (long long)json_integer_value(sl)
+                          : (long long)berth_quota_default_limit();
+    char limbuf[24];
+    snprintf(limbuf, sizeof(limbuf), "%lld", limit);
     char owner[24], registry[24] = "", speed[24] = "";
     snprintf(owner, sizeof(owner), "%lld", (long long)a->who.id);
     /* a proxy cache (registry_id) pulls with an endpoint's credentials: endpoints are the system admin's */
@@ -126,8 +140,9 @@ static int create_project(berth_api_t *a)
         json_decref(body);
         return berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "metadata.proxy_speed_kb must be -1 or a positive number of KiB/s");
     }
-    const char *p[] = {name, pub == 1 ? "true" : "false", a->who.robot ? NULL : owner, registry[0] ? registry : NULL,
-                       speed[0] ? speed : NULL};
+    const char *p[] = {
+        name,  pub == 1 ? "true" : "false", a->who.robot ? NULL : owner, registry[0] ? registry : NULL, speed[0] ? speed : NULL,
+        limbuf};
     berth_db_json_t r;
     int rc = berth_api_query(a, BERTH_Q_PROJECT_CREATE, p, &r);
     berth_api_audit(a, "create", "project", name, name, rc == 0 && r.json != NULL);

@@ -127,7 +127,8 @@ int berth_api_path_check(berth_api_t *a)
     } ids[] = {{"user_id", "user id"},           {"mid", "member id"},           {"robot_id", "robot id"},
                {"group_id", "group id"},         {"registry_id", "registry id"}, {"policy_id", "policy id"},
                {"execution_id", "execution id"}, {"task_id", "task id"},         {"immutable_rule_id", "immutable rule id"},
-               {"id", "retention policy id"},    {"eid", "execution id"},        {"tid", "task id"}};
+               {"id", "retention policy id"},    {"eid", "execution id"},        {"tid", "task id"},
+               {"quota_id", "quota id"}};
     for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]); i++) {
         const char *v = berth_api_arg(a, ids[i].name);
         if (v != NULL && !berth_api_id_ok(v))

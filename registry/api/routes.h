@@ -1,8 +1,9 @@
 /*
  * The REST API's route tables: one per endpoint group (projects.c, image.c, accounts.c, system.c, stats.c, ldap.c,
- * isa.c, replication.c, immutable.c, gc.c, retention.c), each row a method, the OpenAPI path, who may call it, the handler and the
- * OpenAPI operationId. The dispatcher (api.c) walks them and checks the permission before the handler runs; unit_api_routes walks
- * them against openapi.yaml. Adding an endpoint is its handler, one row here and its OpenAPI text. No group calls another.
+ * isa.c, replication.c, immutable.c, gc.c, retention.c, quotas.c), each row a method, the OpenAPI path, who may call it, the
+ * handler and the OpenAPI operationId. The dispatcher (api.c) walks them and checks the permission before the handler runs;
+ * unit_api_routes walks them against openapi.yaml. Adding an endpoint is its handler, one row here and its OpenAPI text. No group
+ * calls another.
  */
 #ifndef BERTH_API_ROUTES_H
 #define BERTH_API_ROUTES_H
@@ -78,6 +79,7 @@ extern const berth_api_route_t berth_api_replication_routes[];
 extern const berth_api_route_t berth_api_immutable_routes[];
 extern const berth_api_route_t berth_api_gc_routes[];
 extern const berth_api_route_t berth_api_retention_routes[];
+extern const berth_api_route_t berth_api_quotas_routes[];
 
 /** Every table, NULL-terminated, in the order the dispatcher walks them. */
 extern const berth_api_route_t *const berth_api_route_tables[];

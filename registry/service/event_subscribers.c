@@ -24,13 +24,16 @@ static const struct {
     [BERTH_EVENT_BLOB_DELETE] = {NULL, NULL, NULL},
     [BERTH_EVENT_REPOSITORY_DELETE] = {"delete", "repository", NULL},
     [BERTH_EVENT_TAG_RETENTION] = {NULL, NULL, NULL}, /* each artifact it deleted had its own event */
+    [BERTH_EVENT_QUOTA_EXCEED] = {NULL, NULL, NULL},  /* for webhooks; the refused push changed nothing */
+    [BERTH_EVENT_QUOTA_WARNING] = {NULL, NULL, NULL},
 };
 
 /* Only positive answers are cached: a new blob makes none of them stale, every other change may */
 static void on_change_cache(const berth_event_t *ev, void *ctx)
 {
     (void)ctx;
-    if (ev->kind != BERTH_EVENT_BLOB_PUSH && ev->repo != NULL)
+    if (ev->kind != BERTH_EVENT_BLOB_PUSH && ev->kind != BERTH_EVENT_QUOTA_EXCEED && ev->kind != BERTH_EVENT_QUOTA_WARNING &&
+        ev->repo != NULL)
         berth_cache_invalidate(ev->repo);
 }
 

@@ -28,6 +28,8 @@ static const char *const kind_names[BERTH_EVENT_KINDS] = {
     [BERTH_EVENT_BLOB_DELETE] = "blob_delete",
     [BERTH_EVENT_REPOSITORY_DELETE] = "repository_delete",
     [BERTH_EVENT_TAG_RETENTION] = "tag_retention",
+    [BERTH_EVENT_QUOTA_EXCEED] = "quota_exceed",
+    [BERTH_EVENT_QUOTA_WARNING] = "quota_warning",
 };
 
 int berth_event_subscribe(const char *name, berth_event_fn fn, void *ctx)

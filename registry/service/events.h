@@ -5,10 +5,10 @@
  * webhooks, the proxy cache) subscribes here instead of being called from each handler, so a new entry point
  * cannot forget one of them.
  *
- * Emit only after the database transaction committed: subscribers act at once (replicate, scan) and must never
- * see a change that was rolled back. Subscribers run on the emitting thread, in subscription order, and must not
- * block: slow work is queued for a thread of their own. Subscriptions are made at start-up, before the first
- * request; the table is fixed afterwards and read without a lock.
+ * Emit only after the database transaction committed (QUOTA_EXCEED: after it rolled back): subscribers act at once (replicate,
+ * scan) and must never see a change that was rolled back. Subscribers run on the emitting thread, in subscription order, and must
+ * not block: slow work is queued for a thread of their own. Subscriptions are made at start-up, before the first request; the table
+ * is fixed afterwards and read without a lock.
  */
 #ifndef BERTH_SERVICE_EVENTS_H
 #define BERTH_SERVICE_EVENTS_H
@@ -25,6 +25,8 @@ typedef enum {
     BERTH_EVENT_BLOB_DELETE,       /* a blob unlinked from the repository */
     BERTH_EVENT_REPOSITORY_DELETE, /* the repository and everything in it */
     BERTH_EVENT_TAG_RETENTION,     /* a retention execution ended: `project` set, `repo` NULL, `detail` its summary */
+    BERTH_EVENT_QUOTA_EXCEED,      /* a manifest push refused by the project's storage quota (nothing committed) */
+    BERTH_EVENT_QUOTA_WARNING,     /* a manifest push took the project's usage across quota.warning_percent */
     BERTH_EVENT_KINDS
 } berth_event_kind_t;
 
@@ -43,14 +45,17 @@ typedef struct st_berth_event_t {
     const char *digest;     /* manifest or blob digest; NULL when the change names none (tag or repository delete) */
     const char *tag;        /* NULL when no tag is involved */
     const char *media_type; /* manifest pushes; NULL otherwise */
-    int64_t size;           /* bytes of the manifest or blob; -1 when unknown */
+    int64_t size;           /* bytes of the manifest or blob (quota events: bytes the push adds); -1 when unknown */
     const char *principal;  /* who ("" anonymous or Berth itself) */
     const char *remote;     /* client address; NULL for internal changes */
     const char *isa_rows;   /* a pushed index's CPU-ISA declarations to scan (JSON rows of service/isa.h), or NULL */
     /* TAG_RETENTION: JSON {execution_id, policy_id, trigger, dry_run, status, total, retained, deleted: [{repository,
-     * digest, tags}]} (Harbor's webhook payload carries the same facts); NULL for other kinds */
+     * digest, tags}]} (Harbor's webhook payload carries the same facts); QUOTA_*: Harbor's sentence ("adding 2.1 MiB
+     * of storage resource, ..."); NULL for other kinds */
     const char *detail;
-    time_t time; /* when it committed: set by berth_event_emit when 0 */
+    time_t time;        /* when it committed: set by berth_event_emit when 0 */
+    int64_t quota_used; /* quota events: the project's usage before the push (EXCEED) or after it (WARNING) */
+    int64_t quota_hard; /* quota events: the project's limit in bytes */
 } berth_event_t;
 
 typedef void (*berth_event_fn)(const berth_event_t *ev, void *ctx);

@@ -314,7 +314,7 @@ static int push_referrer(berth_registry_t *reg, berth_dbconn_t *c, const char *r
     if (berth_manifest_parse(&info, body, strlen(body), BERTH_MT_OCI_MANIFEST, &err) == 0) {
         berth_digest_t md;
         berth_digest_of(&md, BERTH_DIGEST_SHA256, body, strlen(body));
-        rc = berth_db_manifest_put(c, repo, NULL, &md, &info, body, strlen(body), NULL, &err);
+        rc = berth_db_manifest_put(c, repo, NULL, &md, &info, body, strlen(body), NULL, NULL, &err);
         berth_manifest_info_dispose(&info);
         if (rc == 0) /* a verdict changes what the variant's referrers list shows */
             berth_event_emit(&(berth_event_t){.kind = BERTH_EVENT_MANIFEST_PUSH,

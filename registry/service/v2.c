@@ -14,6 +14,7 @@
 #include "registry/service/events.h"
 #include "registry/service/isa.h"
 #include "registry/service/proxy.h"
+#include "registry/service/quota.h"
 #include "sql/proxy.h"
 #include "sql/registry.h"
 
@@ -295,8 +296,9 @@ static int do_manifest_put(berth_registry_t *reg, berth_dbconn_t *c, const berth
     if (is_index_type(info.media_type) &&
         (rc = berth_isa_push_check(reg, c, rq->route.name, rq->body, rq->body_len, &isa_rows, resp, err)) != 0)
         goto Exit;
+    berth_db_quota_t quota;
     rc = berth_db_manifest_put(c, rq->route.name, rq->route.ref_is_digest ? NULL : rq->route.ref, &d, &info, rq->body, rq->body_len,
-                               isa_rows, err);
+                               isa_rows, &quota, err);
     if (rc == 0)
         emit(rq, &(berth_event_t){.kind = BERTH_EVENT_MANIFEST_PUSH,
                                   .digest = d.str,
@@ -304,6 +306,16 @@ static int do_manifest_put(berth_registry_t *reg, berth_dbconn_t *c, const berth
                                   .media_type = info.media_type,
                                   .size = (int64_t)rq->body_len,
                                   .isa_rows = isa_rows});
+    if (rc == 0 || quota.refused) {
+        berth_event_t qe = {.surface = BERTH_EVENT_V2,
+                            .repo = rq->route.name,
+                            .digest = d.str,
+                            .tag = rq->route.ref_is_digest ? NULL : rq->route.ref,
+                            .media_type = info.media_type,
+                            .principal = rq->who,
+                            .remote = rq->remote};
+        berth_quota_push_events(&quota, &qe);
+    }
     free(isa_rows);
     if (rc != 0)
         goto Exit;

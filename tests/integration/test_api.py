@@ -612,7 +612,7 @@ class Api(BerthTestCase):
                  "tag_name": "v1", "user_id": "999999", "mid": "999999", "robot_id": "999999", "group_id": "999999",
                  "registry_id": "999999", "policy_id": "999999", "execution_id": "999999", "task_id": "999999",
                  "addition": "build_history", "immutable_rule_id": "999999", "gc_id": "999999", "id": "999999", "eid": "999999",
-                 "tid": "999999"}
+                 "tid": "999999", "quota_id": "999999"}
         checked = 0
         for path, ops in doc["paths"].items():
             for method in ops:

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/bytes.h"
 #include "core/digest.h"
 #include "core/err.h"
 #include "core/glob.h"
@@ -378,6 +379,19 @@ static void test_globs(void)
     ok(berth_glob_match("**/a/**/a/**/a/**/a/**/a/**/a/**/a/**/b", name) == 0, "neither do double stars");
 }
 
+/* the sizes quota messages print: exact below 1 KiB, one decimal and the largest unit from there on */
+static void test_bytes(void)
+{
+    char b[BERTH_BYTES_HUMAN_MAX];
+    ok(strcmp(berth_bytes_human(0, b), "0 B") == 0, "0 B");
+    ok(strcmp(berth_bytes_human(1023, b), "1023 B") == 0, "1023 B");
+    ok(strcmp(berth_bytes_human(1024, b), "1.0 KiB") == 0, "1.0 KiB");
+    ok(strcmp(berth_bytes_human(2202009, b), "2.1 MiB") == 0, "2.1 MiB");
+    ok(strcmp(berth_bytes_human(10485760, b), "10.0 MiB") == 0, "10.0 MiB");
+    ok(strcmp(berth_bytes_human(1LL << 50, b), "1.0 PiB") == 0, "1.0 PiB");
+    ok(strcmp(berth_bytes_human(INT64_MAX, b), "8.0 EiB") == 0, "INT64_MAX in EiB");
+}
+
 int main(void)
 {
     test_names();
@@ -390,5 +404,6 @@ int main(void)
     test_manifests();
     test_errors();
     test_globs();
+    test_bytes();
     return tap_done();
 }
