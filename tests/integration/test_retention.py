@@ -214,6 +214,25 @@ class Retention(BerthTestCase):
         rid = self.policy(pid, [rule("latestPushedK", 0)])
         self.check_run(rid, [crowded], [], {crowded: p + "/app"})
 
+    def test_a_run_whose_berthd_died_is_taken_over(self):
+        p, pid = self.project()
+        old = self.push(p + "/app", ["old"], 2)
+        new = self.push(p + "/app", ["new"], 1)
+        rid = self.policy(pid, [rule("latestPushedK", 1)])
+        # an execution another berthd claimed and then died running: its lease has run out, a task half written
+        eid = psql("INSERT INTO retention_executions (policy_id, status, trigger, claimed_by, lease_until) VALUES "
+                   "(%d, 'Running', 'MANUAL', 'dead-host|1|0', now() - interval '1 second') RETURNING id" % rid,
+                   dbname=self.b.dbname).split()[0]
+        psql("INSERT INTO retention_tasks (execution_id, repository, status) VALUES (%s, 'stale', 'Running')" % eid, dbname=self.b.dbname)
+        self.run_policy(rid, dry_run=True)  # wakes the engine; the older execution is claimed first
+        row = lambda: psql("SELECT status, claimed_by <> 'dead-host|1|0' FROM retention_executions WHERE id = %s" % eid,
+                           dbname=self.b.dbname)
+        self.assertEqual(eventually(row, "Success|t", timeout=30), "Success|t")
+        tasks = self.api("GET", "/retentions/%d/executions/%s/tasks" % (rid, eid))[2]
+        self.assertEqual([(t["repository"], len(t["deleted"])) for t in tasks], [(p + "/app", 1)])  # the stale task is gone
+        self.assertFalse(self.exists(p + "/app", old))
+        self.assertTrue(self.exists(p + "/app", new))
+
     # --- the API ---------------------------------------------------------------------------------------------
     def test_api_shapes_roles_and_refusals(self):
         p, pid = self.project()
