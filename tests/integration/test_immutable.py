@@ -10,6 +10,7 @@ import tempfile
 import threading
 import time
 import unittest
+import uuid
 
 from harness import ACCEPT_ALL, ADMIN_PASSWORD, BerthTestCase, Berthd, error_code, main, write_oci_layout
 
@@ -236,7 +237,8 @@ class Immutable(BerthTestCase):
 
     @unittest.skipUnless(have("podman"), "podman not installed")
     def test_podman_push_of_another_digest_is_refused(self):
-        tmp = tempfile.mkdtemp(prefix="imm-podman-")
+        tmp = "/tmp/immp-%s" % uuid.uuid4().hex[:12]  # runroot under 50 characters
+        os.makedirs(tmp)
         try:
             def podman(*args, check=True, stdin=None):
                 cmd = ["podman", "--root", tmp + "/root", "--runroot", tmp + "/run", "--storage-driver", "vfs", *args]
@@ -245,9 +247,12 @@ class Immutable(BerthTestCase):
                     raise AssertionError("%s: %s" % (" ".join(cmd), r.stderr[-2000:]))
                 return r
             ids = {}
+            # podman names an image pulled from an oci: layout after its path, so the path must make a valid
+            # reference: lowercase only (mkdtemp's suffix may hold capitals)
+            lay = os.path.join(tmp, "lay")
             for name, payload in (("one", b"podman first"), ("two", b"podman second")):
-                write_oci_layout(os.path.join(tmp, name), [{"f": payload}])
-                ids[name] = podman("pull", "oci:%s:latest" % os.path.join(tmp, name)).stdout.strip().splitlines()[-1]
+                write_oci_layout(os.path.join(lay, name), [{"f": payload}])
+                ids[name] = podman("pull", "oci:%s:latest" % os.path.join(lay, name)).stdout.strip().splitlines()[-1]
             af = os.path.join(tmp, "auth.json")
             podman("login", "--tls-verify=false", "--authfile", af, "-u", "admin", "--password-stdin", self.b.host,
                    stdin=ADMIN_PASSWORD)
