@@ -118,7 +118,7 @@ static int delete_registry(berth_api_t *a)
     berth_db_json_t r;
     int rc = berth_api_query(a, BERTH_Q_REG_DELETE, p, &r);
     if (rc != 0 && a->resp->status == 404)
-        return berth_api_fail(a, BERTH_OCI_PRECONDITION, "policies still use this registry");
+        return berth_api_fail(a, BERTH_OCI_PRECONDITION, "replication policies or proxy-cache projects still use this registry");
     if (rc != 0)
         return -1;
     int found = r.json != NULL;

@@ -41,17 +41,44 @@ def state_file(tmp, raw, m):
     return path
 
 
-def burst(b, state, label):
-    env = dict(os.environ, BURST_CLIENTS=str(CLIENTS), BURST_LAYER_MIB=str(LAYER_MIB), BURST_REPS="1", BURST_KEEP_GOING="1", QUICK="1")
-    t0 = time.time()
-    r = subprocess.run([BENCH, "--url", "http://" + b.host, "--user", "admin", "--password", ADMIN_PASSWORD, "--pid", str(b.proc.pid),
-                        "--label", label, "--only", "burst", "--reuse-state", state], env=env, capture_output=True, text=True,
-                       timeout=1800)
-    rows = [l for l in r.stdout.splitlines() if "burst" in l]
-    return time.time() - t0, r.returncode, rows, r.stderr[-2000:]
+def load_bench():
+    """registry-bench as a module: its burst (asyncio clients, one connection each, manifest + config + layer)."""
+    import importlib.machinery
+    import importlib.util
+    loader = importlib.machinery.SourceFileLoader("registry_bench", BENCH)
+    spec = importlib.util.spec_from_loader("registry_bench", loader)
+    mod = importlib.util.module_from_spec(spec)
+    loader.exec_module(mod)
+    return mod
+
+
+def burst(rb, b, state, label):
+    t = rb.Target(label, "http://" + b.host, user="admin", password=ADMIN_PASSWORD)
+    cpu0 = cpu_seconds(b)
+    wall, p99, fails = rb.burst(t, {"BURST_CLIENTS": CLIENTS, "BURST_KEEP_GOING": 1}, state)
+    return wall, p99, sum(fails.values()), dict(fails), cpu_seconds(b) - cpu0
+
+
+def cpu_seconds(b):
+    """berthd's and its nginx workers' CPU (utime + stime from /proc of the process tree), seconds."""
+    tick = os.sysconf("SC_CLK_TCK")
+    stats = {}
+    for pid in os.listdir("/proc"):
+        try:
+            f = open("/proc/%s/stat" % pid).read().rsplit(")", 1)[1].split()
+            stats[int(pid)] = (int(f[1]), (int(f[11]) + int(f[12])) / tick)  # ppid, utime + stime
+        except (OSError, ValueError, IndexError):
+            continue
+    tree = {b.proc.pid}
+    for _ in range(3):
+        tree |= {p for p, (pp, _) in stats.items() if pp in tree}
+    return sum(stats[p][1] for p in tree if p in stats)
 
 
 def main():
+    import resource
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))  # one socket per burst client
     tmp = tempfile.mkdtemp(prefix="bench-proxy-")
     dport = free_port()
     cfg = os.path.join(tmp, "config.yml")
@@ -66,7 +93,8 @@ def main():
     dist_blob(dport, "burst", layer)
     dist_blob(dport, "burst", cfgb)
     assert dist_request(dport, "PUT", "/v2/burst/manifests/1", raw, {"Content-Type": OCI_MANIFEST})[0] == 201
-    state = state_file(tmp, raw, m)
+    state = json.load(open(state_file(tmp, raw, m)))
+    rb = load_bench()
     out = []
     local = Berthd().start()
     proxy = Berthd().start()
@@ -77,12 +105,12 @@ def main():
         assert local.push_manifest("regbench/burst", "1", raw)[0] == 201
         reg = add_endpoint(proxy, "dist", "http://127.0.0.1:%d" % up.port, "docker-registry")
         proxy_project(proxy, "regbench", reg)
-        for label, b in (("local", local), ("proxy-cold", proxy), ("proxy-warm", proxy)):
+        for label, b in (("local project", local), ("proxy cold", proxy), ("proxy warm", proxy)):
             before_req, before_bytes = up.total(), metric(proxy, "berth_proxy_upstream_bytes_total")
-            wall, rc, rows, err = burst(b, state, label)
-            out.append("%s: exit %d, harness %.1f s; upstream requests %d, upstream bytes %d; coalesced %s; streamed %s\n  %s" % (
-                label, rc, wall, up.total() - before_req, metric(proxy, "berth_proxy_upstream_bytes_total") - before_bytes,
-                metric(proxy, "berth_proxy_coalesced_total"), metric(proxy, "berth_proxy_streamed_total"), "\n  ".join(rows) or err))
+            wall, p99, nfail, fails, cpu = burst(rb, b, state, label)
+            out.append("| %s | %d | %.2f s | %.2f s | %.2f s | %d | %d | %s |" % (
+                label, CLIENTS, wall, p99 or -1, cpu, up.total() - before_req,
+                metric(proxy, "berth_proxy_upstream_bytes_total") - before_bytes, "%d %s" % (nfail, fails) if nfail else "0"))
             print(out[-1], flush=True)
     finally:
         local.cleanup()
@@ -90,6 +118,8 @@ def main():
         up.stop()
         dist.terminate()
         shutil.rmtree(tmp, ignore_errors=True)
+    print("| project | clients | wall | p99 client | berthd+edge CPU | upstream requests | upstream bytes | failed |")
+    print("|---|---|---|---|---|---|---|---|")
     print("\n".join(out))
 
 

@@ -259,6 +259,10 @@ class ProxyDistribution(BerthTestCase):
         self.assertEqual(st, 200)
         self.assertEqual(p["registry_id"], self.reg)
         self.assertEqual(p["metadata"]["proxy_speed_kb"], "-1")
+        # the endpoint stays while a project proxies it
+        st, _, body = api(self.b, "DELETE", "/registries/%d" % self.reg)
+        self.assertEqual(st, 412, body)
+        self.assertIn("proxy-cache projects", body["errors"][0]["message"])
         # a missing endpoint, a non-integer id: 400
         st, _, body = api(self.b, "POST", "/projects", {"project_name": "nohub", "registry_id": 9999})
         self.assertEqual(st, 400, body)
