@@ -68,6 +68,13 @@ int berth_proxy_manifest_ttl(void)
     return P.ttl;
 }
 
+void berth_proxy_check_name(berth_proxy_kind_t kind, const char *ref, char *out, size_t outsz)
+{
+    /* no tag contains '/', so the referrers' entries never meet a tag's */
+    snprintf(out, outsz, "%s%s", kind == BERTH_PROXY_REFERRERS ? "referrers/" : "",
+             kind == BERTH_PROXY_TAG || kind == BERTH_PROXY_REFERRERS ? ref : "");
+}
+
 void berth_proxy_stats(berth_proxy_stats_t *out)
 {
     out->upstream_requests = __atomic_load_n(&P.st.upstream_requests, __ATOMIC_RELAXED);
@@ -384,6 +391,45 @@ static int fetch_blob(fetch_t *f, berth_err_t *err)
     return 0;
 }
 
+/* Referrers pass through: the upstream's list names manifests; those not held are fetched and stored by digest
+ * (their subject is the digest asked), so the answer is built from what is held, filters included. An upstream
+ * without the referrers API, or one that fails, leaves what is held. */
+static int fetch_referrers(fetch_t *f, berth_err_t *err)
+{
+    const berth_proxy_need_t *n = f->need;
+    char path[700], name[BERTH_REF_MAX + 16];
+    berth_http_t r;
+    berth_proxy_check_name(n->kind, n->ref, name, sizeof(name));
+    snprintf(path, sizeof(path), "/v2/%s/referrers/%s", f->upname, n->ref);
+    COUNT(upstream_requests, 1);
+    int t = berth_client_do(f->client, "GET", path, (const char *const[]){"Accept: application/vnd.oci.image.index.v1+json", NULL},
+                            NULL, 0, &r);
+    json_t *idx = t == 0 && r.status == 200 ? json_loadb(r.body != NULL ? r.body : "", r.len, 0, NULL) : NULL;
+    berth_http_dispose(&r);
+    json_t *d;
+    size_t i;
+    json_array_foreach(json_object_get(idx, "manifests"), i, d)
+    {
+        const char *digest = json_string_value(json_object_get(d, "digest"));
+        berth_db_manifest_t m = {0};
+        if (digest == NULL || strlen(digest) > BERTH_REF_MAX || berth_db_manifest_get(f->c, n->repo, digest, 1, &m, NULL) == 0) {
+            berth_db_manifest_dispose(&m);
+            continue;
+        }
+        berth_proxy_need_t one = *n;
+        one.kind = BERTH_PROXY_DIGEST;
+        snprintf(one.ref, sizeof(one.ref), "%s", digest);
+        fetch_t g = *f;
+        g.need = &one;
+        berth_err_t one_err;
+        berth_err_clear(&one_err);
+        if (fetch_manifest(&g, &one_err) != 0) /* one that cannot be had leaves the others */
+            berth_log_warn("proxy: referrer %s of %s/%s: %s", digest, n->repo, n->ref, one_err.msg);
+    }
+    json_decref(idx);
+    return berth_db_proxy_checked(f->c, n->repo, name, err);
+}
+
 /* ---- one flight ------------------------------------------------------------------------------------------------ */
 
 /* Another berthd (or an earlier flight here) may have done the work while this one waited for the claim */
@@ -402,6 +448,11 @@ static int already_done(berth_dbconn_t *c, const berth_proxy_need_t *n)
         int held = berth_db_manifest_get(c, n->repo, n->ref, n->kind == BERTH_PROXY_DIGEST, &m, NULL) == 0;
         berth_db_manifest_dispose(&m);
         return held;
+    }
+    case BERTH_PROXY_REFERRERS: {
+        char name[BERTH_REF_MAX + 16];
+        berth_proxy_check_name(n->kind, n->ref, name, sizeof(name));
+        return berth_db_proxy_of(c, n->repo, name, &facts, NULL) == 1 && facts.tag_age >= 0 && facts.tag_age < P.ttl;
     }
     default: return 1;
     }
@@ -434,7 +485,9 @@ static int run_flight(flight_t *fl, berth_err_t *err)
             fetch_t f = {.c = c, .fl = fl, .need = &fl->need};
             rc = open_upstream(&f, fl->need.kind == BERTH_PROXY_BLOB ? -1 : MANIFEST_TIMEOUT_S, err);
             if (rc == 0)
-                rc = fl->need.kind == BERTH_PROXY_BLOB ? fetch_blob(&f, err) : fetch_manifest(&f, err);
+                rc = fl->need.kind == BERTH_PROXY_BLOB        ? fetch_blob(&f, err)
+                     : fl->need.kind == BERTH_PROXY_REFERRERS ? fetch_referrers(&f, err)
+                                                              : fetch_manifest(&f, err);
             berth_client_free(f.client);
         }
         berth_db_proxy_unlock(c, fl->key);
@@ -495,7 +548,7 @@ void berth_proxy_fetch(const berth_proxy_need_t *need, berth_proxy_done_fn done,
 void berth_proxy_fetch_stream(const berth_proxy_need_t *need, berth_proxy_start_fn start, berth_proxy_done_fn done, void *ctx)
 {
     char key[sizeof(((flight_t *)0)->key)];
-    static const char kind_letter[] = "-tdb"; /* by berth_proxy_kind_t */
+    static const char kind_letter[] = "-tdbr"; /* by berth_proxy_kind_t */
     snprintf(key, sizeof(key), "%c|%s|%s", kind_letter[need->kind], need->repo, need->ref);
     waiter_t *w = calloc(1, sizeof(*w));
     w->done = done;

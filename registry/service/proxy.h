@@ -11,11 +11,13 @@
  *
  * Freshness: a tag held locally is compared with the upstream (HEAD) at most every proxy.manifest_ttl seconds;
  * when the upstream fails, is slow or answers 429, the held copy is served (a log line and
- * berth_proxy_stale_served_total). A digest held locally never needs the upstream.
+ * berth_proxy_stale_served_total). A digest held locally never needs the upstream. Referrers pass through the
+ * same way: a referrers request stores the upstream's referrer manifests (at most every TTL) and answers from them.
  */
 #ifndef BERTH_SERVICE_PROXY_H
 #define BERTH_SERVICE_PROXY_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "core/digest.h"
@@ -26,9 +28,10 @@ struct st_berth_registry_t;
 
 typedef enum {
     BERTH_PROXY_NONE = 0,
-    BERTH_PROXY_TAG,    /* a manifest by tag: fetched when absent, revalidated when held and older than the TTL */
-    BERTH_PROXY_DIGEST, /* a manifest by digest, absent here */
-    BERTH_PROXY_BLOB,   /* a blob, absent from the repository */
+    BERTH_PROXY_TAG,       /* a manifest by tag: fetched when absent, revalidated when held and older than the TTL */
+    BERTH_PROXY_DIGEST,    /* a manifest by digest, absent here */
+    BERTH_PROXY_BLOB,      /* a blob, absent from the repository */
+    BERTH_PROXY_REFERRERS, /* the referrers of a digest: the upstream's list, at most every TTL; those not held are stored */
 } berth_proxy_kind_t;
 
 /** What a request needs from the upstream. Plain data: the request's job carries it to the fetch. */
@@ -51,6 +54,8 @@ int berth_proxy_start(struct st_berth_registry_t *reg, const berth_proxy_conf_t 
 void berth_proxy_stop(void);
 /** proxy.manifest_ttl in seconds. */
 int berth_proxy_manifest_ttl(void);
+/** The name under which the upstream check of `kind` on `ref` is timed (the tag; "referrers/<digest>"); "" none. */
+void berth_proxy_check_name(berth_proxy_kind_t kind, const char *ref, char *out, size_t outsz);
 
 /**
  * Called once per request from a proxy thread when the fetch it waited for ended: rc 0 (run the request again:

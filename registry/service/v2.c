@@ -161,11 +161,14 @@ static int needs_upstream(berth_dbconn_t *c, const berth_v2_req_t *rq, berth_pro
     *proxied = 0;
     if (rq->need == NULL || strchr(rq->route.name, '/') == NULL) /* "<project>/<upstream name>": a bare project has none */
         return 0;
-    int rc = berth_db_proxy_of(c, rq->route.name, kind == BERTH_PROXY_TAG ? rq->route.ref : NULL, &f, err);
+    char checked[BERTH_REF_MAX + 16]; /* what proxy_tag_checks names: a tag, or the referrers of a digest */
+    berth_proxy_check_name(kind, rq->route.ref, checked, sizeof(checked));
+    int rc = berth_db_proxy_of(c, rq->route.name, checked[0] ? checked : NULL, &f, err);
     if (rc <= 0)
         return rc;
     *proxied = 1;
-    if (rq->proxy_done || (held != NULL && (kind != BERTH_PROXY_TAG || (f.tag_age >= 0 && f.tag_age < berth_proxy_manifest_ttl()))))
+    int fresh = f.tag_age >= 0 && f.tag_age < berth_proxy_manifest_ttl();
+    if (rq->proxy_done || (held != NULL && (checked[0] == '\0' || fresh)))
         return 0;
     berth_proxy_need_t *n = rq->need;
     memset(n, 0, sizeof(*n));
@@ -390,6 +393,14 @@ static int do_referrers(berth_registry_t *reg, berth_dbconn_t *c, const berth_v2
             return berth_err_set(err, BERTH_OCI_PARAM_INVALID, "invalid artifactType");
         if (r >= 0)
             filter = at;
+    }
+    berth_err_t perr;
+    berth_err_clear(&perr);
+    int proxied, need = needs_upstream(c, rq, BERTH_PROXY_REFERRERS, "", &proxied, &perr); /* what is held always answers */
+    if (need != 0) {
+        if (need < 0)
+            *err = perr;
+        return need < 0 ? need : 0;
     }
     berth_db_referrer_t *refs = NULL;
     size_t n = 0;

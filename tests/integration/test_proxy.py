@@ -576,6 +576,23 @@ class ProxyBerth(BerthTestCase):
         rows = self.src.access_log(until=lambda rows: len(manifest_gets(rows, "2")) >= 1)
         self.assertEqual(len(manifest_gets(rows, "1")), 1, rows[-10:])
         self.assertEqual(len(manifest_gets(rows, "2")), 1)
+        # referrers pass through: the upstream's referrer of d1 is stored here and listed (a filter applies here)
+        sbom = json.dumps({"n": 1}).encode()
+        sbom_d = self.src.push_blob("src/app", sbom)
+        ref = {"schemaVersion": 2, "mediaType": OCI_MANIFEST, "artifactType": "application/vnd.example.sbom",
+               "config": {"mediaType": "application/vnd.oci.empty.v1+json", "digest": sbom_d, "size": len(sbom)}, "layers": [],
+               "subject": {"mediaType": OCI_MANIFEST, "digest": d1, "size": len(self.src.request("GET", "/v2/src/app/manifests/1",
+                                                                                                  headers={"Accept": OCI_MANIFEST})[2])}}
+        st, h, body, raw = self.src.push_manifest("src/app", sha256(json.dumps(ref).encode()), ref)
+        self.assertEqual(st, 201, body)
+        st, _, body = self.b.request("GET", "/v2/mirror/src/app/referrers/" + d1)
+        self.assertEqual(st, 200, body)
+        self.assertEqual([m["digest"] for m in json.loads(body)["manifests"]], [sha256(raw)])
+        st, _, body = self.b.request("GET", "/v2/mirror/src/app/referrers/%s?artifactType=other" % d1)
+        self.assertEqual(json.loads(body)["manifests"], [])
+        self.assertEqual(pull_manifest(self.b, "mirror/src/app", sha256(raw))[1], sha256(raw))  # held: no fetch needed
+        rows = self.src.access_log(until=lambda rows: any("/referrers/" in r.get("path", "") for r in rows))
+        self.assertEqual(len([r for r in rows if "/referrers/" in r.get("path", "")]), 1)  # within the TTL: asked once
         # Berth takes the endpoint's Basic credentials on /v2 directly (the token dance is
         # test_token_dance_one_token_per_scope's): no token request at all
         self.assertEqual([r for r in rows if r.get("path", "").startswith("/service/token")], [])
