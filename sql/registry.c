@@ -40,7 +40,10 @@ const berth_db__stmt_t berth_db__registry_stmts[BERTH_SQL__COUNT] = {
                    "SELECT b.size FROM repositories r JOIN repository_blobs rb ON rb.repository_id = r.id "
                    "JOIN blobs b ON b.digest = rb.digest WHERE r.name = $1 AND rb.digest = $2",
                    2),
-    BERTH_DB__STMT(BERTH_SQL_BLOB_INSERT, "INSERT INTO blobs (digest, size) VALUES ($1, $2) ON CONFLICT (digest) DO NOTHING", 2),
+    /* DO UPDATE (a no-op change) locks an existing row: one GC is sweeping is waited for and, once gone, inserted
+     * again, so the link below never meets a row deleted under it */
+    BERTH_DB__STMT(BERTH_SQL_BLOB_INSERT,
+                   "INSERT INTO blobs (digest, size) VALUES ($1, $2) ON CONFLICT (digest) DO UPDATE SET size = blobs.size", 2),
     BERTH_DB__STMT(BERTH_SQL_BLOB_LINK,
                    "INSERT INTO repository_blobs (repository_id, digest) VALUES ($1, $2) ON CONFLICT DO NOTHING", 2),
     BERTH_DB__STMT(
