@@ -214,6 +214,12 @@ const berth_db__stmt_t berth_db__gc_stmts[BERTH_SQL__COUNT] = {
     /* ---- sweeping, one batch = lock (first statement) + delete (second) + commit ---- */
     /* $1 marks, $2 cursor, $3 limit: the window of marks after the cursor and the rows of it locked now (skipping
      * those another transaction holds), as an array literal for the sweep */
+    /* $1 marks, $2 cursor, $3 limit: the quota rows of the window's projects first (h-quota's order: every writer of a
+     * project's manifests takes its quota row before any manifest row, so a PUT and this sweep never wait in reverse) */
+    BERTH_DB__STMT(BERTH_Q_GC_LOCK_QUOTAS,
+                   WINDOW(1) "SELECT berth_quota_lock(ARRAY(SELECT DISTINCT r.project_id FROM w JOIN repositories r ON r.id = "
+                             "w.repository_id))::text",
+                   3),
     BERTH_DB__STMT(
         BERTH_Q_GC_LOCK_MANIFESTS,
         WINDOW(1) "SELECT json_build_object('hi', (SELECT max(id) FROM w), 'n', (SELECT count(*) FROM w), 'locked', "

@@ -334,6 +334,8 @@ static step_t sweep_batch(berth_dbconn_t *c, run_t *r, int kind, berth_err_t *er
     if (rc == 0 && kind == 1)
         rc = q(c, BERTH_Q_GC_QUIET, NULL, NULL, err);
     const char *lp[] = {r->marks, cursor, r->batch};
+    if (rc == 0 && kind == 1)
+        rc = q(c, BERTH_Q_GC_LOCK_QUOTAS, lp, NULL, err);
     if (rc == 0)
         rc = q(c, locks[kind], lp, &w, err);
     if (rc != 0) {

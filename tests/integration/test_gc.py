@@ -286,6 +286,24 @@ class GcRules(H.BerthTestCase):
         for d in unique:
             self.assertFalse(os.path.exists(os.path.join(b.storage, "blobs", "sha256", d[7:9], d[7:])))
 
+    def test_quota_usage_follows_gc(self):
+        """Harbor counts a project's manifests and the blobs they list: GC's deletions of untagged manifests lower the
+        usage in their transaction, and it stays equal to a recount; unreferenced uploads never counted."""
+        b = self.b
+        used = lambda: int(H.psql("SELECT q.used_storage FROM quotas q JOIN projects p ON p.id = q.project_id "
+                                  "WHERE p.name = 'p'", dbname=b.dbname))
+        recount = lambda: int(H.psql("SELECT berth_quota_recount(id) FROM projects WHERE name = 'p'", dbname=b.dbname))
+        image(b, "p/q", "keep", [os.urandom(3000)])
+        for i in range(3):
+            image(b, "p/q", "moving", [os.urandom(5000)], {"i": i})  # two of these end untagged
+        b.push_blob("p/q", os.urandom(7000))  # never referenced: never charged
+        before = used()
+        self.assertEqual(before, recount())
+        run = run_gc(b, delete_untagged=True)
+        self.assertEqual(run["progress"]["manifests_deleted"], 2)
+        self.assertEqual(used(), recount())
+        self.assertLess(used(), before - 2 * 5000)
+
     def test_orphan_files_removed(self):
         b = self.b
         data = os.urandom(123)
