@@ -33,6 +33,21 @@ static const struct {
     {"database.deadline_ms", "BERTH_DATABASE_DEADLINE_MS", T_INT, FIELD(database_deadline_ms)},
     {"storage.root", "BERTH_STORAGE_ROOT", T_STR, FIELD(storage_root)},
     {"storage.min_free_bytes", "BERTH_STORAGE_MIN_FREE", T_BYTES, FIELD(storage_min_free)},
+    {"storage.driver", "BERTH_STORAGE_DRIVER", T_STR, FIELD(storage_driver)},
+    {"storage.s3.endpoint", "BERTH_S3_ENDPOINT", T_STR, FIELD(s3_endpoint)},
+    {"storage.s3.region", "BERTH_S3_REGION", T_STR, FIELD(s3_region)},
+    {"storage.s3.bucket", "BERTH_S3_BUCKET", T_STR, FIELD(s3_bucket)},
+    {"storage.s3.prefix", "BERTH_S3_PREFIX", T_STR, FIELD(s3_prefix)},
+    {"storage.s3.access_key", "BERTH_S3_ACCESS_KEY", T_STR, FIELD(s3_access_key)},
+    {"storage.s3.secret_key_file", "BERTH_S3_SECRET_KEY_FILE", T_STR, FIELD(s3_secret_key_file)},
+    {"storage.s3.secret_key", "BERTH_S3_SECRET_KEY", T_STR, FIELD(s3_secret_key)},
+    {"storage.s3.ca_file", "BERTH_S3_CA_FILE", T_STR, FIELD(s3_ca_file)},
+    {"storage.s3.path_style", "BERTH_S3_PATH_STYLE", T_BOOL, FIELD(s3_path_style)},
+    {"storage.s3.part_size_mib", "BERTH_S3_PART_SIZE_MIB", T_INT, FIELD(s3_part_size_mib)},
+    {"storage.s3.redirect", "BERTH_S3_REDIRECT", T_BOOL, FIELD(s3_redirect)},
+    {"storage.s3.tls_verify", "BERTH_S3_TLS_VERIFY", T_BOOL, FIELD(s3_tls_verify)},
+    {"storage.s3.timeout_ms", "BERTH_S3_TIMEOUT_MS", T_INT, FIELD(s3_timeout_ms)},
+    {"storage.s3.retries", "BERTH_S3_RETRIES", T_INT, FIELD(s3_retries)},
     {"run_dir", "BERTH_RUN_DIR", T_STR, FIELD(run_dir)},
     {"admin_password", "BERTH_ADMIN_PASSWORD", T_STR, FIELD(admin_password)},
     {"log.level", "BERTH_LOG_LEVEL", T_STR, FIELD(log_level)},
@@ -263,6 +278,13 @@ int berth_config_load(berth_config_t *cfg, const char *path, char *errbuf, size_
     cfg->upload_idle_timeout = 60;
     cfg->database_deadline_ms = 5000;
     cfg->storage_min_free = -1; /* min(1 GiB, 2 % of the file system) */
+    cfg->storage_driver = strdup("filesystem");
+    cfg->s3_region = strdup("us-east-1");
+    cfg->s3_prefix = strdup("");
+    cfg->s3_part_size_mib = 16;
+    cfg->s3_tls_verify = 1;
+    cfg->s3_timeout_ms = 30000;
+    cfg->s3_retries = 3;
     cfg->upload_max_age = 24 * 3600;
     cfg->upload_purge_interval = 600;
     cfg->token_issuer = strdup("berth");
@@ -332,6 +354,37 @@ int berth_config_load(berth_config_t *cfg, const char *path, char *errbuf, size_
     if (cfg->gc_grace < 0 || cfg->gc_lease < 1 || cfg->gc_batch < 1 || cfg->gc_batch > 100000) {
         snprintf(errbuf, errlen, "gc.grace_seconds must be 0 or more, gc.lease_seconds at least 1, gc.batch 1 to 100000");
         return -1;
+    }
+    if (strcmp(cfg->storage_driver, "filesystem") != 0 && strcmp(cfg->storage_driver, "s3") != 0) {
+        snprintf(errbuf, errlen, "storage.driver must be filesystem or s3, got \"%s\"", cfg->storage_driver);
+        return -1;
+    }
+    if (strcmp(cfg->storage_driver, "s3") == 0) {
+        if (cfg->s3_endpoint == NULL || cfg->s3_bucket == NULL || cfg->s3_access_key == NULL) {
+            snprintf(errbuf, errlen, "storage.driver s3 needs storage.s3.endpoint, storage.s3.bucket and storage.s3.access_key");
+            return -1;
+        }
+        if (cfg->s3_part_size_mib < 5) {
+            snprintf(errbuf, errlen, "storage.s3.part_size_mib must be at least 5 (S3's smallest part)");
+            return -1;
+        }
+        if (cfg->s3_secret_key == NULL && cfg->s3_secret_key_file != NULL) {
+            FILE *f = fopen(cfg->s3_secret_key_file, "r");
+            char line[512] = "";
+            if (f == NULL || fgets(line, sizeof(line), f) == NULL) {
+                snprintf(errbuf, errlen, "storage.s3.secret_key_file %s cannot be read", cfg->s3_secret_key_file);
+                if (f != NULL)
+                    fclose(f);
+                return -1;
+            }
+            fclose(f);
+            line[strcspn(line, "\r\n")] = '\0';
+            cfg->s3_secret_key = strdup(line);
+        }
+        if (cfg->s3_secret_key == NULL) {
+            snprintf(errbuf, errlen, "storage.driver s3 needs storage.s3.secret_key_file (or BERTH_S3_SECRET_KEY)");
+            return -1;
+        }
     }
     if (cfg->run_dir == NULL) {
         size_t n = strlen(cfg->storage_root) + 8;

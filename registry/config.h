@@ -16,35 +16,44 @@ typedef struct st_berth_config_t {
     int database_deadline_ms;   /* database.deadline_ms BERTH_DATABASE_DEADLINE_MS: per round trip (5000) */
     char *storage_root;         /* storage.root         BERTH_STORAGE_ROOT */
     long long storage_min_free; /* storage.min_free_bytes BERTH_STORAGE_MIN_FREE: upload reserve; -1 default */
-    char *run_dir;              /* run_dir (default <storage.root>/run) */
-    char *admin_password;       /* admin_password       BERTH_ADMIN_PASSWORD (initial admin; used by auth) */
-    char *log_level;            /* log.level */
-    char *access_log;           /* log.access: "-" stdout, a path, or "" off */
-    char *nginx;                /* edge.nginx */
-    int loops;                  /* server.loops */
-    int workers;                /* server.workers */
-    int auth_workers;           /* server.auth_workers: password hashing and LDAP, apart from everything else (6) */
-    int auth_queue;             /* server.auth_queue: requests waiting for them; more are shed with 503 (64) */
-    int edge_workers;           /* edge.workers */
-    int edge_allow_root;        /* edge.allow_root     BERTH_EDGE_ALLOW_ROOT: berthd (and so nginx) may run as root (false) */
-    char *ui_dir;               /* ui.dir               BERTH_UI_DIR: built web UI (webui/build.sh) served at "/"; unset: none */
-    int upload_connections;     /* uploads.max_connections: threads of the upload listener */
-    int upload_per_principal;   /* uploads.max_per_principal: bodies one user or robot may stream at once */
-    int upload_per_address;     /* uploads.max_per_address: bodies one client address may stream at once */
-    int upload_idle_timeout;    /* uploads.idle_timeout_seconds: a stalled body is cut after this */
-    int upload_max_age;         /* uploads.max_age_seconds: idle sessions older than this are purged */
-    int upload_purge_interval;  /* uploads.purge_interval_seconds */
-    char *keys_dir;             /* auth.keys_dir: token signing key and certificate (default <storage.root>/keys) */
-    char *token_issuer;         /* auth.issuer */
-    char *token_service;        /* auth.service */
-    int token_ttl;              /* auth.token_ttl_seconds */
-    int decision_ttl;           /* auth.decision_ttl_seconds  BERTH_AUTH_DECISION_TTL: the revocation window (10) */
-    char *token_alg;            /* auth.token_algorithm  BERTH_TOKEN_ALGORITHM: ES256 (default) or RS256 */
-    int session_ttl;            /* auth.session_ttl_seconds: browser sessions */
-    char *project_creation;     /* projects.creation  BERTH_PROJECT_CREATION: adminonly (default) or everyone */
-    int projects_auto_create;   /* projects.auto_create BERTH_PROJECTS_AUTO_CREATE: a push may create its project (false) */
-    long long quota_default;    /* quota.default_storage_limit BERTH_QUOTA_DEFAULT_STORAGE_LIMIT: bytes, -1 unlimited (-1) */
-    int quota_warning_percent;  /* quota.warning_percent BERTH_QUOTA_WARNING_PERCENT: QUOTA_WARNING line, 1-100 (85) */
+    char *storage_driver;       /* storage.driver       BERTH_STORAGE_DRIVER: filesystem (default) or s3 */
+    /* storage.s3.* (BERTH_S3_*): the bucket blobs live in with storage.driver s3 (registry/storage/store_s3.c) */
+    char *s3_endpoint, *s3_region, *s3_bucket, *s3_prefix, *s3_access_key, *s3_secret_key_file, *s3_secret_key, *s3_ca_file;
+    int s3_path_style;         /* storage.s3.path_style: host/bucket/key (default false: bucket.host/key) */
+    int s3_part_size_mib;      /* storage.s3.part_size_mib (16, at least 5) */
+    int s3_redirect;           /* storage.s3.redirect: blob GETs answer 307 to a presigned URL (false: the edge streams) */
+    int s3_tls_verify;         /* storage.s3.tls_verify (true) */
+    int s3_timeout_ms;         /* storage.s3.timeout_ms: per request without a body stream, and per stall (30000) */
+    int s3_retries;            /* storage.s3.retries on 500/503/SlowDown (3) */
+    char *run_dir;             /* run_dir (default <storage.root>/run) */
+    char *admin_password;      /* admin_password       BERTH_ADMIN_PASSWORD (initial admin; used by auth) */
+    char *log_level;           /* log.level */
+    char *access_log;          /* log.access: "-" stdout, a path, or "" off */
+    char *nginx;               /* edge.nginx */
+    int loops;                 /* server.loops */
+    int workers;               /* server.workers */
+    int auth_workers;          /* server.auth_workers: password hashing and LDAP, apart from everything else (6) */
+    int auth_queue;            /* server.auth_queue: requests waiting for them; more are shed with 503 (64) */
+    int edge_workers;          /* edge.workers */
+    int edge_allow_root;       /* edge.allow_root     BERTH_EDGE_ALLOW_ROOT: berthd (and so nginx) may run as root (false) */
+    char *ui_dir;              /* ui.dir               BERTH_UI_DIR: built web UI (webui/build.sh) served at "/"; unset: none */
+    int upload_connections;    /* uploads.max_connections: threads of the upload listener */
+    int upload_per_principal;  /* uploads.max_per_principal: bodies one user or robot may stream at once */
+    int upload_per_address;    /* uploads.max_per_address: bodies one client address may stream at once */
+    int upload_idle_timeout;   /* uploads.idle_timeout_seconds: a stalled body is cut after this */
+    int upload_max_age;        /* uploads.max_age_seconds: idle sessions older than this are purged */
+    int upload_purge_interval; /* uploads.purge_interval_seconds */
+    char *keys_dir;            /* auth.keys_dir: token signing key and certificate (default <storage.root>/keys) */
+    char *token_issuer;        /* auth.issuer */
+    char *token_service;       /* auth.service */
+    int token_ttl;             /* auth.token_ttl_seconds */
+    int decision_ttl;          /* auth.decision_ttl_seconds  BERTH_AUTH_DECISION_TTL: the revocation window (10) */
+    char *token_alg;           /* auth.token_algorithm  BERTH_TOKEN_ALGORITHM: ES256 (default) or RS256 */
+    int session_ttl;           /* auth.session_ttl_seconds: browser sessions */
+    char *project_creation;    /* projects.creation  BERTH_PROJECT_CREATION: adminonly (default) or everyone */
+    int projects_auto_create;  /* projects.auto_create BERTH_PROJECTS_AUTO_CREATE: a push may create its project (false) */
+    long long quota_default;   /* quota.default_storage_limit BERTH_QUOTA_DEFAULT_STORAGE_LIMIT: bytes, -1 unlimited (-1) */
+    int quota_warning_percent; /* quota.warning_percent BERTH_QUOTA_WARNING_PERCENT: QUOTA_WARNING line, 1-100 (85) */
     /* ldap.* (issue #3): off unless ldap.url is set; Harbor's LDAP settings */
     char *ldap_url, *ldap_search_dn, *ldap_search_password_file, *ldap_base_dn, *ldap_filter, *ldap_uid, *ldap_scope;
     char *ldap_ca_file, *ldap_group_base_dn, *ldap_group_filter, *ldap_group_name_attr, *ldap_membership_attr;

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -126,6 +127,31 @@ static int start_replication(const berth_config_t *cfg, berth_db_t *db)
 
 static int serve(berth_config_t *cfgp, berth_db_t *db, berth_store_t *store, berth_authsvc_t *authp, sigset_t *sigsp);
 
+/* The blob store of storage.driver: the filesystem under storage.root, or a bucket (checked now: a missing
+ * bucket or refused credentials stop the start with one line) */
+static int open_store(const berth_config_t *cfg, berth_store_t **out, berth_err_t *err)
+{
+    if (strcmp(cfg->storage_driver, "s3") != 0)
+        return berth_store_open(out, cfg->storage_root, err);
+    /* storage.root still holds what is local to this instance (run_dir, keys unless configured elsewhere) */
+    if (mkdir(cfg->storage_root, 0750) != 0 && errno != EEXIST)
+        return berth_err_set(err, BERTH_OCI_INTERNAL, "cannot create %s: %s", cfg->storage_root, strerror(errno));
+    berth_store_s3_conf_t c = {.s3 = {.endpoint = cfg->s3_endpoint,
+                                      .region = cfg->s3_region,
+                                      .bucket = cfg->s3_bucket,
+                                      .prefix = cfg->s3_prefix,
+                                      .access_key = cfg->s3_access_key,
+                                      .secret_key = cfg->s3_secret_key,
+                                      .ca_file = cfg->s3_ca_file,
+                                      .path_style = cfg->s3_path_style,
+                                      .tls_verify = cfg->s3_tls_verify,
+                                      .timeout_ms = cfg->s3_timeout_ms,
+                                      .retries = cfg->s3_retries},
+                               .part_size = (int64_t)cfg->s3_part_size_mib << 20,
+                               .redirect = cfg->s3_redirect};
+    return berth_store_open_s3(out, &c, err);
+}
+
 int main(int argc, char **argv)
 {
     const char *config_path = NULL;
@@ -210,11 +236,12 @@ int main(int argc, char **argv)
         fprintf(stderr, "berthd: %s\n", err.msg);
         goto Out;
     }
-    if (berth_store_open(&store, cfg.storage_root, &err) != 0) {
+    if (open_store(&cfg, &store, &err) != 0) {
         fprintf(stderr, "berthd: storage: %s\n", err.msg);
         goto Out;
     }
     berth_store_set_reserve(store, cfg.storage_min_free);
+    berth_store_set_edge_prefix(store, BLOB_PREFIX);
     if (berth_token_keys_load(&keys, cfg.keys_dir, cfg.token_alg, &err) != 0) {
         fprintf(stderr, "berthd: %s\n", err.msg);
         goto Out;
@@ -341,8 +368,7 @@ static int serve(berth_config_t *cfgp, berth_db_t *db, berth_store_t *store, ber
     berth_db_quota_default(cfg.quota_default);
     berth_quota_configure(cfg.quota_default, cfg.quota_warning_percent);
     berth_realm_configure(cfg.external_url_set);
-    berth_registry_t reg = {
-        .db = db, .auth = &auth, .store = store, .blob_redirect_prefix = BLOB_PREFIX, .isa_view_disabled = !cfg.isa_view};
+    berth_registry_t reg = {.db = db, .auth = &auth, .store = store, .isa_view_disabled = !cfg.isa_view};
     berth_limits_t limits;
     berth_limits_init(&limits, cfg.edge_workers); /* before any listener or the edge: both inherit it */
     berth_upload_limits_configure(cfg.upload_per_principal, cfg.upload_per_address, cfg.upload_connections);
@@ -412,8 +438,8 @@ static int serve(berth_config_t *cfgp, berth_db_t *db, berth_store_t *store, ber
         failed = "the internal upload listener (libmicrohttpd)";
         goto Fail;
     }
-    char blob_root[4096];
-    snprintf(blob_root, sizeof(blob_root), "%s/blobs", berth_store_root(store));
+    berth_store_edge_t where;
+    berth_store_edge(store, &where);
     berth_edge_conf_t edge = {
         .nginx = cfg.nginx,
         .run_dir = cfg.run_dir,
@@ -421,7 +447,10 @@ static int serve(berth_config_t *cfgp, berth_db_t *db, berth_store_t *store, ber
         .tls_listen = cfg.tls_addr,
         .tls_cert = cfg.tls_cert,
         .tls_key = cfg.tls_key,
-        .blob_root = blob_root,
+        .blob_root = where.dir,
+        .blob_upstream = where.upstream,
+        .blob_host = where.host,
+        .blob_timeout_s = (cfg.s3_timeout_ms + 999) / 1000,
         .blob_prefix = BLOB_PREFIX,
         .api_port = api_port,
         .upload_port = upload_port,

@@ -85,21 +85,54 @@ static int write_conf(const berth_edge_conf_t *c, const char *path)
             "    }\n",
             OCI_413, OCI_502, OCI_404, c->upload_idle_timeout);
     berth_edge_ui_locations(f, c->ui_dir);
-    fprintf(f,
-            "    location %s {\n"
-            "      internal;\n"
-            "      alias %s/;\n"
-            "      etag off;\n"
-            "      default_type application/octet-stream;\n"
-            "      add_header docker-content-digest $upstream_http_docker_content_digest always;\n"
-            "      add_header etag \"\\\"$upstream_http_docker_content_digest\\\"\" always;\n"
-            "      add_header docker-distribution-api-version registry/2.0 always;\n"
-            "      add_header cache-control \"max-age=31536000\" always;\n"
-            "      error_page 404 = @blob_unknown;\n"
-            "    }\n"
-            "  }\n"
-            "}\n",
-            c->blob_prefix, c->blob_root);
+    if (c->blob_root != NULL)
+        fprintf(f,
+                "    location %s {\n"
+                "      internal;\n"
+                "      alias %s/;\n"
+                "      etag off;\n"
+                "      default_type application/octet-stream;\n"
+                "      add_header docker-content-digest $upstream_http_docker_content_digest always;\n"
+                "      add_header etag \"\\\"$upstream_http_docker_content_digest\\\"\" always;\n"
+                "      add_header docker-distribution-api-version registry/2.0 always;\n"
+                "      add_header cache-control \"max-age=31536000\" always;\n"
+                "      error_page 404 = @blob_unknown;\n"
+                "    }\n",
+                c->blob_prefix, c->blob_root);
+    else /* s3: the bytes come from the gateway through a presigned URL (the client's Range goes along); the
+          * client's credentials do not */
+        fprintf(f,
+                "    location %s {\n"
+                "      internal;\n"
+                "      set $blob_digest $upstream_http_docker_content_digest; # berthd's answer, before the gateway's\n"
+                "      proxy_pass %s/;\n"
+                "      proxy_http_version 1.1;\n"
+                "      proxy_set_header Host \"%s\";\n"
+                "      proxy_set_header Connection \"\";\n"
+                "      proxy_set_header Authorization \"\";\n"
+                "      proxy_set_header Cookie \"\";\n"
+                "      proxy_set_header X-Forwarded-For \"\";\n"
+                "      proxy_buffering off;\n"
+                "      proxy_connect_timeout %ds; proxy_read_timeout %ds;\n"
+                "      proxy_intercept_errors on;\n"
+                "      proxy_hide_header etag;\n"
+                "      proxy_hide_header x-amz-request-id;\n"
+                "      proxy_hide_header x-rgw-object-type;\n"
+                "      proxy_hide_header last-modified;\n"
+                "      add_header docker-content-digest $blob_digest always;\n"
+                "      add_header etag \"\\\"$blob_digest\\\"\" always;\n"
+                "      add_header docker-distribution-api-version registry/2.0 always;\n"
+                "      add_header cache-control \"max-age=31536000\" always;\n"
+                "      error_page 404 = @blob_unknown;\n"
+                "      error_page 403 500 502 503 504 = @blob_unavailable;\n"
+                "    }\n"
+                "    location @blob_unavailable {\n"
+                "      default_type application/json;\n"
+                "      add_header retry-after 5 always;\n"
+                "      return 503 '{\"errors\":[{\"code\":\"UNAVAILABLE\",\"message\":\"the object store does not answer\"}]}';\n"
+                "    }\n",
+                c->blob_prefix, c->blob_upstream, c->blob_host, c->blob_timeout_s, c->blob_timeout_s);
+    fprintf(f, "  }\n}\n");
     int rc = fflush(f) == 0 && fsync(fileno(f)) == 0 ? 0 : -1;
     fclose(f);
     return rc;

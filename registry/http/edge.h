@@ -16,7 +16,10 @@ typedef struct st_berth_edge_conf_t {
     const char *listen;     /* host:port, plain HTTP/1.1 */
     const char *tls_listen; /* host:port or NULL */
     const char *tls_cert, *tls_key;
-    const char *blob_root; /* <storage>/blobs */
+    const char *blob_root;     /* filesystem driver: <storage>/blobs; NULL with the s3 driver */
+    const char *blob_upstream; /* s3 driver: "scheme://host:port" the edge proxies presigned blob URLs to */
+    const char *blob_host;     /* s3 driver: the Host header the presigned URLs were signed for */
+    int blob_timeout_s;        /* s3 driver: a gateway silent this long answers 503 */
     const char *blob_prefix;
     const char *ui_dir; /* built web UI served at "/" (registry/http/edge_ui.c), or NULL */
     int api_port, upload_port, workers;

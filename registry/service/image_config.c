@@ -13,24 +13,7 @@ char *berth_image_config_blob(berth_registry_t *reg, const char *digest, size_t 
     berth_digest_t d;
     if (berth_digest_parse(&d, digest, strlen(digest), NULL) != 0)
         return NULL;
-    char path[4096];
-    berth_store_blob_path(reg->store, &d, path, sizeof(path));
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return NULL;
-    char *buf = malloc(BERTH_IMAGE_CONFIG_MAX + 1);
-    size_t n = 0;
-    ssize_t got = 0;
-    while (buf != NULL && n < BERTH_IMAGE_CONFIG_MAX && (got = read(fd, buf + n, BERTH_IMAGE_CONFIG_MAX - n)) > 0)
-        n += (size_t)got;
-    close(fd);
-    if (buf == NULL || got < 0) {
-        free(buf);
-        return NULL;
-    }
-    buf[n] = '\0';
-    *len = n;
-    return buf;
+    return berth_store_blob_slurp(reg->store, &d, BERTH_IMAGE_CONFIG_MAX, len);
 }
 
 /* The config media types of images; other artifacts (signatures, SBOMs, Helm charts) carry other configs */

@@ -1,4 +1,5 @@
 #include "registry/service/isa_scan.h"
+#include "registry/service/blob_archive.h"
 
 #include <archive.h>
 #include <archive_entry.h>
@@ -77,18 +78,9 @@ static void set_entry(fileset_t *fs, const char *path, int layer)
 static struct archive *open_layer(berth_registry_t *reg, const char *digest)
 {
     berth_digest_t d;
-    char path[4096];
     if (berth_digest_parse(&d, digest, strlen(digest), NULL) != 0)
         return NULL;
-    berth_store_blob_path(reg->store, &d, path, sizeof(path));
-    struct archive *a = archive_read_new();
-    archive_read_support_filter_all(a); /* gzip, zstd, none */
-    archive_read_support_format_tar(a);
-    if (archive_read_open_filename(a, path, 1 << 16) != ARCHIVE_OK) {
-        archive_read_free(a);
-        return NULL;
-    }
-    return a;
+    return berth_blob_archive_open(reg->store, &d);
 }
 
 /* Call cb for every entry of every layer, in order; cb returns nonzero to stop */
@@ -268,17 +260,11 @@ static int put_blob(berth_registry_t *reg, berth_dbconn_t *c, const char *repo, 
     for (int i = 0; i < 12; i++)
         snprintf(id + 8 + 2 * i, 3, "%02x", rnd[i]);
     berth_digest_of(d, BERTH_DIGEST_SHA256, data, len);
-    int fd;
-    int64_t sz;
     berth_err_t err;
-    if (berth_store_upload_open(reg->store, id, 1, &fd, &sz, &err) != 0)
+    if (berth_store_put_upload(reg->store, id, data, len, d, &err) != 0)
         return -1;
-    int rc = berth_store_write_all(fd, data, len) == 0 && berth_store_upload_sync(reg->store, id, fd, &err) == 0 ? 0 : -1;
-    close(fd);
     berth_upload_place_t place = {.store = reg->store, .id = id, .digest = d};
-    if (rc == 0 && berth_db_blob_commit(c, repo, d->str, (int64_t)len, NULL, berth_upload_place, &place, &err) != 0)
-        rc = -1;
-    if (rc != 0) {
+    if (berth_db_blob_commit(c, repo, d->str, (int64_t)len, NULL, berth_upload_place, &place, &err) != 0) {
         berth_store_upload_remove(reg->store, id); /* missing once placed: fine */
         return -1;
     }

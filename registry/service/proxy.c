@@ -285,10 +285,11 @@ static int fetch_manifest(fetch_t *f, berth_err_t *err)
 
 /* A blob's bytes: to the file and through the hash as they arrive */
 typedef struct {
-    int fd;
+    berth_store_upload_t *w;
     berth_hash_t *h;
     int64_t n;
-    int write_errno;
+    int write_failed;
+    berth_err_t err;
     flight_t *fl;
     berth_proxy_stream_t *stream; /* NULL: nobody reads along */
 } sink_t;
@@ -296,8 +297,8 @@ typedef struct {
 static int blob_sink(void *ctx, const char *data, size_t len, int64_t total)
 {
     sink_t *s = ctx;
-    if (berth_store_write_all(s->fd, data, len) != 0) {
-        s->write_errno = errno;
+    if (berth_store_upload_write(s->w, data, len, &s->err) != 0) {
+        s->write_failed = 1;
         return -1;
     }
     berth_hash_update(s->h, data, len);
@@ -330,13 +331,13 @@ static int fetch_blob(fetch_t *f, berth_err_t *err)
     for (size_t i = 0; i < sizeof(rnd); i++)
         snprintf(id + 6 + 2 * i, 3, "%02x", rnd[i]);
     int64_t have;
-    sink_t s = {.fd = -1, .fl = f->fl};
-    int rc = berth_store_upload_open(store, id, 1, &s.fd, &have, err);
+    sink_t s = {.fl = f->fl};
+    int rc = berth_store_upload_open(store, id, 1, &s.w, &have, err);
     if (rc != 0)
         return rc;
     s.h = berth_hash_new(want.alg);
     int rfd;
-    if (berth_store_upload_open_read(store, id, &rfd) == 0) { /* a reader follows the file, renamed or not */
+    if (berth_store_upload_open_read(store, id, &rfd) == 0) { /* a reader follows the file, renamed or not (filesystem) */
         s.stream = calloc(1, sizeof(*s.stream));
         s.stream->refs = 1;
         s.stream->fd = rfd;
@@ -350,12 +351,15 @@ static int fetch_blob(fetch_t *f, berth_err_t *err)
     int t = berth_client_get_to(f->client, path, NULL, blob_sink, &s, &r);
     long st = r.status;
     berth_http_dispose(&r);
-    if (s.write_errno != 0)
-        rc = berth_store_io_error(store, "writing the proxied blob", id, s.write_errno, err);
-    else if (t != 0 || st != 200)
+    if (s.write_failed) {
+        if (err != NULL)
+            *err = s.err;
+        rc = s.err.code != 0 ? s.err.code : BERTH_ERROR;
+    } else if (t != 0 || st != 200) {
         rc = t == 0 && st == 404 ? berth_err_set(err, BERTH_OCI_BLOB_UNKNOWN, "%s is not known upstream", n->ref)
                                  : berth_err_set(err, BERTH_OCI_UNAVAILABLE, "proxy: upstream %s %s%ld for blob %s/%s", f->url,
                                                  t != 0 ? "failed after HTTP " : "answered HTTP ", st, f->upname, n->ref);
+    }
     if (rc == 0) {
         berth_hash_peek(s.h, &got);
         if (!berth_digest_equal(&got, &want)) {
@@ -367,8 +371,8 @@ static int fetch_blob(fetch_t *f, berth_err_t *err)
     }
     /* visible only once verified: rename into place under the blob-file lock, then the row (sql/registry.h) */
     if (rc == 0)
-        rc = berth_store_upload_sync(store, id, s.fd, err);
-    close(s.fd);
+        rc = berth_store_upload_prepare(s.w, &want, 1, err);
+    berth_store_upload_close(s.w, NULL);
     berth_hash_free(s.h);
     berth_upload_place_t place = {.store = store, .id = id, .digest = &want};
     if (rc == 0)

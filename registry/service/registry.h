@@ -15,8 +15,6 @@ typedef struct st_berth_registry_t {
     berth_db_t *db;
     struct st_berth_authsvc_t *auth; /* token service (auth/service.h) */
     berth_store_t *store;
-    /* internal location the edge serves blob files from: "/_berth/blobs/" + "<alg>/<ab>/<hex>" */
-    const char *blob_redirect_prefix;
     int isa_view_disabled; /* isa.view: false — /v2/_isa/… answers 404, so containerd falls back to the plain path */
 } berth_registry_t;
 

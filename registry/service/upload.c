@@ -25,9 +25,9 @@ struct st_berth_upload_t {
     op_t op;
     char repo[BERTH_NAME_MAX + 1];
     char id[40];
-    berth_digest_t want; /* PUT / monolithic POST */
-    int fd;
-    int64_t offset; /* file length when the request started */
+    berth_digest_t want;     /* PUT / monolithic POST */
+    berth_store_upload_t *w; /* the session's bytes, open for this request */
+    int64_t offset;          /* file length when the request started */
     int64_t written;
     int64_t expect; /* bytes announced by Content-Length / Content-Range, -1 unknown */
     int finished;
@@ -35,7 +35,7 @@ struct st_berth_upload_t {
     ZSTD_DStream *zstd; /* Content-Encoding: zstd (replication between Berth sites) */
     char *zbuf;
     int zdone;          /* the last frame ended */
-    berth_hash_t *hash; /* sha256 of the file's first offset+written bytes */
+    berth_hash_t *hash; /* sha256 of the session's first offset+written bytes; NULL: the store checks at commit */
     berth_err_t err;    /* first failure */
     int limited;        /* holds a slot of upload_limits.c for principal and address */
     char principal[BERTH_GATE_WHO_MAX], address[64];
@@ -118,32 +118,29 @@ void berth_upload_hash_ids(berth_strlist_t *out)
     pthread_mutex_unlock(&hash_mu);
 }
 
-/* Hash the first `len` bytes of an upload file. */
-static berth_hash_t *rehash(berth_store_t *store, const char *id, berth_digest_alg_t alg, int64_t len, berth_err_t *err)
+static int hash_sink(const char *data, size_t len, void *arg)
 {
-    int fd;
-    if (berth_store_upload_open_read(store, id, &fd) != 0) {
+    berth_hash_update(arg, data, len);
+    return 0;
+}
+
+/*
+ * Hash the first `len` bytes of a session into *out. 0 with *out NULL when the driver cannot re-read a running
+ * session (s3): the bytes are then checked when they are committed.
+ */
+static int rehash(berth_store_t *store, const char *id, berth_digest_alg_t alg, int64_t len, berth_hash_t **out, berth_err_t *err)
+{
+    *out = berth_hash_new(alg);
+    int rc = berth_store_upload_read(store, id, len, hash_sink, *out, err);
+    if (rc != 0) {
+        berth_hash_free(*out);
+        *out = NULL;
+    }
+    if (rc == BERTH_EINVAL)
+        return 0;
+    if (rc == BERTH_ENOTFOUND)
         berth_err_set(err, BERTH_OCI_BLOB_UPLOAD_UNKNOWN, NULL);
-        return NULL;
-    }
-    berth_hash_t *h = berth_hash_new(alg);
-    size_t bufsz = 1 << 20;
-    char *buf = malloc(bufsz);
-    int64_t left = len;
-    while (left > 0) {
-        ssize_t n = read(fd, buf, left < (int64_t)bufsz ? (size_t)left : bufsz);
-        if (n <= 0) {
-            berth_hash_free(h);
-            h = NULL;
-            berth_err_set(err, BERTH_OCI_INTERNAL, "cannot re-read upload %s", id);
-            break;
-        }
-        berth_hash_update(h, buf, (size_t)n);
-        left -= n;
-    }
-    free(buf);
-    close(fd);
-    return h;
+    return rc;
 }
 
 static void new_id(char out[40])
@@ -256,7 +253,6 @@ static berth_upload_t *new_state(berth_registry_t *reg, op_t op, const berth_upl
     snprintf(u->address, sizeof(u->address), "%s", address);
     u->reg = reg;
     u->op = op;
-    u->fd = -1;
     u->expect = rq->content_length;
     snprintf(u->repo, sizeof(u->repo), "%s", rq->route->name);
     snprintf(u->id, sizeof(u->id), "%s", id);
@@ -325,15 +321,18 @@ berth_upload_t *berth_upload_begin(berth_registry_t *reg, const berth_upload_req
             u->want = want;
         }
         int64_t size;
-        int fd;
-        if ((rc = berth_store_upload_open(reg->store, nid, 1, &fd, &size, &err)) != 0)
+        berth_store_upload_t *w;
+        if ((rc = berth_store_upload_open(reg->store, nid, 1, &w, &size, &err)) != 0)
             goto Fail;
         if (u != NULL) {
-            u->fd = fd;
+            u->w = w;
             u->hash = berth_hash_new(want.alg);
             goto Done;
         }
-        close(fd);
+        if ((rc = berth_store_upload_close(w, &err)) != 0) {
+            berth_store_upload_remove(reg->store, nid);
+            goto Fail;
+        }
         if ((rc = berth_db_upload_create(c, nid, rq->route->name, &err)) != 0) {
             berth_store_upload_remove(reg->store, nid);
             goto Fail;
@@ -383,7 +382,7 @@ berth_upload_t *berth_upload_begin(berth_registry_t *reg, const berth_upload_req
             goto Fail;
         }
     }
-    if ((rc = berth_store_upload_open(reg->store, id, 0, &u->fd, &u->offset, &err)) != 0) {
+    if ((rc = berth_store_upload_open(reg->store, id, 0, &u->w, &u->offset, &err)) != 0) {
         if (rc == BERTH_ECONFLICT)
             session_headers(resp, rq->route->name, id, 0);
         goto Fail;
@@ -413,9 +412,8 @@ berth_upload_t *berth_upload_begin(berth_registry_t *reg, const berth_upload_req
     if ((rc = berth_db_upload_touch(c, id, &err)) != 0)
         goto Fail;
     u->hash = hash_take(id, u->offset);
-    if (u->hash == NULL && (u->hash = rehash(reg->store, id, BERTH_DIGEST_SHA256, u->offset, &err)) == NULL) {
+    if (u->hash == NULL && (rc = rehash(reg->store, id, BERTH_DIGEST_SHA256, u->offset, &u->hash, &err)) != 0)
         goto Fail;
-    }
 Done:
     berth_db_release(reg->db, c);
     return u;
@@ -433,19 +431,25 @@ Fail:
 
 static void write_plain(berth_upload_t *u, const char *data, size_t len);
 
+/* The session's bytes go: closed first, so a driver that keeps state on close (s3) does not write it back */
+static void drop_bytes(berth_upload_t *u)
+{
+    berth_store_upload_close(u->w, NULL);
+    u->w = NULL;
+    berth_store_upload_remove(u->reg->store, u->id);
+}
+
 /*
- * Out of space: give back what this session holds at once (truncate, so the space returns even while a reader
- * holds the file open; then unlink). Every other push needs that space, and the client restarts the blob anyway.
- * The session row goes in berth_upload_free.
+ * Out of space: give back what this session holds at once (the filesystem driver has truncated the file, so the
+ * space returns even while a reader holds it open; then it goes). Every other push needs that space, and the
+ * client restarts the blob anyway. The session row goes in berth_upload_free.
  */
 static void release(berth_upload_t *u)
 {
     if (u->released)
         return;
     u->released = 1;
-    if (u->fd >= 0 && ftruncate(u->fd, 0) != 0)
-        berth_log_warn("cannot truncate upload %s: %s", u->id, strerror(errno));
-    berth_store_upload_remove(u->reg->store, u->id);
+    drop_bytes(u);
     berth_log_warn("upload %s of %s released after running out of space (%lld bytes freed)", u->id, u->repo,
                    (long long)(u->offset + u->written));
 }
@@ -471,14 +475,13 @@ static void write_plain(berth_upload_t *u, const char *data, size_t len)
 {
     if (u->err.code != 0)
         return;
-    if (berth_store_write_all(u->fd, data, len) != 0) {
-        int e = errno;
-        berth_store_io_error(u->reg->store, "write to upload", u->id, e, &u->err);
-        if (berth_store_errno_full(e))
+    if (berth_store_upload_write(u->w, data, len, &u->err) != 0) {
+        if (u->err.oci == BERTH_OCI_STORAGE_FULL)
             release(u);
         return;
     }
-    berth_hash_update(u->hash, data, len);
+    if (u->hash != NULL)
+        berth_hash_update(u->hash, data, len);
     u->written += (int64_t)len;
 }
 
@@ -493,19 +496,20 @@ static void finish_blob(berth_upload_t *u, berth_resp_t *resp)
     berth_err_t *err = &u->err;
     berth_digest_t got;
     int64_t size = u->offset + u->written;
-    berth_hash_t *h = u->hash;
-    berth_hash_t *other = NULL;
-    if (u->want.alg != BERTH_DIGEST_SHA256) /* streamed as sha256; sha512 uploads are re-read once */
-        h = other = rehash(u->reg->store, u->id, u->want.alg, size, err);
-    if (h == NULL)
-        goto Fail;
-    berth_hash_peek(h, &got);
-    berth_hash_free(other);
-    if (!berth_digest_equal(&got, &u->want)) {
-        berth_err_set(err, BERTH_OCI_DIGEST_INVALID, "content digest %s does not match %s", got.str, u->want.str);
-        goto Drop;
+    /* streamed as sha256; a sha512 upload, or one whose running hash is not here (s3, another berthd), is
+     * checked by the store as it commits */
+    int verified = u->hash != NULL && u->want.alg == BERTH_DIGEST_SHA256;
+    if (verified) {
+        berth_hash_peek(u->hash, &got);
+        if (!berth_digest_equal(&got, &u->want)) {
+            berth_err_set(err, BERTH_OCI_DIGEST_INVALID, "content digest %s does not match %s", got.str, u->want.str);
+            goto Drop;
+        }
     }
-    if (berth_store_upload_sync(u->reg->store, u->id, u->fd, err) != 0) {
+    int crc = berth_store_upload_prepare(u->w, &u->want, verified, err);
+    if (crc == BERTH_EDIGEST)
+        goto Drop;
+    if (crc != 0) {
         if (err->oci == BERTH_OCI_STORAGE_FULL)
             release(u);
         goto Fail;
@@ -529,7 +533,7 @@ static void finish_blob(berth_upload_t *u, berth_resp_t *resp)
     return;
 Drop:
     /* a wrong digest ends the session: nothing of it is kept */
-    berth_store_upload_remove(u->reg->store, u->id);
+    drop_bytes(u);
     if (u->op == OP_PUT) {
         berth_dbconn_t *dc = berth_db_acquire(u->reg->db, NULL);
         if (dc != NULL) {
@@ -539,7 +543,7 @@ Drop:
     }
 Fail:
     if (u->op == OP_MONOLITHIC)
-        berth_store_upload_remove(u->reg->store, u->id);
+        drop_bytes(u);
     fail(resp, err);
 }
 
@@ -554,24 +558,32 @@ void berth_upload_finish(berth_upload_t *u, berth_resp_t *resp)
         berth_err_set(&u->err, BERTH_OCI_SIZE_INVALID, "received %lld of %lld bytes", (long long)u->written, (long long)u->expect);
     if (u->err.code != 0) {
         if (u->op == OP_MONOLITHIC)
-            berth_store_upload_remove(u->reg->store, u->id);
+            drop_bytes(u);
         fail(resp, &u->err);
         return;
     }
     if (u->op == OP_PATCH) {
+        /* the bytes are kept for the next request (s3: the tail and the session state are written now) and the
+         * hash state and the lock handed on before the client can see the answer: its next PATCH may arrive on
+         * another connection while this request is still being torn down */
+        berth_store_upload_t *w = u->w;
+        u->w = NULL;
+        if (berth_store_upload_close(w, &u->err) != 0) {
+            fail(resp, &u->err);
+            return;
+        }
         session_headers(resp, u->repo, u->id, u->offset + u->written);
         berth_resp_body(resp, 202, NULL, 0, NULL);
-        /* hand the hash state and the file lock on before the client can see the answer: its next PATCH may
-         * arrive on another connection while this request is still being torn down */
-        hash_put(u->id, u->offset + u->written, u->hash);
+        if (u->hash != NULL)
+            hash_put(u->id, u->offset + u->written, u->hash);
         u->hash = NULL;
     } else {
         finish_blob(u, resp);
         berth_hash_free(u->hash); /* the session is over either way */
         u->hash = NULL;
     }
-    close(u->fd);
-    u->fd = -1;
+    berth_store_upload_close(u->w, NULL);
+    u->w = NULL;
 }
 
 void berth_upload_free(berth_upload_t *u)
@@ -592,13 +604,13 @@ void berth_upload_free(berth_upload_t *u)
         hash_put(u->id, u->offset + u->written, u->hash); /* also after an abort: these bytes are in the file */
     else
         berth_hash_free(u->hash);
-    if (u->fd >= 0)
-        close(u->fd);
+    berth_store_upload_close(u->w, NULL); /* s3: what arrived is kept for a retry */
+    u->w = NULL;
     ZSTD_freeDStream(u->zstd);
     free(u->zbuf);
     /* a monolithic upload has no session to resume: a truncated one leaves nothing behind */
     if (u->op == OP_MONOLITHIC && !u->finished)
-        berth_store_upload_remove(u->reg->store, u->id);
+        drop_bytes(u);
     if (!u->finished)
         __atomic_sub_fetch(&active, 1, __ATOMIC_RELAXED);
     if (u->limited)

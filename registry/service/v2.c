@@ -122,14 +122,11 @@ static void manifest_resp(berth_resp_t *resp, const char *digest, const char *me
     berth_resp_body(resp, 200, content, len, media_type);
 }
 
-/* The one place a blob answer is built: the edge sends the file (sendfile, Range, HEAD). */
-static void blob_resp(berth_registry_t *reg, berth_resp_t *resp, const berth_digest_t *d)
+/* The one place a blob answer is built: the store's driver says where the edge (or the client) gets the bytes */
+static void blob_resp(berth_registry_t *reg, const char *method, berth_resp_t *resp, const berth_digest_t *d)
 {
-    char rel[BERTH_DIGEST_MAX + 16];
-    berth_store_blob_relpath(d, rel, sizeof(rel));
-    berth_resp_header(resp, "x-accel-redirect", "%s%s", reg->blob_redirect_prefix, rel);
     berth_resp_header(resp, "docker-content-digest", "%s", d->str);
-    berth_resp_body(resp, 200, NULL, 0, "application/octet-stream");
+    berth_store_blob_serve(reg->store, d, method, resp);
 }
 
 /* Harbor counts a manifest GET as a pull (HEAD is a client checking, blobs follow a manifest) */
@@ -267,7 +264,7 @@ int berth_v2_cached(berth_registry_t *reg, const berth_v2_req_t *rq, berth_resp_
             return 0;
         berth_cache_val_dispose(&v);
         berth_resp_init(resp);
-        blob_resp(reg, resp, &d);
+        blob_resp(reg, rq->method, resp, &d);
         return 1;
     }
     return 0;
@@ -368,7 +365,7 @@ static int do_blob_get(berth_registry_t *reg, berth_dbconn_t *c, const berth_v2_
     berth_cache_val_t v = {.len = (size_t)size};
     snprintf(v.digest, sizeof(v.digest), "%s", d.str);
     berth_cache_put(BERTH_CACHE_BLOB, rq->route.name, d.str, epoch, &v);
-    blob_resp(reg, resp, &d);
+    blob_resp(reg, rq->method, resp, &d);
     return 0;
 }
 

@@ -452,10 +452,12 @@ static int finish(const berth_s3_req_t *req, berth_s3_res_t *res, int rc, berth_
             rc = berth_err_set(err, BERTH_OCI_INTERNAL, "s3: %s %s: the object store answers %ld %s", req->method,
                                req->key != NULL ? req->key : "(bucket)", res->status, res->code[0] != '\0' ? res->code : "");
         if (res->status == 404 || strcmp(res->code, "NoSuchUpload") == 0 || strcmp(res->code, "NoSuchKey") == 0)
-            err->code = rc = BERTH_ENOTFOUND;
+            rc = BERTH_ENOTFOUND;
     } else if (rc != 0) {
-        err->code = rc = BERTH_EUNAVAIL;
+        rc = BERTH_EUNAVAIL;
     }
+    if (rc != 0 && err != NULL)
+        err->code = rc;
     return rc;
 }
 
@@ -635,7 +637,7 @@ int berth_s3_mpu_abort(berth_s3_t *s3, const char *key, const char *upload_id, b
 }
 
 int berth_s3_list(berth_s3_t *s3, const char *prefix, const char *token, char *next_token, size_t next_size,
-                  void (*cb)(const char *key, int64_t size, void *arg), void *arg, berth_err_t *err)
+                  void (*cb)(const char *key, int64_t size, time_t mtime, void *arg), void *arg, berth_err_t *err)
 {
     char full[1200], enc[1800], tok[2400], q[4400];
     const char *p = s3->conf.prefix;
@@ -653,12 +655,17 @@ int berth_s3_list(berth_s3_t *s3, const char *prefix, const char *token, char *n
     next_token[0] = '\0';
     if (rc == 0 && res.body != NULL) {
         size_t pos = 0, skip = p[0] != '\0' ? strlen(p) + 1 : 0;
-        char key[1100], size[32], trunc[8];
+        char key[1100], size[32], trunc[8], lm[40];
         while (berth_s3_xml_text(res.body, &pos, "Key", key, sizeof(key)) == 0) {
-            size_t spos = pos;
+            size_t spos = pos, mpos = pos;
             int64_t sz = berth_s3_xml_text(res.body, &spos, "Size", size, sizeof(size)) == 0 ? strtoll(size, NULL, 10) : -1;
+            struct tm tm = {0};
+            time_t mtime = 0;
+            if (berth_s3_xml_text(res.body, &mpos, "LastModified", lm, sizeof(lm)) == 0 &&
+                strptime(lm, "%Y-%m-%dT%H:%M:%S", &tm) != NULL)
+                mtime = timegm(&tm);
             if (strlen(key) >= skip)
-                cb(key + skip, sz, arg);
+                cb(key + skip, sz, mtime, arg);
         }
         if (berth_s3_xml_text(res.body, NULL, "IsTruncated", trunc, sizeof(trunc)) == 0 && strcmp(trunc, "true") == 0 &&
             berth_s3_xml_text(res.body, NULL, "NextContinuationToken", next_token, next_size) != 0)

@@ -101,7 +101,7 @@ int berth_s3_mpu_abort(berth_s3_t *s3, const char *key, const char *upload_id, b
  * next_token is "" after the last page. cb gets keys relative to the configured prefix.
  */
 int berth_s3_list(berth_s3_t *s3, const char *prefix, const char *token, char *next_token, size_t next_size,
-                  void (*cb)(const char *key, int64_t size, void *arg), void *arg, berth_err_t *err);
+                  void (*cb)(const char *key, int64_t size, time_t mtime, void *arg), void *arg, berth_err_t *err);
 
 /** A presigned URL for GET (or HEAD) of key, valid `expires` seconds from `now`. 0, or -1 when too long. */
 int berth_s3_presign(const berth_s3_t *s3, const char *method, const char *key, time_t now, long expires, char *out, size_t outsz);

@@ -1,11 +1,11 @@
 /*
- * Filesystem blob store. Bytes only, no metadata. On-disk tree under the storage root:
+ * The blob store: bytes only, no metadata, behind one driver interface (a table of operations, store_driver.h)
+ * with two drivers, `filesystem` (store_fs.c) and `s3` (store_s3.c). Nothing outside the drivers builds a
+ * storage path or an object key; callers name blobs by digest and uploads by session id.
  *
- *   blobs/<alg>/<hex[0:2]>/<hex>   content-addressed, immutable, shared by all repositories
- *   uploads/<id>                   an upload session's bytes; its length is the session offset
- *
- * Uploads and blobs share one filesystem so a finished upload becomes a blob by rename(2): a blob path
- * only ever holds complete, verified content.
+ * Invariants both drivers keep: a blob is only ever stored whole and verified (an upload becomes a blob by an
+ * atomic rename or by a copy from a staging object after its digest was checked), and an upload session's bytes
+ * can be continued by any berthd sharing the store (its length is the session offset).
  */
 #ifndef BERTH_STORAGE_STORE_H
 #define BERTH_STORAGE_STORE_H
@@ -13,62 +13,120 @@
 #include <limits.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <time.h>
 
 #include "core/digest.h"
 #include "core/err.h"
+#include "core/resp.h"
+#include "registry/storage/s3.h"
 
 typedef struct st_berth_store_t berth_store_t;
+/** An upload session opened by one request for writing. */
+typedef struct st_berth_store_upload_t berth_store_upload_t;
+/** Receives bytes read from the store; non-zero stops the read. */
+typedef int (*berth_store_sink_fn)(const char *data, size_t len, void *arg);
 
-/** Create the tree if needed. */
+/** The filesystem driver on `root` (creates the tree if needed). */
 int berth_store_open(berth_store_t **out, const char *root, berth_err_t *err);
+
+typedef struct st_berth_store_s3_conf_t {
+    berth_s3_conf_t s3;
+    int64_t part_size; /* bytes per multipart part (storage.s3.part_size_mib, default 16 MiB; at least 5 MiB) */
+    int redirect;      /* blob GETs answer 307 to a presigned URL instead of streaming through the edge */
+    long presign_ttl;  /* seconds a presigned URL is valid (default 1200) */
+} berth_store_s3_conf_t;
+/** The s3 driver: checks that the bucket answers to these credentials (err says which of the two is wrong). */
+int berth_store_open_s3(berth_store_t **out, const berth_store_s3_conf_t *conf, berth_err_t *err);
 void berth_store_close(berth_store_t *s);
-const char *berth_store_root(const berth_store_t *s);
+/** "filesystem" or "s3" */
+const char *berth_store_driver(const berth_store_t *s);
 
-/** "<alg>/<ab>/<hex>" relative to blobs/ (for the edge's internal blob location). */
-void berth_store_blob_relpath(const berth_digest_t *d, char *buf, size_t bufsz);
-void berth_store_blob_path(const berth_store_t *s, const berth_digest_t *d, char *buf, size_t bufsz);
-
+/* ---- blobs ---- */
+/** Size of a stored blob, or BERTH_ENOTFOUND. */
+int berth_store_blob_stat(berth_store_t *s, const berth_digest_t *d, int64_t *size_out, berth_err_t *err);
+/** Bytes [off, off+len) of a blob (len -1: to the end) into sink. BERTH_ENOTFOUND when it is not stored. */
+int berth_store_blob_read(berth_store_t *s, const berth_digest_t *d, int64_t off, int64_t len, berth_store_sink_fn sink, void *arg,
+                          berth_err_t *err);
+/** Read a whole blob of at most `max` bytes into a NUL-terminated buffer (caller frees); NULL if missing or larger. */
+char *berth_store_blob_slurp(berth_store_t *s, const berth_digest_t *d, size_t max, size_t *len_out);
 /**
- * Open an upload file for writing (creating it when `create`), locked exclusively for this writer.
- * *size_out receives its current length. BERTH_ECONFLICT when another request holds it,
- * BERTH_ENOTFOUND when it does not exist.
+ * Garbage collection: remove blob `d`; missing is fine. The caller holds the digest's blob-file lock and has
+ * seen that no blob row exists (registry/service/gc.c).
  */
-int berth_store_upload_open(const berth_store_t *s, const char *id, int create, int *fd_out, int64_t *size_out, berth_err_t *err);
-/** Open an upload file read-only (for re-hashing). */
-int berth_store_upload_open_read(const berth_store_t *s, const char *id, int *fd_out);
-/** Length of an upload file, or BERTH_ENOTFOUND. */
-int berth_store_upload_size(const berth_store_t *s, const char *id, int64_t *size_out);
-/**
- * Make a verified upload the blob `d`: berth_store_upload_sync, then berth_store_upload_place. `fd` stays open
- * and owned by the caller.
- */
-int berth_store_upload_commit(const berth_store_t *s, const char *id, int fd, const berth_digest_t *d, berth_err_t *err);
-/** Make an upload's bytes durable (fdatasync), before the blob-file lock is taken (sql/registry.h). */
-int berth_store_upload_sync(const berth_store_t *s, const char *id, int fd, berth_err_t *err);
-/** Rename a synced upload into place as blob `d` (or drop it when the blob is already stored), fsync the directory. */
-int berth_store_upload_place(const berth_store_t *s, const char *id, const berth_digest_t *d, berth_err_t *err);
-
-/**
- * Garbage collection: remove blob `d`'s file; a missing file is fine. The caller holds the digest's blob-file
- * lock and has seen that no blob row exists (registry/service/gc.c).
- */
-int berth_store_blob_remove(const berth_store_t *s, const berth_digest_t *d, berth_err_t *err);
-/** Called per stored blob file with its digest, size and age in seconds; nonzero stops the walk. */
+int berth_store_blob_remove(berth_store_t *s, const berth_digest_t *d, berth_err_t *err);
+/** Called per stored blob with its digest, size and age in seconds; nonzero stops the walk. */
 typedef int (*berth_store_blob_fn)(const berth_digest_t *d, int64_t size, double age_seconds, void *cb_data);
-/** Walk every blob file (for GC's orphan sweep); names that are not a digest filed in its place are skipped.
- * Returns 1 when cb stopped the walk, else 0. */
-int berth_store_blob_each(const berth_store_t *s, berth_store_blob_fn cb, void *cb_data);
 /**
- * Call cb(id, age_seconds, cb_data) for every upload file (for purging abandoned sessions). Returns the count.
+ * Walk every stored blob (GC's orphan sweep; paged on s3); names that are not a digest filed in its place are
+ * skipped. Returns 1 when cb stopped the walk, else 0.
  */
-int berth_store_upload_each(const berth_store_t *s, void (*cb)(const char *id, double age_seconds, void *cb_data), void *cb_data);
-/** Delete an upload file; missing is fine. */
-void berth_store_upload_remove(const berth_store_t *s, const char *id);
+int berth_store_blob_each(berth_store_t *s, berth_store_blob_fn cb, void *cb_data);
+/**
+ * Make `resp` a blob answer without its bytes: headers that let the edge send them (X-Accel-Redirect to the
+ * file, or to a presigned URL it proxies), or a 307 to a presigned URL (s3 with redirect). `method` is the
+ * client's (GET or HEAD). The caller adds Docker-Content-Digest. Pure computation: safe on the event loop.
+ */
+void berth_store_blob_serve(berth_store_t *s, const berth_digest_t *d, const char *method, berth_resp_t *resp);
+
+/* ---- upload sessions ---- */
+/**
+ * Open session `id` for appending (creating it when `create`), exclusively for this request where the driver
+ * can lock. *size_out receives its length. BERTH_ECONFLICT when another request holds it, BERTH_ENOTFOUND
+ * (BLOB_UPLOAD_UNKNOWN) when it does not exist.
+ */
+int berth_store_upload_open(berth_store_t *s, const char *id, int create, berth_store_upload_t **out, int64_t *size_out,
+                            berth_err_t *err);
+/** Append. On failure err is set (STORAGE_FULL for no space). */
+int berth_store_upload_write(berth_store_upload_t *u, const void *buf, size_t len, berth_err_t *err);
+/**
+ * Make the session's bytes durable and checked, ready to become blob `d` (filesystem: fdatasync; s3: the last
+ * part, the multipart upload completed to a staging object). `verified`: the caller hashed every byte and found
+ * `d`; otherwise the driver reads the bytes back and refuses a mismatch (BERTH_EDIGEST, DIGEST_INVALID).
+ * Nothing is visible yet: berth_store_upload_place does that, inside the blob's commit transaction under its
+ * blob-file lock (sql/registry.h), so GC never removes bytes an upload is about to own.
+ */
+int berth_store_upload_prepare(berth_store_upload_t *u, const berth_digest_t *d, int verified, berth_err_t *err);
+/** Put prepared session `id` in place as blob `d` (or drop it when the blob is already stored); the session is gone. */
+int berth_store_upload_place(berth_store_t *s, const char *id, const berth_digest_t *d, berth_err_t *err);
+/** prepare + place, for callers without a blob row to commit (tests). */
+int berth_store_upload_commit(berth_store_upload_t *u, const berth_digest_t *d, int verified, berth_err_t *err);
+/** End of this request's bytes: keep them for the next request on any instance, release the session. */
+int berth_store_upload_close(berth_store_upload_t *u, berth_err_t *err);
+/** Re-read the first `len` bytes of a session (to rebuild a hash). BERTH_EINVAL when the driver cannot (s3). */
+int berth_store_upload_read(berth_store_t *s, const char *id, int64_t len, berth_store_sink_fn sink, void *arg, berth_err_t *err);
+/**
+ * A descriptor that reads session `id`'s bytes as they are written and keeps reading them once the session
+ * became a blob (the proxy cache serves a blob while it arrives). Filesystem only: BERTH_EINVAL where the
+ * bytes are not local files (s3), and the reader then waits for the blob.
+ */
+int berth_store_upload_open_read(berth_store_t *s, const char *id, int *fd_out);
+/** Length of a session, or BERTH_ENOTFOUND. */
+int berth_store_upload_size(berth_store_t *s, const char *id, int64_t *size_out);
+/** Call cb(id, age_seconds, cb_data) for every session's bytes (for purging abandoned sessions). Returns the count. */
+int berth_store_upload_each(berth_store_t *s, void (*cb)(const char *id, double age_seconds, void *cb_data), void *cb_data);
+/** Delete a session's bytes (an S3 multipart upload is aborted); missing is fine. */
+void berth_store_upload_remove(berth_store_t *s, const char *id);
+/**
+ * Write `len` bytes as session `id` and prepare them as blob `d` (checked here), for blobs Berth makes itself;
+ * the caller then commits the row with berth_store_upload_place (or removes the session on failure).
+ */
+int berth_store_put_upload(berth_store_t *s, const char *id, const void *data, size_t len, const berth_digest_t *d,
+                           berth_err_t *err);
+
+/* ---- where the edge reads bytes (main.c writes the nginx configuration from it) ---- */
+typedef struct st_berth_store_edge_t {
+    const char *dir;      /* filesystem: the directory X-Accel-Redirect paths are relative to */
+    const char *upstream; /* s3: "scheme://host:port" presigned URLs are proxied to */
+    const char *host;     /* s3: the Host header the signatures cover */
+} berth_store_edge_t;
+void berth_store_edge(const berth_store_t *s, berth_store_edge_t *out);
+/** The internal edge location of blob bytes ("/_berth/blobs/"), set once at start. */
+void berth_store_set_edge_prefix(berth_store_t *s, const char *prefix);
 
 /*
- * Free space. Below the reserve (storage.min_free_bytes; by default the smaller of 1 GiB and 2 % of the file
- * system) new uploads are refused up front, so pulls, deletions and metadata writes keep working and an
- * operator can free space through Berth itself.
+ * Free space (filesystem). Below the reserve (storage.min_free_bytes; by default the smaller of 1 GiB and 2 % of
+ * the file system) new uploads are refused up front, so pulls, deletions and metadata writes keep working and an
+ * operator can free space through Berth itself. An object store reports no figures (BERTH_ERROR) and never refuses.
  */
 typedef struct st_berth_store_space_t {
     int64_t free_bytes; /* available to berthd (f_bavail) */
@@ -83,15 +141,5 @@ void berth_store_set_reserve(berth_store_t *s, int64_t min_free);
 int berth_store_space(berth_store_t *s, berth_store_space_t *out);
 /** 0, or STORAGE_FULL (507) when free space is below the reserve: for requests that are about to write bytes. */
 int berth_store_check_reserve(berth_store_t *s, berth_err_t *err);
-/**
- * Turn a failed file operation into an error: ENOSPC and EDQUOT are STORAGE_FULL (507), anything else INTERNAL.
- * err->msg names the operation, the errno and the storage root's file system, for the log.
- */
-int berth_store_io_error(const berth_store_t *s, const char *what, const char *id, int errnum, berth_err_t *err);
-/** 1 for the errno values that mean "no space": the caller then releases what it held. */
-int berth_store_errno_full(int errnum);
-
-/** Write all of buf at the file's current position, retrying short writes. */
-int berth_store_write_all(int fd, const void *buf, size_t len);
 
 #endif

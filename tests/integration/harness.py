@@ -9,10 +9,12 @@ import http.client
 import io
 import json
 import os
+import re
 import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tarfile
 import tempfile
 import time
@@ -71,6 +73,26 @@ def sha256(data):
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
+def s3_env(storage):
+    """With BERTH_TEST_STORAGE_DRIVER=s3 (CTest's *_s3 runs), berthd keeps blobs in the test Ceph gateway
+    (fixture ceph, deploy/berth-ceph): a key prefix per storage directory, so instances sharing a storage
+    directory share blobs, as they would share a bucket."""
+    if os.environ.get("BERTH_TEST_STORAGE_DRIVER") != "s3":
+        return {}
+    d = os.environ.get("BERTH_TEST_CEPH_DIR", "")
+    path = os.path.join(d, "s3.env")
+    if not os.path.exists(path):
+        print("no test Ceph (%s); CTest's fixture ceph starts one" % path)
+        sys.exit(77)
+    env = dict(line.strip().split("=", 1) for line in open(path) if "=" in line and line.startswith("BERTH_S3_"))
+    env.pop("BERTH_S3_MEMSTORE_BYTES", None)
+    env["BERTH_STORAGE_DRIVER"] = "s3"
+    env["BERTH_S3_PREFIX"] = "h" + hashlib.sha256(os.path.realpath(storage).encode()).hexdigest()[:16]
+    env.setdefault("BERTH_S3_TIMEOUT_MS", "5000")
+    env["BERTH_S3_PART_SIZE_MIB"] = os.environ.get("BERTH_TEST_S3_PART_SIZE_MIB", "5")
+    return env
+
+
 class Berthd:
     """One berthd process with its own database, storage and ports."""
 
@@ -92,10 +114,34 @@ class Berthd:
             "BERTH_LOG_LEVEL": "info",
             "BERTH_ADMIN_PASSWORD": ADMIN_PASSWORD,
         })
+        self.env.update(s3_env(self.storage))
         self.env.update(env or {})
         self.proc = None
         self.start_preexec = None  # run in the child before exec (e.g. to lower a resource limit)
         self.log_path = os.path.join(self.dir, "berthd.log")
+
+    def upload_ids(self):
+        """The upload sessions whose bytes the store holds, whichever driver (filesystem or s3)."""
+        if self.env.get("BERTH_STORAGE_DRIVER") != "s3":
+            return sorted(os.listdir(os.path.join(self.storage, "uploads")))
+        e = self.env
+        url = "%s/%s?list-type=2&prefix=%s%%2Fuploads%%2F" % (e["BERTH_S3_ENDPOINT"], e["BERTH_S3_BUCKET"], e["BERTH_S3_PREFIX"])
+        out = subprocess.run(["curl", "-sf", "--aws-sigv4", "aws:amz:%s:s3" % e["BERTH_S3_REGION"], "--user",
+                              "%s:%s" % (e["BERTH_S3_ACCESS_KEY"], e["BERTH_S3_SECRET_KEY"]),
+                              "-H", "x-amz-content-sha256: UNSIGNED-PAYLOAD", url], capture_output=True, check=True).stdout.decode()
+        keys = re.findall(r"<Key>([^<]*)</Key>", out)
+        return sorted(k.rsplit("/", 1)[1] for k in keys if not k.endswith(".data"))
+
+    def remove_blob(self, digest):
+        """Remove a blob's bytes behind berthd's back (to reclaim space after a large test), either driver."""
+        if self.env.get("BERTH_STORAGE_DRIVER") != "s3":
+            os.unlink(os.path.join(self.storage, "blobs", "sha256", digest[7:9], digest[7:]))
+            return
+        e = self.env
+        url = "%s/%s/%s/blobs/sha256/%s/%s" % (e["BERTH_S3_ENDPOINT"], e["BERTH_S3_BUCKET"], e["BERTH_S3_PREFIX"], digest[7:9], digest[7:])
+        subprocess.run(["curl", "-sf", "-X", "DELETE", "--aws-sigv4", "aws:amz:%s:s3" % e["BERTH_S3_REGION"], "--user",
+                        "%s:%s" % (e["BERTH_S3_ACCESS_KEY"], e["BERTH_S3_SECRET_KEY"]), "-H", "x-amz-content-sha256: UNSIGNED-PAYLOAD",
+                        url], check=True)
 
     @property
     def host(self):

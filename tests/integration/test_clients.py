@@ -217,8 +217,7 @@ class TLSAndLargeUploads(unittest.TestCase):
         print("\nlarge upload over TLS HTTP/1.1: %d bytes in %.1f s (%.0f MiB/s), berthd VmHWM %.1f MiB"
               % (size, elapsed, size / elapsed / 2 ** 20, hwm_kib / 1024))
         self.assertLess(hwm_kib, 256 * 1024, "berthd peak RSS %d KiB" % hwm_kib)
-        blob_path = os.path.join(self.b.storage, "blobs", "sha256", digest[7:9], digest[7:])
-        os.unlink(blob_path)  # reclaim the disk now; the test is over
+        self.b.remove_blob(digest)  # reclaim the disk now; the test is over
 
 
 if __name__ == "__main__":

@@ -56,9 +56,11 @@ static int sink(const char *data, size_t len, void *arg)
     return 0;
 }
 
-static void collect(const char *key, int64_t size, void *arg)
+static void collect(const char *key, int64_t size, time_t mtime, void *arg)
 {
     (void)size;
+    if (mtime < time(NULL) - 600 || mtime > time(NULL) + 600)
+        return; /* LastModified is parsed */
     if (strncmp(key, "list/", 5) == 0)
         (*(int *)arg)++;
 }

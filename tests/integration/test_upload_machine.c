@@ -95,12 +95,10 @@ static int upload_file_exists(const char *id)
 static int blob_file_exists(const char *digest_str)
 {
     berth_digest_t d;
-    char path[4096];
-    struct stat st;
+    int64_t size;
     if (berth_digest_parse(&d, digest_str, strlen(digest_str), NULL) != 0)
         return 0;
-    berth_store_blob_path(reg.store, &d, path, sizeof(path));
-    return stat(path, &st) == 0;
+    return berth_store_blob_stat(reg.store, &d, &size, NULL) == 0;
 }
 
 static void count_upload(const char *id, double age, void *data)
@@ -243,7 +241,7 @@ int main(void)
                             .ttl_seconds = 300,
                             .decision_ttl_seconds = 10};
     ok(berth_authsvc_bootstrap(&auth, ADMIN_PASSWORD, &err) == 0, "first admin %s", err.msg);
-    reg = (berth_registry_t){.db = db, .auth = &auth, .store = store, .blob_redirect_prefix = "/_berth/blobs/"};
+    reg = (berth_registry_t){.db = db, .auth = &auth, .store = store};
     berth_db_projects_auto_create(1);
 
     unsigned char b64[96];
