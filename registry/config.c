@@ -368,6 +368,10 @@ int berth_config_load(berth_config_t *cfg, const char *path, char *errbuf, size_
             snprintf(errbuf, errlen, "storage.s3.part_size_mib must be at least 5 (S3's smallest part)");
             return -1;
         }
+        if (cfg->s3_secret_key != NULL && cfg->s3_secret_key[0] == '\0') { /* set but empty: as if unset */
+            free(cfg->s3_secret_key);
+            cfg->s3_secret_key = NULL;
+        }
         if (cfg->s3_secret_key == NULL && cfg->s3_secret_key_file != NULL) {
             FILE *f = fopen(cfg->s3_secret_key_file, "r");
             char line[512] = "";

@@ -13,6 +13,8 @@
  * reading the staged object back), and only then is the object copied to its content address. Pulls are served
  * from presigned URLs: the edge proxies them (with the client's Range), or the client is redirected.
  */
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +47,7 @@ typedef struct {
     char *buf; /* part_size bytes: the tail */
     size_t tail;
     int dirty;
+    int whole; /* every byte of the session went through this handle (created by this request) */
 } s3u_t;
 
 #define S3S(s) ((s3s_t *)(s))
@@ -244,32 +247,45 @@ static int grow_sink(const char *data, size_t len, void *arg)
 }
 
 /* Parse "berth-upload 1\noffset N\nupload_id X\nparts K\n<etag>…\ntail T\n\n<tail bytes>" into u */
+/* The line at *p (before end) that starts with `key`: its value into out; *p moves to the next line */
+static int state_line(const char **p, const char *end, const char *key, char *out, size_t outsz)
+{
+    const char *nl = memchr(*p, '\n', (size_t)(end + 1 - *p));
+    size_t kl = strlen(key);
+    if (nl == NULL || (size_t)(nl - *p) < kl || strncmp(*p, key, kl) != 0 || (size_t)(nl - *p - kl) >= outsz)
+        return -1;
+    snprintf(out, outsz, "%.*s", (int)(nl - *p - (ptrdiff_t)kl), *p + kl);
+    *p = nl + 1;
+    return 0;
+}
+
+static int state_number(const char **p, const char *end, const char *key, long long max, long long *out)
+{
+    char v[32], *e;
+    if (state_line(p, end, key, v, sizeof(v)) != 0)
+        return -1;
+    *out = strtoll(v, &e, 10);
+    return v[0] == '\0' || *e != '\0' || *out < 0 || *out > max ? -1 : 0;
+}
+
+/* Parse "berth-upload 1\noffset N\nupload_id X\nparts K\n<etag>…\ntail T\n\n<tail bytes>" into u */
 static int parse_state(s3u_t *u, const char *doc, size_t len, int with_tail, int64_t part_size)
 {
     const char *end = memmem(doc, len, "\n\n", 2);
     if (end == NULL || strncmp(doc, "berth-upload 1\n", 15) != 0)
         return -1;
-    long long off = -1, tail = -1;
-    int nparts = -1;
-    char id[128];
+    long long off, nparts, tail;
+    char id[128], e[128];
     const char *p = doc + 15;
-    if (sscanf(p, "offset %lld\nupload_id %127s\nparts %d\n", &off, id, &nparts) != 3 || off < 0 || nparts < 0)
+    if (state_number(&p, end, "offset ", INT64_MAX, &off) != 0 || state_line(&p, end, "upload_id ", id, sizeof(id)) != 0 ||
+        state_number(&p, end, "parts ", 10000, &nparts) != 0)
         return -1;
     snprintf(u->upload_id, sizeof(u->upload_id), "%s", strcmp(id, "-") == 0 ? "" : id);
     u->offset = off;
-    for (int i = 0; i < 3; i++)
-        p = strchr(p, '\n') + 1;
-    for (int i = 0; i < nparts; i++) {
-        const char *nl = strchr(p, '\n');
-        if (nl == NULL || nl > end || nl - p >= 128)
+    for (long long i = 0; i < nparts; i++)
+        if (state_line(&p, end, "", e, sizeof(e)) != 0 || add_etag(u, e) != 0)
             return -1;
-        char e[128];
-        snprintf(e, sizeof(e), "%.*s", (int)(nl - p), p);
-        if (add_etag(u, e) != 0)
-            return -1;
-        p = nl + 1;
-    }
-    if (sscanf(p, "tail %lld\n", &tail) != 1 || tail < 0 || tail >= part_size)
+    if (state_number(&p, end, "tail ", part_size - 1, &tail) != 0)
         return -1;
     u->tail = (size_t)tail;
     if (with_tail) {
@@ -327,6 +343,7 @@ static int s3_upload_open(berth_store_t *st, const char *id, int create, berth_s
     s3s_t *s = S3S(st);
     s3u_t *u = new_upload(s, id);
     int rc = create ? save_state(s, u, err) : load_state(s, id, u, 1, err);
+    u->whole = create;
     if (rc != 0) {
         free_upload(u);
         return rc;
@@ -419,6 +436,10 @@ static int s3_upload_prepare(berth_store_upload_t *bu, const berth_digest_t *d, 
     char staged[128];
     data_key(bu->id, staged, sizeof(staged));
     int rc = 0;
+    /* nothing stops two requests from writing one session at once on s3 (no lock like the filesystem's flock),
+     * so the caller's running hash vouches for the object only when this request wrote all of it */
+    if (!u->whole)
+        verified = 0;
     if (u->nparts == 0) {
         rc = berth_s3_put(s->s3, staged, u->buf, u->tail, err);
     } else {
@@ -536,7 +557,13 @@ static void s3_upload_remove(berth_store_t *st, const char *id)
     s3u_t *u = new_upload(s, id);
     char key[128];
     berth_err_t err;
-    if (load_state(s, id, u, 0, NULL) == 0 && u->upload_id[0] != '\0') {
+    int rc = load_state(s, id, u, 0, &err);
+    if (rc == BERTH_EUNAVAIL) { /* the gateway does not answer: the janitor tries again later */
+        berth_log_warn("cannot remove upload %s now: %s", id, err.msg);
+        free_upload(u);
+        return;
+    }
+    if (rc == 0 && u->upload_id[0] != '\0') {
         data_key(id, key, sizeof(key));
         if (berth_s3_mpu_abort(s->s3, key, u->upload_id, &err) != 0)
             berth_log_warn("upload %s: aborting its multipart upload: %s", id, err.msg);

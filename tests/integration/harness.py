@@ -84,7 +84,8 @@ def s3_env(storage):
     if not os.path.exists(path):
         print("no test Ceph (%s); CTest's fixture ceph starts one" % path)
         sys.exit(77)
-    env = dict(line.strip().split("=", 1) for line in open(path) if "=" in line and line.startswith("BERTH_S3_"))
+    with open(path) as f:
+        env = dict(line.strip().split("=", 1) for line in f if "=" in line and line.startswith("BERTH_S3_"))
     env.pop("BERTH_S3_MEMSTORE_BYTES", None)
     env["BERTH_STORAGE_DRIVER"] = "s3"
     env["BERTH_S3_PREFIX"] = "h" + hashlib.sha256(os.path.realpath(storage).encode()).hexdigest()[:16]

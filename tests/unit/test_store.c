@@ -162,6 +162,12 @@ static void run(berth_store_t *s, int is_s3, const char *upstream)
        "all 11 MiB read back equal");
     free(b);
 
+    if (is_s3) { /* sessions of several requests are read back whatever the caller says (no writer lock on s3) */
+        ok(append(s, "u6", 1, data, 3) == 0 && append(s, "u6", 0, data + 3, 3) == 3 &&
+               commit(s, "u6", &other, 1, &err) == BERTH_EDIGEST,
+           "a session written by two requests is checked by the store even when the caller vouches for it");
+        berth_store_upload_remove(s, "u6");
+    }
     ok(append(s, "u3", 1, data, 3) == 0, "a third upload");
     berth_store_upload_remove(s, "u3");
     berth_store_upload_remove(s, "u3");

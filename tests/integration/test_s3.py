@@ -1,0 +1,187 @@
+"""The s3 storage driver behind real berthd instances on the test Ceph gateway (fixture ceph, deploy/berth-ceph).
+
+One chunked upload continued by another berthd sharing the database and the bucket; blobs pulled through the
+edge from presigned URLs (Range, HEAD, digest headers) or redirected with storage.s3.redirect; the gateway paused
+with SIGSTOP (503 with a clear error, no half-visible blob, recovery after SIGCONT); start-up refused with one line
+for a missing bucket or wrong credentials; abandoned sessions' multipart uploads aborted by the janitor.
+"""
+import hashlib
+import json
+import os
+import re
+import signal
+import subprocess
+import time
+import unittest
+
+from harness import Berthd, BerthTestCase, error_code, main, sha256
+
+os.environ["BERTH_TEST_STORAGE_DRIVER"] = "s3"  # this suite is about the s3 driver: every Berthd here uses it
+CEPH = os.environ.get("BERTH_TEST_CEPH_DIR", "")
+
+
+def rgw_pid():
+    with open(os.path.join(CEPH, "run", "client.rgw.pid")) as f:
+        return int(f.read().strip())
+
+
+def s3_curl(b, method, query):
+    """A signed request to the bucket (for what berthd hides: multipart uploads in progress)."""
+    e = b.env
+    url = "%s/%s?%s" % (e["BERTH_S3_ENDPOINT"], e["BERTH_S3_BUCKET"], query)
+    return subprocess.run(["curl", "-sf", "-X", method, "--aws-sigv4", "aws:amz:%s:s3" % e["BERTH_S3_REGION"], "--user",
+                           "%s:%s" % (e["BERTH_S3_ACCESS_KEY"], e["BERTH_S3_SECRET_KEY"]), "-H",
+                           "x-amz-content-sha256: UNSIGNED-PAYLOAD", url], capture_output=True, check=True).stdout.decode()
+
+
+class S3(BerthTestCase):
+    PROJECTS = ("s3",)
+
+    def test_chunked_upload_across_instances(self):
+        # a second berthd on the same database and bucket (same storage directory: same key prefix)
+        other = Berthd(dbname=self.b.dbname, storage=self.b.storage).start()
+        try:
+            data = os.urandom(13 * 2 ** 20 + 77)  # parts of 5 MiB: PATCHes end inside parts
+            d = sha256(data)
+            st, h, _ = self.b.request("POST", "/v2/s3/multi/blobs/uploads/")
+            self.assertEqual(st, 202)
+            loc = h["location"]
+            cuts = [0, 3 * 2 ** 20 + 5, 9 * 2 ** 20 + 1, len(data)]
+            for i in range(3):
+                server = (self.b, other)[i % 2]  # alternate instances
+                piece = data[cuts[i]:cuts[i + 1]]
+                st, h, body = server.request("PATCH", loc, piece, {"Content-Range": "%d-%d" % (cuts[i], cuts[i + 1] - 1)})
+                self.assertEqual(st, 202, body)
+                self.assertEqual(h["range"], "0-%d" % (cuts[i + 1] - 1))
+                loc = h["location"]
+            st, h, _ = other.request("GET", loc)
+            self.assertEqual((st, h["range"]), (204, "0-%d" % (len(data) - 1)), "another instance reports the offset")
+            st, h, body = self.b.request("PUT", loc + "?digest=" + d)  # the running hash of the last PATCH is not here
+            self.assertEqual(st, 201, body)
+            for server in (self.b, other):
+                st, h, got = server.request("GET", "/v2/s3/multi/blobs/" + d)
+                self.assertEqual((st, h["docker-content-digest"]), (200, d))
+                self.assertEqual(hashlib.sha256(got).hexdigest(), d[7:])
+            self.assertEqual(self.b.upload_ids(), [], "no session bytes left in the bucket")
+        finally:
+            other.cleanup()
+
+    def test_wrong_digest_after_instance_switch(self):
+        other = Berthd(dbname=self.b.dbname, storage=self.b.storage).start()
+        try:
+            data = os.urandom(6 * 2 ** 20)
+            st, h, _ = self.b.request("POST", "/v2/s3/bad/blobs/uploads/")
+            st, h, _ = self.b.request("PATCH", h["location"], data, {"Content-Range": "0-%d" % (len(data) - 1)})
+            self.assertEqual(st, 202)
+            wrong = sha256(b"not these bytes")
+            st, _, body = other.request("PUT", h["location"] + "?digest=" + wrong)
+            self.assertEqual((st, error_code(body)), (400, "DIGEST_INVALID"), "read back and refused")
+            st, _, _ = self.b.request("HEAD", "/v2/s3/bad/blobs/" + wrong)
+            self.assertEqual(st, 404)
+        finally:
+            other.cleanup()
+
+    def test_range_head_and_digest_through_the_edge(self):
+        data = bytes(range(256)) * 4096
+        d = self.b.push_blob("s3/range", data)
+        st, h, got = self.b.request("GET", "/v2/s3/range/blobs/" + d, headers={"Range": "bytes=1000-1999"})
+        self.assertEqual((st, got), (206, data[1000:2000]))
+        self.assertEqual(h["content-range"], "bytes 1000-1999/%d" % len(data))
+        self.assertEqual(h["docker-content-digest"], d)
+        st, h, got = self.b.request("HEAD", "/v2/s3/range/blobs/" + d)
+        self.assertEqual((st, int(h["content-length"]), got), (200, len(data), b""))
+        self.assertEqual(h["docker-content-digest"], d)
+        self.assertNotIn("x-amz-request-id", h)
+        # the client's credentials never reach the gateway, and its answer never leaks a presigned URL
+        self.assertFalse(any("X-Amz" in v for v in h.values()), h)
+
+    def test_redirect(self):
+        b = Berthd(dbname=self.b.dbname, storage=self.b.storage, env={"BERTH_S3_REDIRECT": "true"}).start()
+        try:
+            data = os.urandom(4096)
+            d = b.push_blob("s3/redir", data)
+            st, h, _ = b.request("GET", "/v2/s3/redir/blobs/" + d)
+            self.assertEqual(st, 307)
+            self.assertIn("X-Amz-Signature=", h["location"])
+            got = subprocess.run(["curl", "-sf", h["location"]], capture_output=True, check=True).stdout
+            self.assertEqual(got, data, "the presigned URL serves the blob to a client that signs nothing")
+        finally:
+            b.cleanup()
+
+    def test_gateway_paused(self):
+        data = os.urandom(100000)
+        d = self.b.push_blob("s3/pause", data)
+        pid = rgw_pid()
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            t0 = time.time()
+            st, h, body = self.b.request("GET", "/v2/s3/pause/blobs/" + d, timeout=60)
+            t_get = time.time() - t0
+            self.assertEqual(st, 503, body)
+            self.assertEqual(error_code(body), "UNAVAILABLE")
+            new = os.urandom(50000)
+            t0 = time.time()
+            st, h, body = self.b.request("POST", "/v2/s3/pause/blobs/uploads/?digest=" + sha256(new), new, timeout=60)
+            t_put = time.time() - t0
+            self.assertEqual(st, 503, body)
+            self.assertIn("object store", json.loads(body)["errors"][0]["message"] + self.b.logs())
+            print("\ngateway paused: blob GET 503 after %.1f s, monolithic upload 503 after %.1f s (storage.s3.timeout_ms %s)"
+                  % (t_get, t_put, self.b.env["BERTH_S3_TIMEOUT_MS"]))
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        st, _, _ = self.b.request("HEAD", "/v2/s3/pause/blobs/" + sha256(new))
+        self.assertEqual(st, 404, "no half-visible blob")
+        st, _, got = self.b.request("GET", "/v2/s3/pause/blobs/" + d)
+        self.assertEqual((st, got), (200, data), "recovered once resumed")
+        self.assertEqual(self.b.push_blob("s3/pause", new), sha256(new))
+
+    def test_janitor_aborts_abandoned_multipart_uploads(self):
+        b = Berthd(env={"BERTH_UPLOAD_MAX_AGE": "1", "BERTH_UPLOAD_PURGE_INTERVAL": "1"}).start()
+        try:
+            b.project("s3")
+            st, h, _ = b.request("POST", "/v2/s3/gone/blobs/uploads/")
+            data = os.urandom(6 * 2 ** 20)  # one full part: a multipart upload is running
+            st, h, _ = b.request("PATCH", h["location"], data, {"Content-Range": "0-%d" % (len(data) - 1)})
+            self.assertEqual(st, 202)
+            prefix = b.env["BERTH_S3_PREFIX"]
+
+            def running():
+                return len(re.findall(r"<Key>%s/uploads/[^<]*</Key>" % prefix, s3_curl(b, "GET", "uploads=")))
+            self.assertEqual(running() >= 1 or None, True, "the session's multipart upload is running")
+            deadline = time.time() + 20
+            while time.time() < deadline and (running() or b.upload_ids()):
+                time.sleep(0.5)
+            self.assertEqual((running(), b.upload_ids()), (0, []), "aborted and removed by the janitor")
+        finally:
+            b.cleanup()
+
+
+class StartUp(unittest.TestCase):
+    def refused(self, env):
+        b = Berthd(env=env)
+        try:
+            b.start(wait=False)
+            b.proc.wait(timeout=30)
+            return b.proc.returncode, b.logs()
+        finally:
+            b.cleanup()
+
+    def test_missing_bucket(self):
+        rc, log = self.refused({"BERTH_S3_BUCKET": "no-such-bucket"})
+        self.assertNotEqual(rc, 0)
+        self.assertRegex(log, r"berthd: storage: bucket no-such-bucket does not exist at http://127\.0\.0\.1:\d+ \(create it first\)\n")
+
+    def test_wrong_credentials(self):
+        rc, log = self.refused({"BERTH_S3_SECRET_KEY": "wrong" * 8})
+        self.assertNotEqual(rc, 0)
+        self.assertIn("refuses the credentials for bucket", log)
+        self.assertNotIn("wrong" * 8, log, "the secret is not logged")
+
+    def test_no_secret(self):
+        rc, log = self.refused({"BERTH_S3_SECRET_KEY": "", "BERTH_S3_SECRET_KEY_FILE": "/nonexistent"})
+        self.assertNotEqual(rc, 0)
+        self.assertIn("storage.s3.secret_key_file /nonexistent cannot be read", log)
+
+
+if __name__ == "__main__":
+    main()
