@@ -14,6 +14,7 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import (OCI_CONFIG, OCI_INDEX, OCI_LAYER, OCI_MANIFEST, BerthTestCase, Berthd, error_code, eventually,  # noqa: E402
                      main, psql, sha256)
+from test_gc import GC_ENV, run_gc  # noqa: E402
 
 DEFAULT_LIMIT = 3 * 1024 * 1024
 WARN_PERCENT = 50
@@ -24,8 +25,8 @@ class Quota(BerthTestCase):
 
     @classmethod
     def setUpClass(cls):
-        cls.b = Berthd(env={"BERTH_QUOTA_DEFAULT_STORAGE_LIMIT": "3M",
-                            "BERTH_QUOTA_WARNING_PERCENT": str(WARN_PERCENT)}).start()
+        cls.b = Berthd(env={"BERTH_QUOTA_DEFAULT_STORAGE_LIMIT": "3M", "BERTH_QUOTA_WARNING_PERCENT": str(WARN_PERCENT),
+                            **GC_ENV}).start()
         st, _, raw = cls.api_raw("POST", "/users", {"username": "dev", "password": "Dev12345!x"})
         assert st == 201, raw
 
@@ -71,14 +72,16 @@ class Quota(BerthTestCase):
                        "berth_quota_items(p.id) i EXCEPT SELECT qb.project_id, qb.digest FROM quota_blobs qb)) x")
         self.assertEqual(diff, "0", "the charged set differs from the recomputed one")
 
-    def image(self, repo, layers, tag=None):
-        """Push `layers` (bytes each) + a config, then the manifest; returns (status, body, digest, bytes it holds)."""
+    def image(self, repo, layers, tag=None, untagged=False):
+        """Push `layers` (bytes each) + a config, then the manifest (by digest when `untagged`); returns (status, body,
+        digest, bytes it holds)."""
         descs = [{"mediaType": OCI_LAYER, "digest": self.b.push_blob(repo, data), "size": len(data)} for data in layers]
         cfg = json.dumps({"architecture": "amd64", "os": "linux", "rootfs": {"type": "layers", "diff_ids": []},
                           "n": os.urandom(4).hex()}).encode()
         m = {"schemaVersion": 2, "mediaType": OCI_MANIFEST,
              "config": {"mediaType": OCI_CONFIG, "digest": self.b.push_blob(repo, cfg), "size": len(cfg)}, "layers": descs}
-        st, h, body, raw = self.b.push_manifest(repo, tag or "t" + os.urandom(4).hex(), m)
+        raw = json.dumps(m).encode()
+        st, h, body, raw = self.b.push_manifest(repo, sha256(raw) if untagged else tag or "t" + os.urandom(4).hex(), raw)
         return st, body, sha256(raw), len(raw) + len(cfg) + sum(len(x) for x in layers)
 
     # --- the API -----------------------------------------------------------------------------------------
@@ -283,19 +286,22 @@ class Quota(BerthTestCase):
         self.assertLessEqual(q["used"]["storage"], q["hard"]["storage"])
         self.recount_matches()
 
-    def test_usage_equals_a_recount_after_random_pushes_and_deletes(self):
+    def test_usage_equals_a_recount_after_random_pushes_deletes_and_gc(self):
         rnd = random.Random(13)
         self.create("q-rand", storage_limit=-1)
         self.create("q-rand2", storage_limit=-1)
         pool = [os.urandom(rnd.randrange(100, 4000)) for _ in range(8)]
-        pushed = []  # (repo, digest)
+        pushed = []  # (repo, digest) of tagged manifests
+        gc_freed = []
         for step in range(60):
             op = rnd.random()
             if op < 0.55 or not pushed:
                 repo = rnd.choice(["q-rand/a", "q-rand/b", "q-rand/c", "q-rand2/a"])
-                st, body, d, _ = self.image(repo, rnd.sample(pool, rnd.randrange(1, 4)))
+                untagged = rnd.random() < 0.3  # what GC's delete_untagged takes away
+                st, body, d, _ = self.image(repo, rnd.sample(pool, rnd.randrange(1, 4)), untagged=untagged)
                 self.assertEqual(st, 201, body)
-                pushed.append((repo, d))
+                if not untagged:
+                    pushed.append((repo, d))
             elif op < 0.75:
                 repo, d = pushed.pop(rnd.randrange(len(pushed)))
                 self.assertEqual(self.b.request("DELETE", "/v2/%s/manifests/%s" % (repo, d))[0], 202)
@@ -320,7 +326,14 @@ class Quota(BerthTestCase):
                 pushed = [x for x in pushed if x[0] != repo]
             if step % 10 == 9:
                 self.recount_matches()
+            if step % 20 == 19:  # a GC run that deletes untagged manifests: their bytes leave the usage with them
+                before = self.used("q-rand") + self.used("q-rand2")
+                run = run_gc(self.b, delete_untagged=True)
+                self.assertEqual(run["job_status"], "Success", run)
+                self.recount_matches()
+                gc_freed.append(before - self.used("q-rand") - self.used("q-rand2"))
         self.recount_matches()
+        self.assertGreater(sum(gc_freed), 0, "the GC runs deleted untagged manifests and usage dropped")
         self.assertGreater(self.used("q-rand") + self.used("q-rand2"), 0)
 
     def test_existing_usage_is_backfilled_by_the_migration(self):
