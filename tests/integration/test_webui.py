@@ -143,6 +143,14 @@ class WebUI(BerthTestCase):
             self.b.push_image("pol/app", tag)
         self.run_browser("policies.e2e.mjs", {"admin_password": ADMIN_PASSWORD, "user_password": USER_PW})
 
+    def test_quotas_in_the_browser(self):
+        # qfull: one image of ~18 KB against a 20000-byte limit (over the 85 % line); qroomy: a little of 1 GiB
+        self.assertEqual(self.api("POST", "/projects", {"project_name": "qfull", "storage_limit": 20000})[0], 201)
+        self.assertEqual(self.api("POST", "/projects", {"project_name": "qroomy", "storage_limit": 1024 ** 3})[0], 201)
+        self.b.push_image("qfull/app", "v1", size=17500)
+        self.b.push_image("qroomy/app", "v1", size=2048)
+        self.run_browser("quota.e2e.mjs", {"admin_password": ADMIN_PASSWORD})
+
     def test_ldap_in_the_browser(self):
         from test_ldap import BASE as LDAP_BASE, Slapd, ldap_env
         slapd = Slapd()

@@ -1,5 +1,5 @@
 // Administration (system admins): users, registries, replication policies and executions (live), the system
-// audit log, garbage collection (gc.tsx), LDAP (import users, add groups) and system information. Each section is
+// audit log, garbage collection (gc.tsx), project quotas (quotas.tsx), LDAP (import users, add groups) and system information. Each section is
 // its own URL under /admin/.
 import { useEffect, useState } from "preact/hooks";
 import { call, get, list, send } from "../api";
@@ -12,6 +12,7 @@ import { Dialog } from "../ui/dialog";
 import { Empty, ErrorBox, Forbidden, FormButtons, FormError, Loading, useAction, useLoad } from "../ui/states";
 import { PagedTable } from "../ui/table";
 import { GcSection } from "./gc";
+import { QuotasSection } from "./quotas";
 import { auditColumns } from "./project";
 
 const SECTIONS = [
@@ -20,6 +21,7 @@ const SECTIONS = [
   ["replication", "Replication"],
   ["audit", "Audit log"],
   ["gc", "Garbage collection"],
+  ["quotas", "Quotas"],
   ["ldap", "LDAP"],
   ["system", "System"],
 ] as const;
@@ -35,6 +37,7 @@ export function AdminPage({ rest }: { rest: string }) {
   else if (section === "replication") body = <Policies />;
   else if (section === "audit") body = <Audit />;
   else if (section === "gc") body = <GcSection />;
+  else if (section === "quotas") body = <QuotasSection />;
   else if (section === "ldap") body = <Ldap />;
   else if (section === "system") body = <System />;
   else body = <ErrorBox error={new Error(`No section ${rest}`)} />;

@@ -2,7 +2,7 @@
 // What the caller may do comes from /users/current/permissions?scope=/project/<name>.
 import { useEffect, useState } from "preact/hooks";
 import { ApiError, get, list, send } from "../api";
-import { formatAgo, formatBytes, formatTime, robotExpiry, ROLES, roleName } from "../format";
+import { formatAgo, formatTime, robotExpiry, ROLES, roleName } from "../format";
 import { Perms, ROBOT_PERMISSIONS, type Permission } from "../perms";
 import { listUrl, repoInProject } from "../query";
 import { navigate } from "../router";
@@ -11,6 +11,7 @@ import { copyText, Dialog } from "../ui/dialog";
 import { ErrorBox, FormButtons, FormError, Loading, useAction, useLoad } from "../ui/states";
 import { PagedTable } from "../ui/table";
 import { ImmutableRules, RetentionRules } from "./policies";
+import { ProjectQuota } from "./quotas";
 import type { Project } from "./projects";
 
 export function useProjectPerms(name: string) {
@@ -50,6 +51,11 @@ export function ProjectPage({ name, tab }: { name: string; tab: string }) {
         <span class={`badge ${p.metadata.public === "true" ? "ok" : ""}`}>{p.metadata.public === "true" ? "Public" : "Private"}</span>
         {p.current_user_role_id > 0 && <span class="badge">{roleName(p.current_user_role_id)}</span>}
         <span class="badge" title="ISA policy">ISA: {p.metadata.isa_policy ?? "off"}</span>
+        {!anon && (
+          <span class="head-quota">
+            Storage: <ProjectQuota project={p.name} />
+          </span>
+        )}
       </div>
       <nav class="tabs" aria-label="Project sections">
         {tabs.map(([id, label]) => (
@@ -525,7 +531,6 @@ function Settings({ project, perms, onSaved }: { project: Project; perms: Perms;
   const [scan, setScan] = useState(project.metadata.isa_require_scan_pass === "true");
   const [msg, setMsg] = useState("");
   const [err, setErr] = useState("");
-  const summary = useLoad(`summary|${project.name}`, () => get<{ quota: { used: { storage: number } } }>(`/projects/${encodeURIComponent(project.name)}/summary`));
   const save = async (e: Event) => {
     e.preventDefault();
     setErr("");
@@ -561,7 +566,7 @@ function Settings({ project, perms, onSaved }: { project: Project; perms: Perms;
   return (
     <form class="form settings" onSubmit={save}>
       <p>
-        Storage used: <strong>{summary.data ? formatBytes(summary.data.quota.used.storage) : "…"}</strong> · owner {project.owner_name || "—"} · created{" "}
+        Owner {project.owner_name || "—"} · created{" "}
         {formatTime(project.creation_time)}
       </p>
       <label class="check">

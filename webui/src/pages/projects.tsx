@@ -2,13 +2,14 @@
 // server allows it).
 import { useState } from "preact/hooks";
 import { ApiError, get, list, send } from "../api";
-import { formatBytes, formatTime, roleName } from "../format";
+import { formatTime, roleName } from "../format";
 import { listUrl } from "../query";
 import { loc, navigate, setSearch } from "../router";
 import { me } from "../session";
 import { Dialog } from "../ui/dialog";
 import { FormButtons, FormError, useLoad } from "../ui/states";
 import { PagedTable } from "../ui/table";
+import { ProjectQuota } from "./quotas";
 
 export interface Project {
   project_id: number;
@@ -85,10 +86,9 @@ export function ProjectsPage() {
   );
 }
 
-/** Storage used, from the project's summary: one small request per row shown, never for the whole list. */
+/** Storage used against the limit, from the project's summary: one small request per row shown, never for the whole list. */
 function ProjectStorage({ name }: { name: string }) {
-  const s = useLoad(`storage|${name}`, () => get<{ quota: { used: { storage: number } } }>(`/projects/${encodeURIComponent(name)}/summary`));
-  return <>{s.data ? formatBytes(s.data.quota.used.storage) : s.error ? "—" : "…"}</>;
+  return <ProjectQuota project={name} compact />;
 }
 
 function CreateProject({ open, onClose }: { open: boolean; onClose: () => void }) {
