@@ -189,7 +189,7 @@ test("logs and settings", async () => {
   await checkPage(page, "project-logs");
   await page.goto(BASE + "/projects/secret/settings");
   await settled(page);
-  await page.getByText("Storage used").waitFor();
+  await page.locator(".head-quota").getByText(/\(no limit\)/).waitFor(); // the project header shows usage against the limit
   await checkPage(page, "project-settings");
 });
 
@@ -202,7 +202,7 @@ test("a guest sees no push or delete controls; a limited guest sees no members",
   await page.getByRole("link", { name: "secret/app" }).waitFor();
   assert.equal(await page.getByRole("button", { name: /Delete/ }).count(), 0);
   await page.getByRole("link", { name: "Settings" }).click(); // read-only for a guest
-  await page.getByText("Storage used").waitFor();
+  await page.locator(".head-quota").getByText(/\(no limit\)/).waitFor(); // the project header shows usage against the limit
   assert.equal(await page.getByRole("button", { name: "Save" }).count(), 0);
   assert.ok(await page.getByLabel("ISA policy for pushed indexes").isDisabled());
   await page.getByRole("link", { name: "Members" }).click();
