@@ -333,7 +333,10 @@ static step_t sweep_batch(berth_dbconn_t *c, run_t *r, int kind, berth_err_t *er
     int rc = berth_db_begin(c, err);
     if (rc == 0 && kind == 1)
         rc = q(c, BERTH_Q_GC_QUIET, NULL, NULL, err);
-    const char *lp[] = {r->marks, cursor, r->batch};
+    /* a manifest batch holds its projects' quota rows, which every PUT in them waits for: keep it short */
+    char small[24];
+    snprintf(small, sizeof(small), "%ld", gc.conf.batch < 100 ? gc.conf.batch : 100);
+    const char *lp[] = {r->marks, cursor, kind == 1 ? small : r->batch};
     if (rc == 0 && kind == 1)
         rc = q(c, BERTH_Q_GC_LOCK_QUOTAS, lp, NULL, err);
     if (rc == 0)
