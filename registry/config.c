@@ -86,6 +86,12 @@ static const struct {
     {"gc.grace_seconds", "BERTH_GC_GRACE_SECONDS", T_SECONDS, FIELD(gc_grace)},
     {"gc.lease_seconds", "BERTH_GC_LEASE_SECONDS", T_INT, FIELD(gc_lease)},
     {"gc.batch", "BERTH_GC_BATCH", T_INT, FIELD(gc_batch)},
+    {"gateway.publish_dir", "BERTH_GATEWAY_PUBLISH_DIR", T_STR, FIELD(gw_publish_dir)},
+    {"gateway.compressor", "BERTH_GATEWAY_COMPRESSOR", T_STR, FIELD(gw_compressor)},
+    {"gateway.workers", "BERTH_GATEWAY_WORKERS", T_INT, FIELD(gw_workers)},
+    {"gateway.threads", "BERTH_GATEWAY_THREADS", T_INT, FIELD(gw_threads)},
+    {"gateway.lease_seconds", "BERTH_GATEWAY_LEASE_SECONDS", T_INT, FIELD(gw_lease)},
+    {"gateway.keep_devices", NULL, T_BOOL, FIELD(gw_keep_devices)},
     {"ldap.url", "BERTH_LDAP_URL", T_STR, FIELD(ldap_url)},
     {"ldap.starttls", NULL, T_BOOL, FIELD(ldap_starttls)},
     {"ldap.search_dn", "BERTH_LDAP_SEARCH_DN", T_STR, FIELD(ldap_search_dn)},
@@ -309,6 +315,10 @@ int berth_config_load(berth_config_t *cfg, const char *path, char *errbuf, size_
     cfg->gc_grace = 7200;
     cfg->gc_lease = 60;
     cfg->gc_batch = 1000;
+    cfg->gw_compressor = strdup("zstd");
+    cfg->gw_workers = 1;
+    cfg->gw_threads = 1;
+    cfg->gw_lease = 60;
     if (path != NULL && load_yaml(cfg, path, errbuf, errlen) != 0)
         return -1;
     for (size_t i = 0; i < NDIR; i++) {
@@ -339,6 +349,15 @@ int berth_config_load(berth_config_t *cfg, const char *path, char *errbuf, size_
     if (strcmp(cfg->ldap_scope, "base") != 0 && strcmp(cfg->ldap_scope, "onelevel") != 0 &&
         strcmp(cfg->ldap_scope, "subtree") != 0) {
         snprintf(errbuf, errlen, "ldap.scope must be base, onelevel or subtree");
+        return -1;
+    }
+    if (strcmp(cfg->gw_compressor, "zstd") != 0 && strcmp(cfg->gw_compressor, "gzip") != 0 &&
+        strcmp(cfg->gw_compressor, "xz") != 0 && strcmp(cfg->gw_compressor, "lz4") != 0) {
+        snprintf(errbuf, errlen, "gateway.compressor must be zstd, gzip, xz or lz4, got \"%s\"", cfg->gw_compressor);
+        return -1;
+    }
+    if (cfg->gw_publish_dir != NULL && cfg->gw_publish_dir[0] != '\0' && cfg->gw_publish_dir[0] != '/') {
+        snprintf(errbuf, errlen, "gateway.publish_dir must be an absolute path, got \"%s\"", cfg->gw_publish_dir);
         return -1;
     }
     if (cfg->ldap_url != NULL && cfg->ldap_url[0] != '\0' && (cfg->ldap_base_dn == NULL || cfg->ldap_base_dn[0] == '\0')) {

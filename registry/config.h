@@ -70,6 +70,13 @@ typedef struct st_berth_config_t {
     int gc_grace;             /* gc.grace_seconds BERTH_GC_GRACE_SECONDS: unreferenced this long before GC deletes (7200) */
     int gc_lease;             /* gc.lease_seconds BERTH_GC_LEASE_SECONDS: a silent run holder is replaced after this (60) */
     int gc_batch;             /* gc.batch BERTH_GC_BATCH: rows per sweep transaction (1000) */
+    /* gateway.* (issue 15): the HPC squashfs conversions */
+    char *gw_publish_dir; /* gateway.publish_dir BERTH_GATEWAY_PUBLISH_DIR: <project>/<repo>/<digest>.sqsh here (unset: none) */
+    char *gw_compressor;  /* gateway.compressor BERTH_GATEWAY_COMPRESSOR: zstd (default), gzip, xz, lz4 */
+    int gw_workers;       /* gateway.workers: conversions at once (1) */
+    int gw_threads;       /* gateway.threads: compressor threads per conversion (1) */
+    int gw_lease;         /* gateway.lease_seconds BERTH_GATEWAY_LEASE_SECONDS: a silent claim is taken up after this (60) */
+    int gw_keep_devices;  /* gateway.keep_devices: keep character and block devices (false) */
 } berth_config_t;
 
 /**

@@ -33,6 +33,7 @@
 #include "registry/service/proxy.h"
 #include "registry/service/quota.h"
 #include "registry/service/retention.h"
+#include "registry/service/sqfs_gateway.h"
 #include "registry/service/upload_limits.h"
 #include "registry/storage/store.h"
 #include "replication/replication.h"
@@ -288,7 +289,7 @@ Out:
 
 /* What serve() has started, so a failure part-way and the normal drain stop exactly that, in reverse order */
 typedef struct {
-    int audit, isa_scan, replication, proxy, gc, retention;
+    int audit, isa_scan, replication, proxy, gc, retention, sqfs;
     berth_db_listener_t *listener;
     berth_workers_t *workers, *auth_workers;
     berth_janitor_t *janitor;
@@ -317,6 +318,8 @@ static void stop_started(started_t *st)
     berth_workers_stop(st->auth_workers);
     if (st->isa_scan)
         berth_isa_scan_stop();
+    if (st->sqfs)
+        berth_sqfs_gateway_stop();
     berth_db_listen_stop(st->listener);
     if (st->audit)
         berth_audit_stop();
@@ -391,6 +394,22 @@ static int serve(berth_config_t *cfgp, berth_db_t *db, berth_store_t *store, ber
     st.isa_scan = berth_isa_scan_start(&reg) == 0;
     if (!st.isa_scan) {
         failed = "the ISA scanner";
+        goto Fail;
+    }
+    /* this instance for the squashfs queue: its host and address, so a restart takes its own claims back at once */
+    char host[256] = "", instance[600];
+    gethostname(host, sizeof(host) - 1);
+    snprintf(instance, sizeof(instance), "%s|%s", host, cfg.http_addr);
+    berth_sqfs_gateway_conf_t gw = {.publish_dir = cfg.gw_publish_dir,
+                                    .compressor = cfg.gw_compressor,
+                                    .workers = cfg.gw_workers,
+                                    .threads = cfg.gw_threads,
+                                    .lease_seconds = cfg.gw_lease,
+                                    .keep_devices = cfg.gw_keep_devices,
+                                    .instance = instance};
+    st.sqfs = berth_sqfs_gateway_start(&reg, &gw) == 0;
+    if (!st.sqfs) {
+        failed = "the squashfs gateway";
         goto Fail;
     }
     /* auth workers (credential work only, auth/offload.h) first: queued jobs of the others may move to them */

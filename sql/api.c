@@ -5,6 +5,7 @@
 
 #include "core/log.h"
 #include "sql/db_internal.h"
+#include "sql/gateway.h"
 #include "sql/page.h"
 
 /*
@@ -28,7 +29,8 @@
     "'update_time', p.updated_at, 'repo_count', (SELECT count(*) FROM repositories r WHERE r.project_id = p.id), "                 \
     "'metadata', json_build_object('public', CASE WHEN p.public THEN 'true' ELSE 'false' END, 'isa_policy', "                      \
     "p.isa_policy, 'isa_require_scan_pass', CASE WHEN p.isa_require_scan_pass THEN 'true' ELSE 'false' END, 'proxy_speed_kb', "    \
-    "p.proxy_speed_kb::text, 'retention_id', (SELECT rp.id::text FROM retention_policies rp WHERE rp.project_id = p.id)), "        \
+    "p.proxy_speed_kb::text, 'retention_id', (SELECT rp.id::text FROM retention_policies rp WHERE rp.project_id = p.id), "         \
+    "'hpc_squashfs', p.hpc_squashfs, 'hpc_squashfs_tags', p.hpc_squashfs_tags), "                                                  \
     "'registry_id', p.registry_id, "                                                                                               \
     "'current_user_role_id', CASE WHEN " robot "::bool THEN 0 ELSE coalesce(berth_member_role(p.id, " uid "::bigint), 0) END)"
 
@@ -77,6 +79,8 @@
     "v.architecture, 'variant', v.variant, 'level', v.level, 'features', v.features, 'target', v.target, 'scan_status', "          \
     "coalesce(s.status, 'pending'), 'scan_max_level', s.max_level) ORDER BY v.position) FROM isa_variants v LEFT JOIN "            \
     "isa_scans s ON " ISA_SCAN_OF_ENTRY " WHERE v.manifest_id = m.id), "                                                           \
+    "'squashfs', (SELECT " BERTH_SQL_SQFS_JOB_JSON " FROM sqfs_jobs j WHERE j.repository_id = m.repository_id AND j.digest = "     \
+    "m.digest), "                                                                                                                  \
     "'accessories', coalesce((SELECT json_agg(json_build_object('digest', a.digest, 'artifact_type', a.artifact_type, "            \
     "'size', a.size) ORDER BY a.digest) FROM manifests a WHERE a.repository_id = m.repository_id AND a.subject_digest "            \
     "= m.digest), '[]'))"
@@ -154,12 +158,14 @@ const berth_db__stmt_t berth_db__api_stmts[BERTH_SQL__COUNT] = {
       "IS NOT NULL), q AS (INSERT INTO quotas (project_id, hard_storage) SELECT p.id, $6::bigint FROM p) "
       "SELECT json_build_object('project_id', id)::text FROM p",
       6),
-    /* $1 id, $2 public, $3 isa_policy, $4 isa_require_scan_pass, $5 proxy_speed_kb (NULL keeps each) */
+    /* $1 id, $2 public, $3 isa_policy, $4 isa_require_scan_pass, $5 proxy_speed_kb, $6 hpc_squashfs, $7 hpc_squashfs_tags
+     * (NULL keeps each) */
     Q(BERTH_Q_PROJECT_UPDATE,
       "UPDATE projects SET public = coalesce($2::bool, public), isa_policy = coalesce($3::text, isa_policy), "
       "isa_require_scan_pass = coalesce($4::bool, isa_require_scan_pass), proxy_speed_kb = coalesce($5::bigint, proxy_speed_kb), "
+      "hpc_squashfs = coalesce($6::text, hpc_squashfs), hpc_squashfs_tags = coalesce($7::text, hpc_squashfs_tags), "
       "updated_at = now() WHERE id = $1::bigint",
-      5),
+      7),
     /* $1 id: only an empty project goes */
     Q(BERTH_Q_PROJECT_DELETE,
       "DELETE FROM projects p WHERE p.id = $1::bigint AND NOT EXISTS (SELECT 1 FROM repositories r WHERE r.project_id = p.id)", 1),
@@ -495,8 +501,8 @@ int berth_db_api(berth_dbconn_t *c, berth_q_t q, const char *const *params, bert
     memset(out, 0, sizeof(*out));
     out->total = -1;
     /* only the JSON-shaped queries: another file's statement would answer in another shape */
-    if ((unsigned)q >= BERTH_SQL__COUNT ||
-        (berth_db__api_stmts[q].sql == NULL && berth_db__replication_stmts[q].sql == NULL && berth_db__gc_stmts[q].sql == NULL)) {
+    if ((unsigned)q >= BERTH_SQL__COUNT || (berth_db__api_stmts[q].sql == NULL && berth_db__replication_stmts[q].sql == NULL &&
+                                            berth_db__gc_stmts[q].sql == NULL && berth_db__gateway_stmts[q].sql == NULL)) {
         berth_log_err("sql: %d (%s) is not a REST query", (int)q, berth_sql_name((int)q));
         return berth_err_set(err, BERTH_OCI_INTERNAL, "unknown query %d", (int)q);
     }

@@ -46,6 +46,7 @@ extern const berth_db__stmt_t berth_db__proxy_stmts[BERTH_SQL__COUNT];
 extern const berth_db__stmt_t berth_db__immutable_stmts[BERTH_SQL__COUNT];
 extern const berth_db__stmt_t berth_db__gc_stmts[BERTH_SQL__COUNT];
 extern const berth_db__stmt_t berth_db__retention_stmts[BERTH_SQL__COUNT];
+extern const berth_db__stmt_t berth_db__gateway_stmts[BERTH_SQL__COUNT];
 
 /** The statement of `id` in whichever table defines it; NULL for an id outside the list or with no text. */
 const berth_db__stmt_t *berth_db__stmt(int id);

@@ -61,6 +61,18 @@
     X(BERTH_SQL_ISA_VIEW_GET) \
     X(BERTH_SQL_ISA_SCAN_PUT) \
     X(BERTH_SQL_ISA_UNSCANNED) \
+    /* sql/gateway.c: HPC squashfs jobs */ \
+    X(BERTH_Q_SQFS_MODE) \
+    X(BERTH_Q_SQFS_ENSURE) \
+    X(BERTH_Q_SQFS_CLAIM) \
+    X(BERTH_Q_SQFS_PROGRESS) \
+    X(BERTH_Q_SQFS_DONE) \
+    X(BERTH_Q_SQFS_FAIL) \
+    X(BERTH_Q_SQFS_RESET) \
+    X(BERTH_Q_SQFS_GET) \
+    X(BERTH_Q_SQFS_FORGET) \
+    X(BERTH_Q_SQFS_COUNTS) \
+    X(BERTH_Q_SQFS_LEVEL) \
     /* sql/users.c: principals, sessions, tokens, audit */ \
     X(BERTH_SQL_USER_GET) \
     X(BERTH_SQL_USER_BOOTSTRAP) \

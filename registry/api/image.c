@@ -9,6 +9,7 @@
 #include "registry/api/internal.h"
 #include "registry/api/routes.h"
 #include "registry/service/image_config.h"
+#include "registry/service/sqfs_gateway.h"
 #include "sql/registry.h"
 
 /* The parsed image config of `ref` (tag or digest) in `repo`: 0 with *cfg; BERTH_ENOTFOUND when the artifact is
@@ -74,10 +75,43 @@ static int addition(berth_api_t *a)
     return berth_api_jsonv(a, 200, out);
 }
 
+/* The squashfs of an image manifest; in a project converting on push or pull a missing one is queued here */
+static int squashfs(berth_api_t *a)
+{
+    const char *repo = a->repo, *ref = berth_api_arg(a, "reference");
+    berth_db_manifest_t m = {0};
+    berth_err_t err;
+    berth_err_clear(&err);
+    int rc = berth_db_manifest_get(a->c, repo, ref, strchr(ref, ':') != NULL, &m, &err);
+    if (rc == BERTH_ENOTFOUND)
+        return berth_api_fail(a, BERTH_OCI_NOT_FOUND, "artifact %s not found", ref);
+    if (rc != 0)
+        return berth_api_err(a, &err);
+    int index = strcmp(m.media_type, BERTH_MT_OCI_INDEX) == 0 || strcmp(m.media_type, BERTH_MT_DOCKER_LIST) == 0;
+    char digest[BERTH_DIGEST_MAX], *json = NULL;
+    snprintf(digest, sizeof(digest), "%s", m.digest);
+    berth_db_manifest_dispose(&m);
+    if (index)
+        return berth_api_fail(a, BERTH_OCI_BAD_REQUEST,
+                              "%s is an index: ask for the squashfs of one of its manifests (berth-isa resolve picks this node's)",
+                              ref);
+    int created = 0;
+    rc = berth_sqfs_gateway_request(a->c, repo, digest, &json, &created, &err);
+    if (rc == BERTH_ENOTFOUND)
+        return berth_api_fail(a, BERTH_OCI_NOT_FOUND, "no squashfs of %s: the project's hpc_squashfs is off", ref);
+    if (rc != 0)
+        return berth_api_err(a, &err);
+    if (json == NULL)
+        return berth_api_fail(a, BERTH_OCI_NOT_FOUND, "no squashfs of %s", ref);
+    return berth_api_json(a, created ? 202 : 200, json);
+}
+
 #define R "/projects/{project_name}/repositories/{repository_name}"
 
 const berth_api_route_t berth_api_image_routes[] = {
     BERTH_API_ROUTE("GET", R "/artifacts/{reference}", BERTH_API_P_PROJECT(ARTIFACT, READ), get_artifact, "getArtifact"),
+    BERTH_API_ROUTE("GET", R "/artifacts/{reference}/squashfs", BERTH_API_P_PROJECT(ARTIFACT, READ), squashfs,
+                    "getArtifactSquashfs"),
     BERTH_API_ROUTE("GET", R "/artifacts/{reference}/additions/{addition}", BERTH_API_P_PROJECT(ARTIFACT, READ), addition,
                     "getAddition"),
     BERTH_API_ROUTES_END,

@@ -9,6 +9,7 @@
 #include "registry/api/routes.h"
 #include "registry/service/events.h"
 #include "registry/service/quota.h"
+#include "registry/service/sqfs_gateway.h"
 #include "sql/registry.h"
 
 /* caller facts as query parameters: $1 id, $2 admin, $3 robot */
@@ -197,9 +198,26 @@ static int update_project(berth_api_t *a)
     int scan = rs == NULL ? -1 : strcmp(rs, "true") == 0 ? 1 : strcmp(rs, "false") == 0 ? 0 : -2;
     char speed[24];
     int speed_bad = proxy_speed(json_object_get(json_object_get(body, "metadata"), "proxy_speed_kb"), speed);
+    char sq[8] = "", sqtags[1024] = "";
+    int sqtags_set = 0;
+    const char *sm = json_string_value(json_object_get(json_object_get(body, "metadata"), "hpc_squashfs"));
+    const char *st = json_string_value(json_object_get(json_object_get(body, "metadata"), "hpc_squashfs_tags"));
+    if (sm != NULL)
+        snprintf(sq, sizeof(sq), "%s", strlen(sm) < sizeof(sq) ? sm : "?");
+    if (st != NULL && strlen(st) < sizeof(sqtags)) {
+        snprintf(sqtags, sizeof(sqtags), "%s", st);
+        sqtags_set = 1;
+    } else if (st != NULL)
+        sqtags_set = -1;
     json_decref(body);
     if (speed_bad)
         return berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "metadata.proxy_speed_kb must be -1 or a positive number of KiB/s");
+    if (sq[0] && strcmp(sq, "off") != 0 && strcmp(sq, "push") != 0 && strcmp(sq, "pull") != 0)
+        return berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "metadata.hpc_squashfs must be off, push or pull");
+    const char *why = NULL;
+    if (sqtags_set < 0 || (sqtags_set && berth_sqfs_gateway_patterns_check(sqtags, &why) != 0))
+        return berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "metadata.hpc_squashfs_tags: %s",
+                              sqtags_set < 0 ? "longer than 1023 bytes" : why);
     if (scan == -2)
         return berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "metadata.isa_require_scan_pass must be \"true\" or \"false\"");
     if (isa[0] && strcmp(isa, "off") != 0 && strcmp(isa, "warn") != 0 && strcmp(isa, "strict") != 0)
@@ -214,7 +232,9 @@ static int update_project(berth_api_t *a)
                        scan < 0 ? NULL
                        : scan   ? "true"
                                 : "false",
-                       speed[0] ? speed : NULL};
+                       speed[0] ? speed : NULL,
+                       sq[0] ? sq : NULL,
+                       sqtags_set ? sqtags : NULL};
     berth_db_json_t r;
     if (berth_api_query(a, BERTH_Q_PROJECT_UPDATE, p, &r) != 0)
         return -1;

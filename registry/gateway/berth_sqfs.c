@@ -3,6 +3,7 @@
  * from layer files without a registry:  berth-sqfs [-c zstd|gzip|xz|lz4] [-j threads] [-D] OUT LAYER...
  * Layers oldest first (tar, tar+gzip, tar+zstd). Prints one JSON line of figures; exit 1 with the reason on failure.
  */
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,22 @@
 #include <unistd.h>
 
 #include "registry/gateway/sqfs_convert.h"
+
+/* Layer files, read with pread */
+static int read_file(void *ctx, size_t layer, uint64_t off, void *buf, size_t len, size_t *got)
+{
+    const int *fds = ctx;
+    *got = 0;
+    while (*got < len) {
+        ssize_t n = pread(fds[layer], (char *)buf + *got, len - *got, (off_t)(off + *got));
+        if (n < 0)
+            return -1;
+        if (n == 0)
+            break;
+        *got += (size_t)n;
+    }
+    return 0;
+}
 
 int main(int argc, char **argv)
 {
@@ -42,7 +59,19 @@ int main(int argc, char **argv)
     clock_gettime(CLOCK_MONOTONIC, &t0);
     berth_sqfs_stats_t st;
     berth_err_t err = {0};
-    int rc = berth_sqfs_convert((const char *const *)argv + optind + 1, (size_t)(argc - optind - 1), fd, &o, &st, &err);
+    size_t n = (size_t)(argc - optind - 1);
+    int *fds = calloc(n + 1, sizeof(int)), rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i++)
+        if ((fds[i] = open(argv[optind + 1 + i], O_RDONLY | O_CLOEXEC)) < 0) {
+            snprintf(err.msg, sizeof(err.msg), "%s: %s", argv[optind + 1 + i], strerror(errno));
+            rc = -1;
+        }
+    if (rc == 0)
+        rc = berth_sqfs_convert(n, read_file, fds, fd, &o, &st, &err);
+    for (size_t i = 0; i < n; i++)
+        if (fds[i] > 0)
+            close(fds[i]);
+    free(fds);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     if (rc == 0 && fsync(fd) != 0)
         rc = -1;

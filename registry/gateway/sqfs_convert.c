@@ -2,6 +2,7 @@
 
 #include <archive.h>
 #include <archive_entry.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,7 +13,38 @@
 #define MAX_XATTRS 128
 #define PROGRESS_EVERY (16u << 20)
 
-static struct archive *open_layer(const char *path, size_t i, size_t n, berth_err_t *err)
+/* libarchive pulls a layer through the caller's reader, READ_BLOCK at a time */
+typedef struct {
+    berth_sqfs_read_fn read;
+    void *ctx;
+    size_t layer;
+    uint64_t off;
+    char *buf;
+} source_t;
+
+static la_ssize_t source_read(struct archive *a, void *data, const void **out)
+{
+    source_t *src = data;
+    size_t got = 0;
+    if (src->read(src->ctx, src->layer, src->off, src->buf, READ_BLOCK, &got) != 0) {
+        archive_set_error(a, EIO, "the layer's bytes cannot be read from storage");
+        return -1;
+    }
+    src->off += got;
+    *out = src->buf;
+    return (la_ssize_t)got;
+}
+
+static int source_close(struct archive *a, void *data)
+{
+    (void)a;
+    source_t *src = data;
+    free(src->buf);
+    free(src);
+    return ARCHIVE_OK;
+}
+
+static struct archive *open_layer(berth_sqfs_read_fn read, void *ctx, size_t i, size_t n, berth_err_t *err)
 {
     struct archive *a = archive_read_new();
     archive_read_support_filter_gzip(a);
@@ -20,7 +52,9 @@ static struct archive *open_layer(const char *path, size_t i, size_t n, berth_er
     archive_read_support_filter_xz(a);
     archive_read_support_filter_bzip2(a);
     archive_read_support_format_tar(a);
-    if (archive_read_open_filename(a, path, READ_BLOCK) != ARCHIVE_OK) {
+    source_t *src = calloc(1, sizeof(*src));
+    *src = (source_t){.read = read, .ctx = ctx, .layer = i, .buf = malloc(READ_BLOCK)};
+    if (archive_read_open(a, src, NULL, source_read, source_close) != ARCHIVE_OK) {
         berth_err_set(err, BERTH_OCI_BAD_REQUEST, "layer %zu of %zu: not a tar layer: %.160s", i + 1, n,
                       archive_error_string(a) ? archive_error_string(a) : "unreadable");
         archive_read_free(a);
@@ -79,9 +113,10 @@ static int entry_of(struct archive_entry *ae, berth_sqfs_entry_t *e, berth_sqfs_
 }
 
 /* Pass 1: headers only */
-static int read_headers(berth_sqfs_tree_t *t, const char *path, size_t i, size_t n, const berth_sqfs_opts_t *o, berth_err_t *err)
+static int read_headers(berth_sqfs_tree_t *t, berth_sqfs_read_fn read, void *ctx, size_t i, size_t n, const berth_sqfs_opts_t *o,
+                        berth_err_t *err)
 {
-    struct archive *a = open_layer(path, i, n, err);
+    struct archive *a = open_layer(read, ctx, i, n, err);
     struct archive_entry *ae;
     berth_sqfs_xattr_t xa[MAX_XATTRS];
     berth_sqfs_entry_t e;
@@ -124,10 +159,10 @@ static int report(progress_t *p, berth_err_t *err)
 }
 
 /* Pass 2: the bytes of the files this layer gives the final tree, files[*k] onwards */
-static int read_contents(berth_sqfs_writer_t *w, const char *path, size_t i, size_t n, berth_sqfs_inode_t **files, size_t nfiles,
-                         size_t *k, progress_t *p, berth_err_t *err)
+static int read_contents(berth_sqfs_writer_t *w, berth_sqfs_read_fn read, void *ctx, size_t i, size_t n, berth_sqfs_inode_t **files,
+                         size_t nfiles, size_t *k, progress_t *p, berth_err_t *err)
 {
-    struct archive *a = open_layer(path, i, n, err);
+    struct archive *a = open_layer(read, ctx, i, n, err);
     struct archive_entry *ae;
     long ordinal = 0;
     int rc = 0, r = ARCHIVE_OK;
@@ -169,7 +204,7 @@ static int read_contents(berth_sqfs_writer_t *w, const char *path, size_t i, siz
     return rc;
 }
 
-int berth_sqfs_convert(const char *const *layer_paths, size_t nlayers, int out_fd, const berth_sqfs_opts_t *opts,
+int berth_sqfs_convert(size_t nlayers, berth_sqfs_read_fn read, void *read_ctx, int out_fd, const berth_sqfs_opts_t *opts,
                        berth_sqfs_stats_t *stats, berth_err_t *err)
 {
     berth_sqfs_opts_t o = *opts;
@@ -181,7 +216,7 @@ int berth_sqfs_convert(const char *const *layer_paths, size_t nlayers, int out_f
     int rc = 0;
     memset(stats, 0, sizeof(*stats));
     for (size_t i = 0; i < nlayers && rc == 0; i++)
-        rc = read_headers(t, layer_paths[i], i, nlayers, &o, err);
+        rc = read_headers(t, read, read_ctx, i, nlayers, &o, err);
     if (rc != 0)
         goto Exit;
     berth_sqfs_tree_files(t, &files, &nfiles);
@@ -191,7 +226,7 @@ int berth_sqfs_convert(const char *const *layer_paths, size_t nlayers, int out_f
         goto Exit;
     for (size_t i = 0; i < nlayers && rc == 0; i++)
         if (k < nfiles && files[k]->layer == (int)i)
-            rc = read_contents(w, layer_paths[i], i, nlayers, files, nfiles, &k, &p, err);
+            rc = read_contents(w, read, read_ctx, i, nlayers, files, nfiles, &k, &p, err);
     if (rc != 0)
         goto Exit;
     if ((rc = berth_sqfs_writer_finish(w, t, stats, err)) != 0)

@@ -47,13 +47,19 @@ typedef struct st_berth_sqfs_stats_t {
 int berth_sqfs_compressor_id(const char *name, int *id_out);
 
 /**
- * Convert the layers (tar, tar+gzip, tar+zstd; detected from the bytes) read from `layer_paths`, oldest first,
+ * Where layer bytes come from (the store's driver in berthd, files in berth-sqfs): bytes [off, off + len) of layer
+ * `layer` into `buf`, *got < len only at its end. 0, or nonzero when they cannot be read.
+ */
+typedef int (*berth_sqfs_read_fn)(void *ctx, size_t layer, uint64_t off, void *buf, size_t len, size_t *got);
+
+/**
+ * Convert `nlayers` layers (tar, tar+gzip, tar+zstd; detected from the bytes), oldest first, read through `read`,
  * into a squashfs written to `out_fd` from offset 0 (a fresh, empty file). On failure err->msg says why in one
  * line naming the layer (a corrupt or truncated layer, a hostile path, no space) and the file's content is
- * undefined: the caller discards it. BERTH_EINVAL for bad input, BERTH_ERETRY when `progress` asked to stop,
+ * undefined: the caller discards it. BERTH_EINVAL for bad input, BERTH_EUNAVAIL when `progress` asked to stop,
  * BERTH_ERROR for I/O failures.
  */
-int berth_sqfs_convert(const char *const *layer_paths, size_t nlayers, int out_fd, const berth_sqfs_opts_t *opts,
+int berth_sqfs_convert(size_t nlayers, berth_sqfs_read_fn read, void *read_ctx, int out_fd, const berth_sqfs_opts_t *opts,
                        berth_sqfs_stats_t *stats, berth_err_t *err);
 
 #endif

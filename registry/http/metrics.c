@@ -9,6 +9,7 @@
 #include "registry/service/cache.h"
 #include "registry/service/gc.h"
 #include "registry/service/proxy.h"
+#include "registry/service/sqfs_gateway.h"
 #include "registry/service/upload.h"
 
 enum { M_GET, M_HEAD, M_PUT, M_POST, M_PATCH, M_DELETE, M_OTHER, M__COUNT };
@@ -89,6 +90,7 @@ char *berth_metrics_render(berth_db_t *db, berth_store_t *store, long worker_que
             "# TYPE berth_upload_hash_states gauge\nberth_upload_hash_states %ld\n",
             berth_upload_hash_states());
     fprintf(f, "# TYPE berth_worker_queue gauge\nberth_worker_queue %ld\n", worker_queue);
+    berth_sqfs_gateway_metrics(f);
     fprintf(f,
             "# HELP berth_auth_queue Requests waiting for an auth worker (password hashing, LDAP).\n"
             "# TYPE berth_auth_queue gauge\nberth_auth_queue %ld\n"

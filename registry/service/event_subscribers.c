@@ -1,7 +1,8 @@
 /*
  * The registry's own reactions to a committed change (events.h), subscribed at start-up in this order:
  * the read cache first, so that whatever the others set off (a replication worker reading this Berth through
- * its edge, a scan) already reads the new state; then the audit log, replication triggers and the ISA scanner.
+ * its edge, a scan) already reads the new state; then the audit log, replication triggers, the ISA scanner and the
+ * squashfs gateway.
  */
 #include <stdio.h>
 #include <string.h>
@@ -10,6 +11,7 @@
 #include "registry/service/cache.h"
 #include "registry/service/events.h"
 #include "registry/service/isa_scan.h"
+#include "registry/service/sqfs_gateway.h"
 #include "replication/replication.h"
 
 /* Per kind: the audit row it makes (operation NULL: not audited) and the replication event (NULL: none) */
@@ -84,7 +86,8 @@ int berth_event_subscribers_install(void)
     if ((rc = berth_event_subscribe("cache", on_change_cache, NULL)) != 0 ||
         (rc = berth_event_subscribe("audit", on_change_audit, NULL)) != 0 ||
         (rc = berth_event_subscribe("replication", on_change_replication, NULL)) != 0 ||
-        (rc = berth_event_subscribe("isa-scan", on_change_isa_scan, NULL)) != 0)
+        (rc = berth_event_subscribe("isa-scan", on_change_isa_scan, NULL)) != 0 ||
+        (rc = berth_event_subscribe("squashfs", berth_sqfs_gateway_event, NULL)) != 0)
         return rc;
     return 0;
 }

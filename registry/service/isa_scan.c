@@ -4,7 +4,6 @@
 #include <archive.h>
 #include <archive_entry.h>
 #include <jansson.h>
-#include <openssl/rand.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,8 +15,7 @@
 #include "core/log.h"
 #include "core/manifest.h"
 #include "registry/isa/scan.h"
-#include "registry/service/events.h"
-#include "registry/service/upload.h"
+#include "registry/service/artifact_push.h"
 #include "sql/isa.h"
 #include "sql/registry.h"
 
@@ -250,68 +248,23 @@ static int judge_entry(struct archive *a, struct archive_entry *ae, int layer, v
 
 /* ---- results ------------------------------------------------------------------------------------------------ */
 
-/* Store bytes as a blob of `repo` (written like an upload: temp file, fsync, rename) */
-static int put_blob(berth_registry_t *reg, berth_dbconn_t *c, const char *repo, const char *data, size_t len, berth_digest_t *d)
-{
-    unsigned char rnd[12];
-    char id[40];
-    RAND_bytes(rnd, sizeof(rnd));
-    snprintf(id, sizeof(id), "isascan-");
-    for (int i = 0; i < 12; i++)
-        snprintf(id + 8 + 2 * i, 3, "%02x", rnd[i]);
-    berth_digest_of(d, BERTH_DIGEST_SHA256, data, len);
-    berth_err_t err;
-    if (berth_store_put_upload(reg->store, id, data, len, d, &err) != 0)
-        return -1;
-    berth_upload_place_t place = {.store = reg->store, .id = id, .digest = d};
-    if (berth_db_blob_commit(c, repo, d->str, (int64_t)len, NULL, berth_upload_place, &place, &err) != 0) {
-        berth_store_upload_remove(reg->store, id); /* missing once placed: fine */
-        return -1;
-    }
-    berth_event_emit(&(berth_event_t){.kind = BERTH_EVENT_BLOB_PUSH,
-                                      .surface = BERTH_EVENT_INTERNAL,
-                                      .repo = repo,
-                                      .digest = d->str,
-                                      .size = (int64_t)len,
-                                      .principal = ""});
-    return 0;
-}
-
 /* The verdict as a referrer of the variant: an OCI artifact whose one layer is the JSON report */
 static int push_referrer(berth_registry_t *reg, berth_dbconn_t *c, const char *repo, const char *subject, size_t subject_size,
                          const char *subject_mt, const char *report, const char *status, const char *level, const char *features)
 {
-    berth_digest_t rd, ed;
-    if (put_blob(reg, c, repo, report, strlen(report), &rd) != 0 || put_blob(reg, c, repo, "{}", 2, &ed) != 0)
-        return -1;
-    json_t *m = json_pack("{s:i,s:s,s:s,s:{s:s,s:s,s:i},s:[{s:s,s:s,s:I}],s:{s:s,s:s,s:I},s:{s:s,s:s,s:s,s:s}}", "schemaVersion", 2,
-                          "mediaType", BERTH_MT_OCI_MANIFEST, "artifactType", BERTH_ISA_SCAN_ARTIFACT_TYPE, "config", "mediaType",
-                          "application/vnd.oci.empty.v1+json", "digest", ed.str, "size", 2, "layers", "mediaType",
-                          BERTH_ISA_SCAN_ARTIFACT_TYPE, "digest", rd.str, "size", (json_int_t)strlen(report), "subject",
-                          "mediaType", subject_mt, "digest", subject, "size", (json_int_t)subject_size, "annotations",
-                          "io.berth.isa.scan.status", status, "io.berth.isa.scan.scanner", SCANNER_VERSION,
-                          /* one verdict per declaration: a manifest declared two ways has two reports */
-                          "io.berth.isa.scan.declared-level", level, "io.berth.isa.scan.declared-features", features);
-    char *body = json_dumps(m, JSON_COMPACT | JSON_SORT_KEYS);
-    json_decref(m);
-    berth_manifest_info_t info;
+    berth_digest_t rd, md;
     berth_err_t err;
-    int rc = -1;
-    if (berth_manifest_parse(&info, body, strlen(body), BERTH_MT_OCI_MANIFEST, &err) == 0) {
-        berth_digest_t md;
-        berth_digest_of(&md, BERTH_DIGEST_SHA256, body, strlen(body));
-        rc = berth_db_manifest_put(c, repo, NULL, &md, &info, body, strlen(body), NULL, NULL, &err);
-        berth_manifest_info_dispose(&info);
-        if (rc == 0) /* a verdict changes what the variant's referrers list shows */
-            berth_event_emit(&(berth_event_t){.kind = BERTH_EVENT_MANIFEST_PUSH,
-                                              .surface = BERTH_EVENT_INTERNAL,
-                                              .repo = repo,
-                                              .digest = md.str,
-                                              .media_type = BERTH_MT_OCI_MANIFEST,
-                                              .size = (int64_t)strlen(body),
-                                              .principal = ""});
-    }
-    free(body);
+    if (berth_artifact_blob_bytes(reg, c, repo, report, strlen(report), &rd) != 0)
+        return -1;
+    json_t *layers = json_pack("[{s:s,s:s,s:I}]", "mediaType", BERTH_ISA_SCAN_ARTIFACT_TYPE, "digest", rd.str, "size",
+                               (json_int_t)strlen(report));
+    /* one verdict per declaration: a manifest declared two ways has two reports */
+    json_t *ann = json_pack("{s:s,s:s,s:s,s:s}", "io.berth.isa.scan.status", status, "io.berth.isa.scan.scanner", SCANNER_VERSION,
+                            "io.berth.isa.scan.declared-level", level, "io.berth.isa.scan.declared-features", features);
+    int rc = berth_artifact_push_referrer(reg, c, repo, BERTH_ISA_SCAN_ARTIFACT_TYPE, layers, ann, subject, subject_size,
+                                          subject_mt, &md, &err);
+    json_decref(layers);
+    json_decref(ann);
     return rc;
 }
 

@@ -10,9 +10,11 @@ import hashlib
 import io
 import json
 import os
+import signal
 import subprocess
 import tarfile
 import tempfile
+import time
 import unittest
 
 import harness
@@ -334,6 +336,257 @@ class ConverterTest(unittest.TestCase):
             if mounted:
                 subprocess.run(["umount", root])
         print("squashfs checked by", "squashfuse mount" if mounted else "unsquashfs extraction")
+
+
+# ---- berthd: conversions after a push, stored as a referrer, published ------------------------------------------
+
+LAYER_TYPES = {b"\x1f\x8b": harness.OCI_LAYER, b"\x28\xb5": "application/vnd.oci.image.layer.v1.tar+zstd"}
+ARTIFACT_TYPE = "application/vnd.berth.rootfs.squashfs.v1"
+
+
+def push_layers(b, repo, tag, blobs):
+    """An image of these layer blobs; returns (digest, manifest bytes)."""
+    layers = [{"mediaType": LAYER_TYPES.get(blob[:2], "application/vnd.oci.image.layer.v1.tar"),
+               "digest": b.push_blob(repo, blob), "size": len(blob)} for blob in blobs]
+    def diff_id(blob):
+        try:
+            return harness.sha256(plain_tar(blob))
+        except (EOFError, OSError, subprocess.CalledProcessError):  # a broken layer on purpose
+            return harness.sha256(blob)
+    cfg = json.dumps({"architecture": "amd64", "os": "linux", "rootfs": {"type": "layers", "diff_ids": [
+        diff_id(blob) for blob in blobs]}}).encode()
+    m = {"schemaVersion": 2, "mediaType": harness.OCI_MANIFEST,
+         "config": {"mediaType": harness.OCI_CONFIG, "digest": b.push_blob(repo, cfg), "size": len(cfg)}, "layers": layers}
+    st, h, body, raw = b.push_manifest(repo, tag, m)
+    assert st == 201, (st, body)
+    return h["docker-content-digest"], raw
+
+
+def set_mode(b, project, mode, tags=None):
+    md = {"hpc_squashfs": mode}
+    if tags is not None:
+        md["hpc_squashfs_tags"] = tags
+    return b.request("PUT", "/api/v2.0/projects/" + project, json.dumps({"metadata": md}).encode(),
+                     {"Content-Type": "application/json"})
+
+
+def squashfs_status(b, repo, ref):
+    project, name = repo.split("/", 1)
+    st, _, body = b.request("GET", "/api/v2.0/projects/%s/repositories/%s/artifacts/%s/squashfs" % (project, name, ref))
+    return st, (json.loads(body) if body else None)
+
+
+def wait_status(b, repo, digest, want=("done", "failed"), timeout=120):
+    deadline = time.time() + timeout
+    while True:
+        st, job = squashfs_status(b, repo, digest)
+        if st in (200, 202) and job["status"] in want:
+            return job
+        if time.time() > deadline:
+            raise AssertionError("squashfs of %s: %s %s\n%s" % (digest, st, job, b.logs()))
+        time.sleep(0.1)
+
+
+def fetch_blob(b, repo, digest, headers=None):
+    st, h, body = b.request("GET", "/v2/%s/blobs/%s" % (repo, digest), headers=headers)
+    for _ in range(3):  # the edge may redirect to the blob location
+        if st not in (301, 302, 307) or "location" not in h:
+            break
+        st, h, body = b.request("GET", h["location"], headers=headers)
+    return st, h, body
+
+
+class GatewayTest(unittest.TestCase):
+    """berthd converts on push (or on the first request), stores the squashfs as a referrer artifact and publishes it."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.pub = tempfile.mkdtemp(prefix="berth-publish-")
+        cls.b = harness.Berthd(env={"BERTH_GATEWAY_PUBLISH_DIR": cls.pub, "BERTH_GATEWAY_LEASE_SECONDS": "5"}).start()
+        for p in ("hpc", "lazy", "plain", "picky"):
+            cls.b.project(p)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.b.cleanup()
+        subprocess.run(["rm", "-rf", cls.pub])
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="berth-sqfs-")
+
+    def tearDown(self):
+        subprocess.run(["rm", "-rf", self.tmp])
+
+    def check_tree(self, data, blobs):
+        path = os.path.join(self.tmp, "got.sqsh")
+        with open(path, "wb") as f:
+            f.write(data)
+        self.assertEqual(describe(read_squashfs(path)), describe(flatten(blobs)))
+
+    def test_push_converts_stores_referrer_and_publishes(self):
+        b = self.b
+        st, _, body = set_mode(b, "hpc", "push")
+        self.assertEqual(st, 200, body)
+        blobs = sample_layers()
+        digest, raw = push_layers(b, "hpc/app", "v1", blobs)
+        job = wait_status(b, "hpc/app", digest)
+        self.assertEqual(job["status"], "done", job)
+        self.assertEqual(job["compression"], "zstd")
+        self.assertEqual(job["source_digest"], digest)
+        self.assertEqual(job["attempts"], 1)
+        # the referrer artifact, found through the OCI referrers API, holds the squashfs blob
+        st, _, body = b.request("GET", "/v2/hpc/app/referrers/%s?artifactType=%s" % (digest, ARTIFACT_TYPE))
+        self.assertEqual(st, 200, body)
+        refs = json.loads(body)["manifests"]
+        self.assertEqual([r["digest"] for r in refs], [job["artifact_digest"]])
+        self.assertEqual(refs[0]["annotations"]["io.berth.squashfs.source-digest"], digest)
+        self.assertEqual(refs[0]["annotations"]["io.berth.squashfs.compression"], "zstd")
+        self.assertEqual(int(refs[0]["annotations"]["io.berth.squashfs.uncompressed-size"]), job["uncompressed_size"])
+        st, _, body = b.request("GET", "/v2/hpc/app/manifests/" + job["artifact_digest"], headers={"Accept": harness.OCI_MANIFEST})
+        art = json.loads(body)
+        self.assertEqual(art["artifactType"], ARTIFACT_TYPE)
+        self.assertEqual(art["subject"]["digest"], digest)
+        self.assertEqual(art["layers"][0]["digest"], job["digest"])
+        # fetchable through /v2 like any blob, with Range
+        st, h, data = fetch_blob(b, "hpc/app", job["digest"])
+        self.assertEqual(st, 200)
+        self.assertEqual(harness.sha256(data), job["digest"])
+        self.assertEqual(len(data), job["size"])
+        st, h, head = fetch_blob(b, "hpc/app", job["digest"], {"Range": "bytes=0-3"})
+        self.assertEqual((st, head), (206, b"hsqs"))
+        self.check_tree(data, blobs)
+        # published whole, readable by jobs, at <publish_dir>/<repository>/<digest>.sqsh
+        pub = os.path.join(self.pub, "hpc/app", digest + ".sqsh")
+        self.assertEqual(job["published_path"], pub)
+        with open(pub, "rb") as f:
+            self.assertEqual(harness.sha256(f.read()), job["digest"])
+        self.assertEqual(os.stat(pub).st_mode & 0o777, 0o644)
+        self.assertEqual([n for n in os.listdir(os.path.dirname(pub)) if n.startswith(".")], [])
+        # the artifact JSON carries the status; /metrics counts it
+        st, _, body = b.request("GET", "/api/v2.0/projects/hpc/repositories/app/artifacts/v1")
+        self.assertEqual(json.loads(body)["squashfs"]["status"], "done")
+        st, _, body = b.request("GET", "/metrics", auth=None)
+        self.assertRegex(body.decode(), r'berth_sqfs_conversions_total\{result="done"\} [1-9]')
+        # idempotent: the same manifest under another tag is not converted again
+        st, _, body, _ = b.push_manifest("hpc/app", "v1-again", raw)
+        self.assertEqual(st, 201)
+        time.sleep(1.5)
+        again = wait_status(b, "hpc/app", digest)
+        self.assertEqual((again["attempts"], again["artifact_digest"]), (1, job["artifact_digest"]))
+        st, _, body = b.request("GET", "/v2/hpc/app/referrers/%s?artifactType=%s" % (digest, ARTIFACT_TYPE))
+        self.assertEqual(len(json.loads(body)["manifests"]), 1)
+        # deleting the image removes the published file and the job
+        st, _, body = b.request("DELETE", "/v2/hpc/app/manifests/" + digest)
+        self.assertEqual(st, 202, body)
+        self.assertFalse(harness.eventually(lambda: os.path.exists(pub), False, timeout=10))
+        self.assertEqual(squashfs_status(b, "hpc/app", digest)[0], 404)
+
+    def test_modes_and_tag_patterns(self):
+        b = self.b
+        # off (the default): nothing is converted, and asking does not start it
+        digest, _ = push_layers(b, "plain/app", "v1", [gz(tar_bytes([("a", "file", b"a")]))])
+        time.sleep(1)
+        self.assertEqual(squashfs_status(b, "plain/app", digest)[0], 404)
+        st, _, body = b.request("GET", "/api/v2.0/projects/plain/repositories/app/artifacts/v1")
+        self.assertIsNone(json.loads(body)["squashfs"])
+        # pull: converted on the first request for it
+        self.assertEqual(set_mode(b, "lazy", "pull")[0], 200)
+        blobs = [gz(tar_bytes([("bin/x", "file", b"x", 0o755)]))]
+        digest, _ = push_layers(b, "lazy/app", "v1", blobs)
+        time.sleep(1)
+        st, _, body = b.request("GET", "/api/v2.0/projects/lazy/repositories/app/artifacts/v1")
+        self.assertIsNone(json.loads(body)["squashfs"])
+        st, job = squashfs_status(b, "lazy/app", "v1")
+        self.assertEqual((st, job["status"]), (202, "queued"))
+        self.assertEqual(wait_status(b, "lazy/app", digest)["status"], "done")
+        # push with a tag pattern: only matching tags
+        self.assertEqual(set_mode(b, "picky", "push", "{release-*,v[0-9]*}")[0], 200)
+        st, _, body = b.request("GET", "/api/v2.0/projects/picky")
+        self.assertEqual(json.loads(body)["metadata"]["hpc_squashfs_tags"], "{release-*,v[0-9]*}")
+        dev, _ = push_layers(b, "picky/app", "dev", [gz(tar_bytes([("dev", "file", b"dev")]))])
+        rel, _ = push_layers(b, "picky/app", "release-1", [gz(tar_bytes([("rel", "file", b"rel")]))])
+        self.assertEqual(wait_status(b, "picky/app", rel)["status"], "done")
+        st, _, body = b.request("GET", "/api/v2.0/projects/picky/repositories/app/artifacts/dev")
+        self.assertIsNone(json.loads(body)["squashfs"])
+        # bad settings are refused
+        for md in ({"hpc_squashfs": "always"}, {"hpc_squashfs_tags": "[release"}):
+            st, _, body = b.request("PUT", "/api/v2.0/projects/picky", json.dumps({"metadata": md}).encode(),
+                                    {"Content-Type": "application/json"})
+            self.assertEqual(st, 400, body)
+            self.assertIn("hpc_squashfs", json.loads(body)["errors"][0]["message"])
+
+    def test_index_variants_each_converted(self):
+        b = self.b
+        self.assertEqual(set_mode(b, "hpc", "push")[0], 200)
+        children = []
+        for level, content in (("v2", b"built for v2"), ("v3", b"built for v3")):
+            blobs = [gz(tar_bytes([("bin/app", "file", content, 0o755)]))]
+            d, raw = push_layers(b, "hpc/multi", d_tag(level), blobs)
+            children.append((d, len(raw), level, blobs))
+        idx = {"schemaVersion": 2, "mediaType": harness.OCI_INDEX, "manifests": [
+            {"mediaType": harness.OCI_MANIFEST, "digest": d, "size": n,
+             "platform": {"os": "linux", "architecture": "amd64", "variant": level}} for d, n, level, _ in children]}
+        st, h, body, _ = b.push_manifest("hpc/multi", "latest", idx, harness.OCI_INDEX)
+        self.assertEqual(st, 201, body)
+        for d, _, _, blobs in children:
+            job = wait_status(b, "hpc/multi", d)
+            self.assertEqual(job["status"], "done", job)
+            self.check_tree(fetch_blob(b, "hpc/multi", job["digest"])[2], blobs)
+        st, job = squashfs_status(b, "hpc/multi", "latest")
+        self.assertEqual(st, 400)
+
+    def test_corrupt_layer_fails_with_reason_and_publishes_nothing(self):
+        b = self.b
+        self.assertEqual(set_mode(b, "hpc", "push")[0], 200)
+        good = gz(tar_bytes([("data", "file", os.urandom(200000))]))
+        digest, _ = push_layers(b, "hpc/broken", "v1", [good[: len(good) // 2]])
+        job = wait_status(b, "hpc/broken", digest)
+        self.assertEqual(job["status"], "failed")
+        self.assertIn("corrupt or truncated", job["reason"])
+        self.assertEqual(job["attempts"], 1)  # the same bytes fail the same way: no retry
+        self.assertIsNone(job["published_path"])
+        self.assertFalse(os.path.exists(os.path.join(self.pub, "hpc/broken")))
+        st, _, body = b.request("GET", "/v2/hpc/broken/referrers/" + digest)
+        self.assertEqual(json.loads(body)["manifests"], [])
+
+
+def d_tag(level):
+    return "variant-" + level
+
+
+class CrashTest(unittest.TestCase):
+    """SIGKILL during a conversion: after the restart the job is taken up again and the published file is whole."""
+
+    def test_sigkill_mid_conversion_then_restart(self):
+        pub = tempfile.mkdtemp(prefix="berth-publish-")
+        # xz is slow enough to be caught in the middle of 24 MiB of incompressible data
+        b = harness.Berthd(env={"BERTH_GATEWAY_PUBLISH_DIR": pub, "BERTH_GATEWAY_LEASE_SECONDS": "5",
+                                "BERTH_GATEWAY_COMPRESSOR": "xz"}).start()
+        try:
+            b.project("hpc")
+            self.assertEqual(set_mode(b, "hpc", "push")[0], 200)
+            blobs = [gzip.compress(tar_bytes([("big%d" % i, "file", os.urandom(8 << 20)) for i in range(3)]), 1, mtime=0)]
+            digest, _ = push_layers(b, "hpc/big", "v1", blobs)
+            job = wait_status(b, "hpc/big", digest, want=("running",), timeout=60)
+            time.sleep(1.0)
+            b.stop(signal.SIGKILL)
+            final = os.path.join(pub, "hpc/big", digest + ".sqsh")
+            self.assertFalse(os.path.exists(final), "published before the conversion finished")
+            b.start()
+            job = wait_status(b, "hpc/big", digest, timeout=300)
+            self.assertEqual(job["status"], "done", job)
+            self.assertGreaterEqual(job["attempts"], 2)
+            with open(final, "rb") as f:
+                data = f.read()
+            self.assertEqual(harness.sha256(data), job["digest"])
+            path = os.path.join(pub, "check.sqsh")
+            with open(path, "wb") as f:
+                f.write(data)
+            self.assertEqual(describe(read_squashfs(path)), describe(flatten(blobs)))
+            self.assertEqual([n for n in os.listdir(os.path.dirname(final)) if n.startswith(".")], [])
+        finally:
+            b.cleanup()
+            subprocess.run(["rm", "-rf", pub])
 
 
 if __name__ == "__main__":
