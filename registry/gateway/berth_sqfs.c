@@ -83,6 +83,15 @@ int main(int argc, char **argv)
     }
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
+    /* VmHWM, not ru_maxrss: Linux carries ru_maxrss across execve, so it would report the parent's peak */
+    long hwm = -1;
+    FILE *status = fopen("/proc/self/status", "r");
+    char line[256];
+    while (status != NULL && fgets(line, sizeof(line), status) != NULL)
+        if (strncmp(line, "VmHWM:", 6) == 0)
+            hwm = strtol(line + 6, NULL, 10);
+    if (status != NULL)
+        fclose(status);
     printf("{\"entries\": %llu, \"files\": %llu, \"dirs\": %llu, \"symlinks\": %llu, \"hardlinked_files\": %llu, "
            "\"content_bytes\": %llu, \"image_bytes\": %llu, \"tree_peak_bytes\": %zu, \"dir_table_bytes\": %zu, "
            "\"seconds\": %.3f, \"cpu_seconds\": %.3f, \"max_rss_kib\": %ld}\n",
@@ -92,6 +101,6 @@ int main(int argc, char **argv)
            (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9,
            (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 + (double)ru.ru_stime.tv_sec +
                (double)ru.ru_stime.tv_usec / 1e6,
-           ru.ru_maxrss);
+           hwm);
     return 0;
 }

@@ -14,6 +14,7 @@
 #include "core/ref.h"
 #include "registry/isa/detect.h"
 #include "registry/isa/index.h"
+#include "registry/isa/sqfs_fetch.h"
 #include "registry/isa/vocab.h"
 #include "replication/client.h"
 
@@ -131,15 +132,14 @@ static int cmd_detect(int argc, char **argv)
 /* ---- resolve ---------------------------------------------------------------------------------------------- */
 
 static int run_resolve(berth_client_t *client, const char *base, const berth_image_ref_t *imp, const berth_isa_node_t *nodep,
-                       const char *maxl, const char *image_arg);
+                       const char *maxl, const char *image_arg, char *digest_out);
 
 static int cmd_resolve(int argc, char **argv)
 {
     berth_image_ref_t im;
     if (argc < 3 || berth_ref_image_parse(&im, argv[argc - 1]) != 0 || im.host[0] == '\0') {
-        fprintf(
-            stderr,
-            "usage: berth-isa resolve [--registry URL] [--user U --password-file F] [--level L] [--max-level L] HOST/NAME[:TAG]\n");
+        fprintf(stderr, "usage: berth-isa resolve [--registry URL] [--user U --password-file F] [--level L] [--max-level L]\n"
+                        "                         [--squashfs [--cache DIR] [--wait SECONDS]] HOST/NAME[:TAG]\n");
         return 2;
     }
     berth_isa_node_t node;
@@ -165,13 +165,17 @@ static int cmd_resolve(int argc, char **argv)
     berth_client_conf_t cc = {
         .url = base, .user = pwf != NULL ? user : NULL, .password = password, .insecure = insecure, .timeout_s = 60};
     berth_client_t *client = berth_client_new(&cc);
-    int rc = run_resolve(client, base, &im, &node, opt(argc, argv, "--max-level"), argv[argc - 1]);
+    int squashfs = flag(argc, argv, "--squashfs");
+    char digest[160] = "";
+    int rc = run_resolve(client, base, &im, &node, opt(argc, argv, "--max-level"), argv[argc - 1], squashfs ? digest : NULL);
+    if (rc == 0 && squashfs) /* this build's flattened root file system: the published file, or a verified download */
+        rc = berth_isa_squashfs(client, im.name, digest, opt(argc, argv, "--cache"), opt(argc, argv, "--wait"));
     berth_client_free(client);
     return rc;
 }
 
 static int run_resolve(berth_client_t *client, const char *base, const berth_image_ref_t *imp, const berth_isa_node_t *nodep,
-                       const char *maxl, const char *image_arg)
+                       const char *maxl, const char *image_arg, char *digest_out)
 {
     berth_image_ref_t im = *imp;
     berth_isa_node_t node = *nodep;
@@ -207,7 +211,9 @@ static int run_resolve(berth_client_t *client, const char *base, const berth_ima
             berth_http_dispose(&h);
             if (json_object_get(j, "candidates") != NULL) {
                 const char *d = json_string_value(json_object_get(json_object_get(j, "selected"), "digest"));
-                if (d != NULL)
+                if (d != NULL && digest_out != NULL)
+                    snprintf(digest_out, 160, "%s", d);
+                else if (d != NULL)
                     printf("%s/%s@%s\n", im.host, im.name, d);
                 else
                     fprintf(stderr, "berth-isa: no variant of %s fits this %s node\n", image_arg, level);
@@ -232,7 +238,13 @@ static int run_resolve(berth_client_t *client, const char *base, const berth_ima
     }
     berth_isa_report_t r;
     int rc = 1;
-    if (berth_isa_index_check(h.body, h.len, BERTH_ISA_POLICY_OFF, NULL, NULL, &r) != 0) {
+    int single = berth_isa_index_check(h.body, h.len, BERTH_ISA_POLICY_OFF, NULL, NULL, &r) != 0;
+    if (single && digest_out != NULL && h.digest[0]) {
+        snprintf(digest_out, 160, "%s", h.digest); /* one build only: its squashfs is the one */
+        berth_http_dispose(&h);
+        return 0;
+    }
+    if (single) {
         fprintf(stderr, "berth-isa: %s is a single manifest; nothing to choose\n", image_arg);
         berth_http_dispose(&h);
         return 1;
@@ -242,7 +254,10 @@ static int run_resolve(berth_client_t *client, const char *base, const berth_ima
     if (maxl != NULL && berth_isa_level_parse(node.level.arch, maxl, &pol.max_level) == 0)
         pol.has_max_level = 1;
     int best = berth_isa_select(r.variants, r.nvariants, &node, &pol, ch);
-    if (best >= 0) {
+    if (best >= 0 && digest_out != NULL) {
+        snprintf(digest_out, 160, "%s", r.variants[best].digest);
+        rc = 0;
+    } else if (best >= 0) {
         printf("%s/%s@%s\n", im.host, im.name, r.variants[best].digest);
         rc = 0;
     } else {

@@ -20,6 +20,7 @@ import unittest
 import harness
 
 BERTH_SQFS = os.environ.get("BERTH_SQFS", os.path.join(harness.ROOT, "build", "registry", "berth-sqfs"))
+BERTH_ISA = os.path.join(os.path.dirname(harness.BERTHD), "berth-isa")
 MTIME = 1700000000
 
 
@@ -534,6 +535,69 @@ class GatewayTest(unittest.TestCase):
             self.check_tree(fetch_blob(b, "hpc/multi", job["digest"])[2], blobs)
         st, job = squashfs_status(b, "hpc/multi", "latest")
         self.assertEqual(st, 400)
+
+    def berth_isa(self, *args, env=None):
+        pw = os.path.join(self.tmp, "pw")
+        with open(pw, "w") as f:
+            f.write(harness.ADMIN_PASSWORD)
+        return subprocess.run([BERTH_ISA, "resolve", "--registry", "http://" + self.b.host, "--user", "admin",
+                               "--password-file", pw, "--level", "x86-64-v2", *args], capture_output=True, text=True,
+                              timeout=120, env=env)
+
+    def test_node_resolve_squashfs(self):
+        """berth-isa resolve --squashfs: the published file when it exists, else a resumable, verified download."""
+        b = self.b
+        self.assertEqual(set_mode(b, "hpc", "push")[0], 200)
+        blobs = [gz(tar_bytes([("bin/app", "file", os.urandom(300000), 0o755), ("etc/conf", "file", b"c")]))]
+        digest, _ = push_layers(b, "hpc/node", "v1", blobs)
+        job = wait_status(b, "hpc/node", digest)
+        image = "%s/hpc/node:v1" % b.host
+        r = self.berth_isa("--squashfs", image)
+        self.assertEqual((r.returncode, r.stdout.strip()), (0, job["published_path"]), r.stderr)
+        # a node that does not see the shared file system downloads it into its cache, by digest, verified
+        cache = os.path.join(self.tmp, "cache")
+        os.rename(job["published_path"], job["published_path"] + ".hidden")
+        try:
+            r = self.berth_isa("--squashfs", "--cache", cache, image)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            path = r.stdout.strip()
+            self.assertEqual(path, os.path.join(cache, digest + ".sqsh"))
+            with open(path, "rb") as f:
+                data = f.read()
+            self.assertEqual(harness.sha256(data), job["digest"])
+            self.check_tree(data, blobs)
+            # an interrupted download is resumed from its partial file (Range), a wrong one is thrown away
+            os.unlink(path)
+            partial = os.path.join(cache, "." + job["digest"] + ".partial")
+            with open(partial, "wb") as f:
+                f.write(data[:5000])
+            r = self.berth_isa("--squashfs", "--cache", cache, image)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            with open(path, "rb") as f:
+                self.assertEqual(harness.sha256(f.read()), job["digest"])
+            self.assertFalse(os.path.exists(partial))
+            os.unlink(path)
+            with open(partial, "wb") as f:
+                f.write(b"\0" * 5000)
+            r = self.berth_isa("--squashfs", "--cache", cache, image)
+            self.assertEqual(r.returncode, 1)
+            self.assertIn("expected " + job["digest"], r.stderr)
+            self.assertFalse(os.path.exists(path) or os.path.exists(partial))
+            r = self.berth_isa("--squashfs", "--cache", cache, image)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            # the pyxis importer hands pyxis that path
+            importer = os.path.join(harness.ROOT, "deploy", "slurm", "pyxis-importer")
+            pw = os.path.join(self.tmp, "pw")
+            env = dict(os.environ, BERTH_ISA=BERTH_ISA, BERTH_IMPORT_CACHE=cache, BERTH_IMPORT_CMD="false",
+                       BERTH_ISA_ARGS="--registry http://%s --user admin --password-file %s --level x86-64-v2" % (b.host, pw))
+            r = subprocess.run([importer, "get", "docker://%s#hpc/node:v1" % b.host], env=env, capture_output=True, text=True)
+            self.assertEqual((r.returncode, r.stdout.strip()), (0, path), r.stderr)
+        finally:
+            os.rename(job["published_path"] + ".hidden", job["published_path"])
+        # a project that converts nothing: exit 5, so the importer falls back to importing the image itself
+        digest, _ = push_layers(b, "plain/node", "v1", blobs)
+        r = self.berth_isa("--squashfs", "%s/plain/node:v1" % b.host)
+        self.assertEqual(r.returncode, 5, r.stderr)
 
     def test_corrupt_layer_fails_with_reason_and_publishes_nothing(self):
         b = self.b
