@@ -51,3 +51,19 @@ test("the project page and the projects list show usage against the limit", asyn
   await page.getByRole("meter", { name: "Storage of qfull" }).waitFor();
   await checkPage(page, "projects-quota");
 });
+
+test("a system admin sets the storage limit when creating a project", async () => {
+  await page.goto(BASE + "/projects");
+  await settled(page);
+  await page.getByRole("button", { name: "New project" }).click();
+  await page.getByLabel("Name").fill("qnew");
+  await page.getByLabel(/^Storage limit \(/).fill("5");
+  await page.getByLabel("Storage limit unit").selectOption("GiB");
+  await checkPage(page, "project-create-quota", { settle: false });
+  await page.getByRole("button", { name: "Create", exact: true }).click();
+  await page.waitForURL(/\/projects\/qnew/);
+  await page.getByRole("meter", { name: "Storage quota" }).waitFor();
+  await page.getByText(/of 5\.00 GiB/).waitFor();
+  const q = await (await page.request.get(BASE + "/api/v2.0/quotas?page_size=100")).json();
+  assert.equal(q.find((x) => x.ref.name === "qnew").hard.storage, 5 * 1024 ** 3);
+});

@@ -4,6 +4,7 @@ import { useState } from "preact/hooks";
 import { ApiError, get, list, send } from "../api";
 import { formatTime, roleName } from "../format";
 import { listUrl } from "../query";
+import { LIMIT_UNITS, type LimitUnit, parseLimit } from "../quota";
 import { loc, navigate, setSearch } from "../router";
 import { me } from "../session";
 import { Dialog } from "../ui/dialog";
@@ -95,14 +96,26 @@ function CreateProject({ open, onClose }: { open: boolean; onClose: () => void }
   const [name, setName] = useState("");
   const [pub, setPub] = useState(false);
   const [isa, setIsa] = useState("off");
+  const [limit, setLimit] = useState("");
+  const [unit, setUnit] = useState<LimitUnit>("GiB");
   const [err, setErr] = useState("");
   const [busy, setBusy] = useState(false);
+  const admin = !!me.value?.sysadmin_flag; // only a system admin's storage_limit counts (Harbor): others get the default
   const submit = async (e: Event) => {
     e.preventDefault();
     setErr("");
+    let storage_limit: number | undefined;
+    if (admin && limit.trim() !== "") {
+      const r = parseLimit(limit, unit);
+      if ("error" in r) {
+        setErr(r.error);
+        return;
+      }
+      storage_limit = r.bytes;
+    }
     setBusy(true);
     try {
-      await send("POST", "/projects", { project_name: name, metadata: { public: String(pub), isa_policy: isa } });
+      await send("POST", "/projects", { project_name: name, metadata: { public: String(pub), isa_policy: isa }, storage_limit });
       if (isa !== "off") await send("PUT", `/projects/${encodeURIComponent(name)}`, { metadata: { isa_policy: isa } });
       onClose();
       navigate(`/projects/${encodeURIComponent(name)}`);
@@ -133,6 +146,19 @@ function CreateProject({ open, onClose }: { open: boolean; onClose: () => void }
           <option value="warn">warn — push succeeds with warnings</option>
           <option value="strict">strict — refuse inconsistent ISA indexes</option>
         </select>
+        {admin && (
+          <>
+            <label for="np-limit">Storage limit (empty: the registry's default)</label>
+            <span class="inline">
+              <input id="np-limit" inputMode="decimal" value={limit} onInput={(e) => setLimit((e.target as HTMLInputElement).value)} />
+              <select aria-label="Storage limit unit" value={unit} onChange={(e) => setUnit((e.target as HTMLSelectElement).value as LimitUnit)}>
+                {LIMIT_UNITS.map((u) => (
+                  <option value={u}>{u}</option>
+                ))}
+              </select>
+            </span>
+          </>
+        )}
         <FormError msg={err} />
         <FormButtons onCancel={onClose} submit="Create" busy={busy} />
       </form>
