@@ -9,6 +9,8 @@
  * the rows that are still unreferenced and have been for longer than the grace window. Parameters: $grace is
  * gc.grace_seconds, $run the run id, $marks the run whose marks are worked through, $owner the lease holder.
  */
+#include "sql/gc.h"
+
 #include "sql/db_internal.h"
 #include "sql/page.h"
 
@@ -309,3 +311,8 @@ const berth_db__stmt_t berth_db__gc_stmts[BERTH_SQL__COUNT] = {
     /* set in the collector's sweep transactions: its own manifest deletions write no releases (they were garbage) */
     BERTH_DB__STMT(BERTH_Q_GC_QUIET, "SELECT set_config('berth.gc', 'on', true)", 0),
 };
+
+int berth_db_gc_analyze(berth_dbconn_t *c, berth_err_t *err)
+{
+    return berth_db_exec(c, "ANALYZE gc_marks", err); /* a utility statement: it cannot be prepared */
+}

@@ -14,6 +14,7 @@
 #include "registry/service/events.h"
 #include "replication/policy.h"
 #include "sql/api.h"
+#include "sql/gc.h"
 
 /* phases of a run (gc_runs.phase); the mark statements move 1->2, 3->4, 5->6 (a dry run skips the sweeps) */
 enum {
@@ -293,6 +294,8 @@ static int mark(berth_dbconn_t *c, run_t *r, berth_q_t id, berth_err_t *err)
         return rc;
     }
     set_state(r, st);
+    if ((rc = berth_db_gc_analyze(c, err)) != 0)
+        return rc;
     if (id == BERTH_Q_GC_MARK_MANIFESTS)
         return note(c, r, line("marked %lld untagged manifest(s)", jint(r->state, "manifests_marked")), err);
     if (id == BERTH_Q_GC_MARK_LINKS)
