@@ -18,6 +18,7 @@ static const char *const resource_names[BERTH_RES__COUNT] = {
     [BERTH_RES_ROBOT] = "robot",
     [BERTH_RES_IMMUTABLE_TAG] = "immutable-tag",
     [BERTH_RES_TAG_RETENTION] = "tag-retention",
+    [BERTH_RES_NOTIFICATION_POLICY] = "notification-policy",
 };
 static const char *const action_names[] = {"create", "read", "update", "delete", "list", "pull", "push"};
 #define NACTIONS (sizeof(action_names) / sizeof(action_names[0]))

@@ -26,6 +26,7 @@ static const unsigned matrix[BERTH_RES__COUNT][7] = {
     /* project admins manage immutable tag rules and retention; members read them */
     [BERTH_RES_IMMUTABLE_TAG] = {0, C | R | U | D | L, R | L, R | L, R | L, R | L, 0},
     [BERTH_RES_TAG_RETENTION] = {0, C | R | U | D | L, R | L, R | L, R | L, R | L, 0},
+    [BERTH_RES_NOTIFICATION_POLICY] = {0, C | R | U | D | L, 0, 0, R | L, 0, 0},
 };
 #define PUBLIC_COLUMN 6
 

@@ -28,6 +28,7 @@ typedef enum {
     BERTH_RES_ROBOT,
     BERTH_RES_IMMUTABLE_TAG,
     BERTH_RES_TAG_RETENTION,
+    BERTH_RES_NOTIFICATION_POLICY, /* webhook policies */
     BERTH_RES__COUNT
 } berth_resource_t;
 

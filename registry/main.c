@@ -40,6 +40,7 @@
 #include "sql/listen.h"
 #include "sql/migrate.h"
 #include "sql/registry.h"
+#include "webhook/webhook.h"
 #include <openssl/crypto.h>
 
 #define BLOB_PREFIX "/_berth/blobs/"
@@ -289,7 +290,7 @@ Out:
 
 /* What serve() has started, so a failure part-way and the normal drain stop exactly that, in reverse order */
 typedef struct {
-    int audit, isa_scan, replication, proxy, gc, retention, sqfs;
+    int audit, isa_scan, replication, proxy, gc, retention, sqfs, webhooks;
     berth_db_listener_t *listener;
     berth_workers_t *workers, *auth_workers;
     berth_janitor_t *janitor;
@@ -312,6 +313,8 @@ static void stop_started(started_t *st)
         berth_gc_stop();
     if (st->retention) /* before replication: its deletions emit events that replication reacts to */
         berth_retention_stop();
+    if (st->webhooks)
+        berth_webhook_stop();
     if (st->replication)
         berth_repl_stop();
     berth_workers_stop(st->workers);
@@ -433,6 +436,17 @@ static int serve(berth_config_t *cfgp, berth_db_t *db, berth_store_t *store, ber
     st.retention = berth_retention_start(&reg) == 0;
     if (!st.retention) {
         failed = "the retention thread";
+        goto Fail;
+    }
+    /* after replication, which loads the key that opens policies' sealed secrets */
+    char hook_host[300];
+    const char *ext = cfg.external_url != NULL ? strstr(cfg.external_url, "://") : NULL;
+    snprintf(hook_host, sizeof(hook_host), "%s", ext != NULL ? ext + 3 : cfg.http_addr);
+    hook_host[strcspn(hook_host, "/")] = '\0';
+    berth_webhook_conf_t hook_conf = {.db = db, .registry_host = hook_host};
+    st.webhooks = berth_webhook_start(&hook_conf) == 0;
+    if (!st.webhooks) {
+        failed = "the webhook delivery threads";
         goto Fail;
     }
     if ((st.janitor = berth_janitor_start(&reg, cfg.upload_purge_interval, cfg.upload_max_age)) == NULL) {

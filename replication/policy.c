@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include "core/err.h"
@@ -148,6 +149,16 @@ static int cron_split(const char *expr, char f[6][64], int *first)
         if (strlen(f[i]) >= 63 || cron_field(f[i], i + (n == 6 ? 0 : 1), -1) < 0)
             return -1;
     return 0;
+}
+
+int berth_repl_http_url(const char *url)
+{
+    if (!((strncasecmp(url, "http://", 7) == 0 && url[7] != '\0') || (strncasecmp(url, "https://", 8) == 0 && url[8] != '\0')))
+        return 0;
+    for (const unsigned char *p = (const unsigned char *)url; *p != '\0'; p++)
+        if (*p <= ' ' || *p == 0x7f) /* no spaces or control bytes: they would split a header or a request line */
+            return 0;
+    return 1;
 }
 
 int berth_repl_cron_valid(const char *expr)

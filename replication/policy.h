@@ -52,6 +52,9 @@ void berth_repl_dest_project(const char *dest_namespace, const char *project_sco
 int berth_repl_cron_matches(const char *expr, const struct tm *tm);
 /** 1 if `expr` is a cron expression berth_repl_cron_matches understands; an invalid one never fires. */
 int berth_repl_cron_valid(const char *expr);
+/** 1 if `url` is http:// or https:// with something after the scheme and no spaces or control bytes: the only
+ * URLs Berth sends requests to (replication endpoints, webhook targets); file://, gopher:// ... are refused. */
+int berth_repl_http_url(const char *url);
 
 /**
  * Whether a run started by `trigger` is skipped while the policy's previous run is still active (Harbor: manual

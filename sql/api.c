@@ -501,8 +501,10 @@ int berth_db_api(berth_dbconn_t *c, berth_q_t q, const char *const *params, bert
     memset(out, 0, sizeof(*out));
     out->total = -1;
     /* only the JSON-shaped queries: another file's statement would answer in another shape */
-    if ((unsigned)q >= BERTH_SQL__COUNT || (berth_db__api_stmts[q].sql == NULL && berth_db__replication_stmts[q].sql == NULL &&
-                                            berth_db__gc_stmts[q].sql == NULL && berth_db__gateway_stmts[q].sql == NULL)) {
+    if ((unsigned)q >= BERTH_SQL__COUNT ||
+        (berth_db__api_stmts[q].sql == NULL && berth_db__replication_stmts[q].sql == NULL && berth_db__gc_stmts[q].sql == NULL &&
+         berth_db__gateway_stmts[q].sql == NULL &&
+         (berth_db__webhook_stmts[q].sql == NULL || strncmp(berth_sql_name((int)q), "BERTH_Q_", 8) != 0))) {
         berth_log_err("sql: %d (%s) is not a REST query", (int)q, berth_sql_name((int)q));
         return berth_err_set(err, BERTH_OCI_INTERNAL, "unknown query %d", (int)q);
     }

@@ -293,6 +293,7 @@ void berth_db_release(berth_db_t *db, berth_dbconn_t *c)
 {
     if (c->in_tx)
         berth_db_rollback(c);
+    c->actor[0] = '\0';
     pthread_mutex_lock(&db->mu);
     c->next_free = db->free_list;
     db->free_list = c;
@@ -498,4 +499,9 @@ void berth_db_rollback(berth_dbconn_t *c)
     c->in_tx = 0;
     if (c->pg != NULL && PQstatus(c->pg) == CONNECTION_OK)
         berth_db_exec(c, "ROLLBACK", NULL);
+}
+
+void berth_db_set_actor(berth_dbconn_t *c, const char *actor)
+{
+    snprintf(c->actor, sizeof(c->actor), "%s", actor != NULL ? actor : "");
 }

@@ -36,6 +36,12 @@ void berth_db_stats(berth_db_t *db, int *size, int *in_use, unsigned long *waits
 /** 1 in *down while requests fail fast (no answer within the deadline), and round trips that timed out so far. */
 void berth_db_health(berth_db_t *db, int *down, unsigned long *timeouts);
 
+/**
+ * Name who the changes on `c` are made for (a user, a robot, "" for Berth itself) until the connection is
+ * released: the change transactions record it with the events they queue (sql/webhook.h). NULL means "".
+ */
+void berth_db_set_actor(berth_dbconn_t *c, const char *actor);
+
 int berth_db_begin(berth_dbconn_t *c, berth_err_t *err);
 int berth_db_commit(berth_dbconn_t *c, berth_err_t *err);
 /** Roll back if a transaction is open; never fails visibly. */

@@ -22,6 +22,7 @@ struct st_berth_dbconn_t {
     berth_db_t *db; /* its pool: the round-trip deadline, and where a timeout reports */
     PGconn *pg;
     int in_tx;
+    char actor[256];                          /* on whose behalf it runs (berth_db_set_actor): a webhook event's operator */
     unsigned char prepared[BERTH_SQL__COUNT]; /* by statement id: prepared on this connection as s<id> */
     struct st_berth_dbconn_t *next_free;
 };
@@ -47,6 +48,7 @@ extern const berth_db__stmt_t berth_db__immutable_stmts[BERTH_SQL__COUNT];
 extern const berth_db__stmt_t berth_db__gc_stmts[BERTH_SQL__COUNT];
 extern const berth_db__stmt_t berth_db__retention_stmts[BERTH_SQL__COUNT];
 extern const berth_db__stmt_t berth_db__gateway_stmts[BERTH_SQL__COUNT];
+extern const berth_db__stmt_t berth_db__webhook_stmts[BERTH_SQL__COUNT];
 
 /** The statement of `id` in whichever table defines it; NULL for an id outside the list or with no text. */
 const berth_db__stmt_t *berth_db__stmt(int id);

@@ -8,6 +8,7 @@
 #include "core/ref.h"
 #include "sql/db_internal.h"
 #include "sql/immutable.h"
+#include "sql/webhook.h"
 
 /* All SQL of this file, parameters always out of line. */
 /* A repository of a proxy-cache project (migration 0140): its manifests are stored before what they reference,
@@ -335,10 +336,13 @@ static int repo_removable(berth_dbconn_t *c, const char *repo, const char *what,
     return berth_db__repo_removable(c, repo, err);
 }
 
-/* One row-deleting statement and the invalidation notice, in one transaction, after `removable` (immutable tag
- * rules) agreed in that transaction. */
+/* What a delete announces to webhooks (in its own transaction: the outbox) */
+typedef enum { HOOK_NONE, HOOK_DIGEST, HOOK_TAG } hook_t;
+
+/* One row-deleting statement, the invalidation notice and the webhook event, in one transaction, after
+ * `removable` (immutable tag rules) agreed in that transaction. */
 static int delete_and_notify(berth_dbconn_t *c, berth_sql_id_t id, removable_fn removable, const char *repo, const char *what,
-                             berth_err_t *err, berth_oci_t unknown, const char *msg)
+                             berth_err_t *err, berth_oci_t unknown, const char *msg, hook_t hook)
 {
     int rc = berth_db_begin(c, err);
     if (rc != 0)
@@ -360,6 +364,12 @@ static int delete_and_notify(berth_dbconn_t *c, berth_sql_id_t id, removable_fn 
         berth_db_rollback(c);
         return n;
     }
+    if (n > 0 && hook != HOOK_NONE &&
+        (rc = berth_db_webhook_enqueue(c, NULL, "DELETE_ARTIFACT", repo, hook == HOOK_DIGEST ? what : NULL,
+                                       hook == HOOK_TAG ? what : NULL, NULL, err)) != 0) {
+        berth_db_rollback(c);
+        return rc;
+    }
     if (n == 0) {
         berth_db_rollback(c);
         return msg != NULL ? berth_err_set(err, unknown, "%s", msg) : berth_err_set(err, unknown, NULL);
@@ -369,7 +379,7 @@ static int delete_and_notify(berth_dbconn_t *c, berth_sql_id_t id, removable_fn 
 
 int berth_db_blob_unlink(berth_dbconn_t *c, const char *repo, const char *digest, berth_err_t *err)
 {
-    return delete_and_notify(c, BERTH_SQL_BLOB_UNLINK, blob_removable, repo, digest, err, BERTH_OCI_BLOB_UNKNOWN, NULL);
+    return delete_and_notify(c, BERTH_SQL_BLOB_UNLINK, blob_removable, repo, digest, err, BERTH_OCI_BLOB_UNKNOWN, NULL, HOOK_NONE);
 }
 
 /* '{d1,d2}' array literal: digests are [a-z0-9:] only, so no quoting is needed. */
@@ -527,7 +537,8 @@ int berth_db_manifest_put(berth_dbconn_t *c, const char *repo, const char *tag, 
     const char *tp[] = {ridbuf};
     const char *np[] = {repo};
     if ((rc = quota_check(c, qidbuf, q, err)) != 0 || (rc = run_count(c, BERTH_SQL_REPO_TOUCH, tp, err)) < 0 ||
-        (rc = run_count(c, BERTH_SQL_NOTIFY, np, err)) < 0)
+        (rc = run_count(c, BERTH_SQL_NOTIFY, np, err)) < 0 ||
+        (rc = berth_db_webhook_enqueue(c, NULL, "PUSH_ARTIFACT", repo, digest->str, tag, NULL, err)) != 0)
         goto Fail;
     return berth_db_commit(c, err);
 Fail:
@@ -565,19 +576,19 @@ int berth_db_manifest_get(berth_dbconn_t *c, const char *repo, const char *ref, 
 int berth_db_manifest_delete(berth_dbconn_t *c, const char *repo, const char *digest, berth_err_t *err)
 {
     return delete_and_notify(c, BERTH_SQL_MANIFEST_DELETE, berth_db__manifest_removable, repo, digest, err,
-                             BERTH_OCI_MANIFEST_UNKNOWN, NULL);
+                             BERTH_OCI_MANIFEST_UNKNOWN, NULL, HOOK_DIGEST);
 }
 
 int berth_db_tag_delete(berth_dbconn_t *c, const char *repo, const char *tag, berth_err_t *err)
 {
     return delete_and_notify(c, BERTH_SQL_TAG_DELETE, berth_db__tag_removable, repo, tag, err, BERTH_OCI_MANIFEST_UNKNOWN,
-                             "tag unknown");
+                             "tag unknown", HOOK_TAG);
 }
 
 int berth_db_repo_delete(berth_dbconn_t *c, const char *repo, berth_err_t *err)
 {
-    return delete_and_notify(c, BERTH_SQL_REPO_DELETE, repo_removable, repo, NULL, err, BERTH_OCI_NOT_FOUND,
-                             "repository not found");
+    return delete_and_notify(c, BERTH_SQL_REPO_DELETE, repo_removable, repo, NULL, err, BERTH_OCI_NOT_FOUND, "repository not found",
+                             HOOK_NONE);
 }
 
 static int collect(PGresult *res, berth_strlist_t *out)

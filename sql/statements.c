@@ -13,7 +13,7 @@ static const char *const names[BERTH_SQL__COUNT] = {
 static const berth_db__stmt_t *const tables[] = {berth_db__registry_stmts,  berth_db__isa_stmts,         berth_db__users_stmts,
                                                  berth_db__api_stmts,       berth_db__replication_stmts, berth_db__proxy_stmts,
                                                  berth_db__immutable_stmts, berth_db__gc_stmts,          berth_db__retention_stmts,
-                                                 berth_db__gateway_stmts};
+                                                 berth_db__gateway_stmts,   berth_db__webhook_stmts};
 #define NTABLES (sizeof(tables) / sizeof(tables[0]))
 
 const char *berth_sql_name(int id)

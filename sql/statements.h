@@ -235,7 +235,21 @@
     X(BERTH_SQL_RET_HEARTBEAT) \
     X(BERTH_SQL_RET_FINISH) \
     X(BERTH_SQL_RET_CANDIDATES) \
-    X(BERTH_SQL_RET_TASK_ADD)
+    X(BERTH_SQL_RET_TASK_ADD) \
+    /* sql/webhook.c: the outbox insert, policies, executions, tasks, delivery */ \
+    X(BERTH_SQL_WEBHOOK_ENQUEUE) \
+    X(BERTH_Q_WH_POL_LIST) \
+    X(BERTH_Q_WH_POL_GET) \
+    X(BERTH_Q_WH_POL_CREATE) \
+    X(BERTH_Q_WH_POL_UPDATE) \
+    X(BERTH_Q_WH_POL_DELETE) \
+    X(BERTH_Q_WH_EXEC_LIST) \
+    X(BERTH_Q_WH_TASK_LIST) \
+    X(BERTH_Q_WH_TASK_LOG) \
+    X(BERTH_Q_WH_EXEC_RETRY) \
+    X(BERTH_Q_WH_DISPATCH) \
+    X(BERTH_Q_WH_CLAIM) \
+    X(BERTH_Q_WH_DONE)
 /* clang-format on */
 
 typedef enum {

@@ -88,6 +88,12 @@ const berth_db__stmt_t berth_db__users_stmts[BERTH_SQL__COUNT] = {
         "x.project), x.result, x.detail, greatest(coalesce(x.count, 1), 1) FROM x RETURNING 1), "
         "pulls AS (SELECT repo, digest, greatest(coalesce(count, 1), 1) AS n FROM x WHERE operation = 'pull' AND result = "
         "'success' AND repo <> ''), "
+        /* webhooks' PULL_ARTIFACT (issue 14): pulls have no transaction of their own; this batch is where they are
+         * counted, so their events are queued with the count (a coalesced row is one event) */
+        "hooks AS (INSERT INTO webhook_events (project_id, type, actor, repo, digest, tag) SELECT r.project_id, "
+        "'PULL_ARTIFACT', x.username, x.repo, nullif(x.digest, ''), CASE WHEN left(x.resource, length(x.repo) + 1) = "
+        "x.repo || ':' THEN substr(x.resource, length(x.repo) + 2) END FROM x JOIN repositories r ON r.name = x.repo WHERE "
+        "x.operation = 'pull' AND x.result = 'success' AND berth_webhook_wanted(r.project_id, 'PULL_ARTIFACT')), "
         "cnt AS (UPDATE repositories r SET pull_count = r.pull_count + y.n FROM (SELECT repo, sum(n) AS n FROM pulls "
         "GROUP BY repo) y WHERE r.name = y.repo RETURNING 1) "
         "UPDATE manifests m SET pull_time = now() FROM (SELECT DISTINCT repo, digest FROM pulls WHERE digest <> '') z "

@@ -10,19 +10,13 @@
 #include "registry/api/internal.h"
 #include "registry/api/routes.h"
 
-const berth_api_route_t *const berth_api_route_tables[] = {berth_api_system_routes,
-                                                           berth_api_stats_routes,
-                                                           berth_api_projects_routes,
-                                                           berth_api_image_routes,
-                                                           berth_api_isa_routes,
-                                                           berth_api_accounts_routes,
-                                                           berth_api_ldap_routes,
-                                                           berth_api_replication_routes,
-                                                           berth_api_immutable_routes,
-                                                           berth_api_gc_routes,
-                                                           berth_api_retention_routes,
-                                                           berth_api_quotas_routes,
-                                                           NULL};
+const berth_api_route_t *const berth_api_route_tables[] = {berth_api_system_routes,    berth_api_stats_routes,
+                                                           berth_api_projects_routes,  berth_api_image_routes,
+                                                           berth_api_isa_routes,       berth_api_accounts_routes,
+                                                           berth_api_ldap_routes,      berth_api_replication_routes,
+                                                           berth_api_immutable_routes, berth_api_gc_routes,
+                                                           berth_api_retention_routes, berth_api_quotas_routes,
+                                                           berth_api_webhook_routes,   NULL};
 
 const berth_api_route_t *berth_api_route_find(berth_api_t *a)
 {
@@ -85,6 +79,7 @@ void berth_api_handle(berth_registry_t *reg, const berth_api_req_t *rq, berth_re
     }
     if (berth_api_authenticate(&a) != 0)
         goto Exit;
+    berth_db_set_actor(a.c, a.authed ? a.who.username : ""); /* the operator of the webhook events it queues */
     if (a.route == NULL)
         berth_api_fail(&a, BERTH_OCI_NOT_FOUND, "no such API endpoint");
     else if (berth_api_permit(&a) == 0 && berth_api_path_check(&a) == 0)

@@ -15,12 +15,6 @@
 
 /* ---- endpoints ---- */
 
-/* Endpoints speak the distribution API over http or https, nothing else (the client refuses other schemes too) */
-static int http_url(const char *url)
-{
-    return (strncasecmp(url, "http://", 7) == 0 && url[7] != '\0') || (strncasecmp(url, "https://", 8) == 0 && url[8] != '\0');
-}
-
 static int list_registries(berth_api_t *a)
 {
     char limit[24], offset[24];
@@ -51,7 +45,7 @@ static int registry_write(berth_api_t *a, reg_write_t mode)
     const char *desc = json_string_value(json_object_get(body, "description"));
     const char *id = berth_api_arg(a, "registry_id");
     int rc;
-    if (url != NULL && !http_url(url)) {
+    if (url != NULL && !berth_repl_http_url(url)) {
         json_decref(body);
         return berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "url must be http:// or https://");
     }

@@ -1,7 +1,7 @@
 /*
  * The REST API's route tables: one per endpoint group (projects.c, image.c, accounts.c, system.c, stats.c, ldap.c,
- * isa.c, replication.c, immutable.c, gc.c, retention.c, quotas.c), each row a method, the OpenAPI path, who may call it, the
- * handler and the OpenAPI operationId. The dispatcher (api.c) walks them and checks the permission before the handler runs;
+ * isa.c, replication.c, immutable.c, gc.c, retention.c, quotas.c, webhook.c), each row a method, the OpenAPI path, who may call it,
+ * the handler and the OpenAPI operationId. The dispatcher (api.c) walks them and checks the permission before the handler runs;
  * unit_api_routes walks them against openapi.yaml. Adding an endpoint is its handler, one row here and its OpenAPI text. No group
  * calls another.
  */
@@ -80,6 +80,7 @@ extern const berth_api_route_t berth_api_immutable_routes[];
 extern const berth_api_route_t berth_api_gc_routes[];
 extern const berth_api_route_t berth_api_retention_routes[];
 extern const berth_api_route_t berth_api_quotas_routes[];
+extern const berth_api_route_t berth_api_webhook_routes[];
 
 /** Every table, NULL-terminated, in the order the dispatcher walks them. */
 extern const berth_api_route_t *const berth_api_route_tables[];

@@ -13,6 +13,7 @@
 #include "registry/service/isa_scan.h"
 #include "registry/service/sqfs_gateway.h"
 #include "replication/replication.h"
+#include "webhook/webhook.h"
 
 /* Per kind: the audit row it makes (operation NULL: not audited) and the replication event (NULL: none) */
 static const struct {
@@ -80,6 +81,15 @@ static void on_change_isa_scan(const berth_event_t *ev, void *ctx)
         berth_isa_scan_enqueue(ev->repo, ev->isa_rows);
 }
 
+/* The change queued its webhook event in its own transaction (sql/webhook.h); this only makes delivery start now
+ * rather than at the next poll */
+static void on_change_webhook(const berth_event_t *ev, void *ctx)
+{
+    (void)ctx;
+    if (ev->kind != BERTH_EVENT_BLOB_PUSH && ev->kind != BERTH_EVENT_BLOB_DELETE)
+        berth_webhook_wake();
+}
+
 int berth_event_subscribers_install(void)
 {
     int rc;
@@ -87,7 +97,8 @@ int berth_event_subscribers_install(void)
         (rc = berth_event_subscribe("audit", on_change_audit, NULL)) != 0 ||
         (rc = berth_event_subscribe("replication", on_change_replication, NULL)) != 0 ||
         (rc = berth_event_subscribe("isa-scan", on_change_isa_scan, NULL)) != 0 ||
-        (rc = berth_event_subscribe("squashfs", berth_sqfs_gateway_event, NULL)) != 0)
+        (rc = berth_event_subscribe("squashfs", berth_sqfs_gateway_event, NULL)) != 0 ||
+        (rc = berth_event_subscribe("webhooks", on_change_webhook, NULL)) != 0)
         return rc;
     return 0;
 }

@@ -69,8 +69,8 @@ void berth_event_emit(const berth_event_t *ev);
 /** "manifest_push", "tag_delete", ... for logs and tests. */
 const char *berth_event_kind_name(berth_event_kind_t kind);
 
-/** Subscribe the registry's own reactions: read cache, audit log, replication triggers, ISA scanner, squashfs gateway (in that
- * order). */
+/** Subscribe the registry's own reactions: read cache, audit log, replication triggers, ISA scanner, squashfs gateway,
+ * webhook delivery wake-up (in that order). */
 int berth_event_subscribers_install(void);
 
 /** The audit-log row of a change (event_subscribers.c): what operation on what, as the log has always said. */

@@ -472,6 +472,8 @@ void berth_v2_handle(berth_registry_t *reg, const berth_v2_req_t *rq, berth_resp
         berth_resp_error(resp, &err);
         return;
     }
+    if (c != NULL)
+        berth_db_set_actor(c, rq->who); /* the operator of the webhook events it queues */
     int rc = handlers[rq->route.id].fn(reg, c, rq, resp, &err);
     if (c != NULL)
         berth_db_release(reg->db, c);

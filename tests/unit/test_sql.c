@@ -122,14 +122,17 @@ int main(void)
     for (int id = 0; id < BERTH_SQL__COUNT; id++) {
         int rest = strncmp(berth_sql_name(id), "BERTH_Q_", 8) == 0;
         int json = berth_db__api_stmts[id].sql != NULL || berth_db__replication_stmts[id].sql != NULL ||
-                   berth_db__gc_stmts[id].sql != NULL || berth_db__gateway_stmts[id].sql != NULL;
+                   berth_db__gc_stmts[id].sql != NULL || berth_db__gateway_stmts[id].sql != NULL ||
+                   (berth_db__webhook_stmts[id].sql != NULL && id != BERTH_SQL_WEBHOOK_ENQUEUE);
         if (rest != json) {
             shaped = 0;
             printf("# %s: %s\n", berth_sql_name(id),
-                   rest ? "not in sql/api.c, sql/replication.c, sql/gc.c or sql/gateway.c" : "a JSON query without BERTH_Q_");
+                   rest ? "not in sql/api.c, sql/replication.c, sql/gc.c, sql/gateway.c or sql/webhook.c"
+                        : "a JSON query without BERTH_Q_");
         }
     }
-    ok(shaped, "the BERTH_Q_ ids are exactly the statements of sql/api.c, sql/replication.c and sql/gateway.c");
+    ok(shaped,
+       "the BERTH_Q_ ids are exactly the JSON statements of sql/api.c, sql/replication.c, sql/gc.c, sql/gateway.c and sql/webhook.c");
     berth_db_json_t out;
     berth_err_clear(&err);
     ok(berth_db_api(&c, BERTH_SQL_REPO_ID, NULL, &out, &err) == BERTH_ERROR && out.json == NULL,
