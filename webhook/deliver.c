@@ -43,9 +43,8 @@ void berth_webhook_sign(char out[72], const char *secret, const char *timestamp,
 {
     /* one buffer: HMAC() is the one-shot form OpenSSL 3 keeps (the HMAC_CTX calls are deprecated) */
     size_t tlen = strlen(timestamp);
-    unsigned char *msg = malloc(tlen + 1 + len), mac[EVP_MAX_MD_SIZE];
-    memcpy(msg, timestamp, tlen);
-    msg[tlen] = '.';
+    unsigned char *msg = malloc(tlen + 2 + len), mac[EVP_MAX_MD_SIZE];
+    snprintf((char *)msg, tlen + 2, "%s.", timestamp);
     memcpy(msg + tlen + 1, body, len);
     unsigned int maclen = 0;
     HMAC(EVP_sha256(), secret, (int)strlen(secret), msg, tlen + 1 + len, mac, &maclen);
