@@ -610,9 +610,9 @@ class Api(BerthTestCase):
         self.assertEqual(doc["openapi"][:2], "3.")
         subst = {"project_name_or_id": "team", "project_name": "team", "repository_name": "app", "reference": "v1",
                  "tag_name": "v1", "user_id": "999999", "mid": "999999", "robot_id": "999999", "group_id": "999999",
-                 "registry_id": "999999", "policy_id": "999999", "execution_id": "999999", "task_id": "999999",
-                 "addition": "build_history", "immutable_rule_id": "999999", "gc_id": "999999", "id": "999999", "eid": "999999",
-                 "tid": "999999", "quota_id": "999999"}
+                 "registry_id": "999999", "policy_id": "999999", "webhook_policy_id": "999999", "execution_id": "999999",
+                 "task_id": "999999", "addition": "build_history", "immutable_rule_id": "999999", "gc_id": "999999", "id": "999999",
+                 "eid": "999999", "tid": "999999", "quota_id": "999999"}
         checked = 0
         for path, ops in doc["paths"].items():
             for method in ops:

@@ -405,7 +405,7 @@ class TokensAreNotApiCredentials(BerthTestCase):
     PARAMS = {"user_id": "1", "project_name_or_id": "tok", "project_name": "tok", "mid": "1", "repository_name": "app",
               "reference": "v1", "tag_name": "v1", "robot_id": "1", "group_id": "1", "registry_id": "1",
               "policy_id": "1", "execution_id": "1", "task_id": "1", "addition": "build_history", "immutable_rule_id": "1", "id": "1",
-              "eid": "1", "tid": "1", "gc_id": "1", "quota_id": "1"}
+              "eid": "1", "tid": "1", "gc_id": "1", "quota_id": "1", "webhook_policy_id": "1"}
 
     def test_token_refused_by_every_api_route(self):
         import re
