@@ -11,6 +11,7 @@ import json
 import os
 import re
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -424,6 +425,50 @@ class Restart(unittest.TestCase):
             self.assertEqual(psql("SELECT status || ' ' || attempts FROM webhook_tasks", b.dbname), "Success 2")
         finally:
             release.set()
+            b.cleanup()
+            rx.close()
+
+
+class Browser(unittest.TestCase):
+    def test_webhooks_tab(self):
+        """webui/e2e/webhook.e2e.mjs in Chromium: the tab lists policies and deliveries; its Redeliver button sends
+        the same event again, which the receiver here sees."""
+        from test_webui import ARTIFACTS, CHROMIUM, UI_DIR
+        for what, path in (("the built UI (webui/build.sh)", os.path.join(UI_DIR, "index.html")), ("chromium", CHROMIUM),
+                           ("playwright-core (webui/build.sh runs npm ci)",
+                            os.path.join(os.path.dirname(UI_DIR), "node_modules", "playwright-core"))):
+            if not os.path.exists(path):
+                self.skipTest("missing %s: %s" % (what, path))
+        rx = Receiver()
+        b = Berthd(env={"BERTH_UI_DIR": UI_DIR}).start()
+        try:
+            b.project("hooks")
+            body = policy(rx.url("/ci"), ["PUSH_ARTIFACT"], name="ci-hook")
+            st, _, raw = api(b, "POST", "/projects/hooks/webhook/policies", body)
+            self.assertEqual(st, 201, raw)
+            pid = json.loads(raw)["id"]
+            b.push_image("hooks/app", "1")
+            self.assertTrue(rx.wait("/ci"))
+            self.assertEqual(eventually(lambda: json.loads(api(b, "GET", "/projects/hooks/webhook/policies/%d/executions" % pid)[2])[0]["status"],
+                                        "Success"), "Success")
+            os.makedirs(ARTIFACTS, exist_ok=True)
+            env = dict(os.environ, BERTH_UI_BASE="http://" + b.host, WEBUI_ARTIFACTS=ARTIFACTS, CHROMIUM=CHROMIUM,
+                       BERTH_UI_FIXTURE=json.dumps({"admin_password": "Harbor12345", "project": "hooks",
+                                                    "receiver": "http://127.0.0.1:%d" % rx.port}))
+            webui = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "webui")
+            r = subprocess.run(["node", "--test", "--test-reporter=spec", os.path.join(webui, "e2e", "webhook.e2e.mjs")],
+                               cwd=webui, env=env, capture_output=True, text=True, timeout=600)
+            print(r.stdout[-8000:], r.stderr[-3000:])
+            self.assertEqual(r.returncode, 0, "browser steps failed; screenshots in " + ARTIFACTS)
+            again = rx.wait("/ci", count=2)
+            self.assertTrue(again, "the Redeliver button did not deliver again")
+            self.assertEqual(len({x["headers"]["x-berth-event-id"] for x in again}), 1)
+            st, _, raw = api(b, "GET", "/projects/hooks/webhook/policies")
+            made = [p for p in json.loads(raw) if p["name"] == "from-the-browser"]
+            self.assertEqual(len(made), 1, raw)
+            self.assertEqual((made[0]["enabled"], made[0]["targets"][0]["payload_format"]), (False, "CloudEvents"))
+            self.assertIn("PULL_ARTIFACT", made[0]["event_types"])
+        finally:
             b.cleanup()
             rx.close()
 

@@ -1,4 +1,4 @@
-// One project: repositories, members, robot accounts, logs and settings, each a tab with its own URL.
+// One project: repositories, members, robot accounts, logs, webhooks and settings, each a tab with its own URL.
 // What the caller may do comes from /users/current/permissions?scope=/project/<name>.
 import { useEffect, useState } from "preact/hooks";
 import { ApiError, get, list, send } from "../api";
@@ -13,6 +13,7 @@ import { PagedTable } from "../ui/table";
 import { ImmutableRules, RetentionRules } from "./policies";
 import { ProjectQuota } from "./quotas";
 import type { Project } from "./projects";
+import { Webhooks } from "./webhooks";
 
 export function useProjectPerms(name: string) {
   const u = me.value;
@@ -28,6 +29,7 @@ const TABS = [
   ["logs", "Logs", "log", "list"],
   ["immutability", "Tag immutability", "immutable-tag", "list"],
   ["retention", "Tag retention", "tag-retention", "read"],
+  ["webhooks", "Webhooks", "notification-policy", "list"],
   ["settings", "Settings", "project", "read"],
 ] as const;
 
@@ -70,6 +72,7 @@ export function ProjectPage({ name, tab }: { name: string; tab: string }) {
       {cur === "logs" && <Logs project={p} />}
       {cur === "immutability" && <ImmutableRules project={p} perms={pm} />}
       {cur === "retention" && <RetentionRules project={p} perms={pm} onChanged={proj.reload} />}
+      {cur === "webhooks" && <Webhooks project={p} perms={pm} />}
       {cur === "settings" && <Settings project={p} perms={pm} onSaved={proj.reload} />}
     </>
   );
