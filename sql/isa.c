@@ -44,6 +44,13 @@ const berth_db__stmt_t berth_db__isa_stmts[BERTH_SQL__COUNT] = {
         "VALUES ($1, $2, $3, $4, $5, $6::jsonb, now()) ON CONFLICT (digest, declared_level, declared_features) DO UPDATE SET "
         "status = EXCLUDED.status, max_level = EXCLUDED.max_level, report = EXCLUDED.report, scanned_at = now()",
         6),
+    /* the webhook event of a verdict (sql/webhook.h): $1 repository, $2 digest, $3 declared level, $4 features,
+     * $5 verdict, $6 highest level found */
+    BERTH_DB__STMT(BERTH_SQL_ISA_SCAN_HOOK,
+                   "SELECT berth_webhook_enqueue(NULL, 'ISA_SCAN_COMPLETED', '', $1::text, $2::text, NULL, "
+                   "jsonb_build_object('isa_scan', jsonb_build_object('digest', $2::text, 'declared_level', $3::text, "
+                   "'declared_features', $4::text, 'verdict', $5::text, 'max_level', $6::text)))",
+                   6),
     /* entries no verdict covers yet (pushed while berthd stopped mid-queue, or dropped by migration 0090) */
     BERTH_DB__STMT(
         BERTH_SQL_ISA_UNSCANNED,
@@ -118,15 +125,26 @@ int berth_db_isa_view_get(berth_dbconn_t *c, const char *repo, const char *diges
     return rc;
 }
 
-int berth_db_isa_scan_put(berth_dbconn_t *c, const char *digest, const char *declared, const char *declared_features,
-                          const char *status, const char *max_level, const char *report, berth_err_t *err)
+int berth_db_isa_scan_put(berth_dbconn_t *c, const char *repo, const char *digest, const char *declared,
+                          const char *declared_features, const char *status, const char *max_level, const char *report,
+                          berth_err_t *err)
 {
     const char *p[] = {digest, declared, declared_features, status, max_level, report};
+    const char *hp[] = {repo, digest, declared, declared_features, status, max_level};
+    int rc = berth_db_begin(c, err);
+    if (rc != 0)
+        return rc;
     PGresult *res = berth_db__run(c, BERTH_SQL_ISA_SCAN_PUT, p, NULL, NULL, 0, err);
-    if (res == NULL)
-        return err != NULL ? err->code : BERTH_ERROR;
+    if (res != NULL) {
+        PQclear(res);
+        res = berth_db__run(c, BERTH_SQL_ISA_SCAN_HOOK, hp, NULL, NULL, 0, err);
+    }
+    if (res == NULL) {
+        berth_db_rollback(c);
+        return err != NULL && err->code != 0 ? err->code : BERTH_ERROR;
+    }
     PQclear(res);
-    return 0;
+    return berth_db_commit(c, err);
 }
 
 int berth_db_isa_unscanned(berth_dbconn_t *c, int limit, char **rows_json, berth_err_t *err)

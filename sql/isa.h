@@ -21,11 +21,13 @@ int berth_db_isa_view_put(berth_dbconn_t *c, const char *repo, const char *diges
 /** A stored ISA view index by digest; BERTH_ENOTFOUND when absent. */
 int berth_db_isa_view_get(berth_dbconn_t *c, const char *repo, const char *digest, char **body, size_t *len, berth_err_t *err);
 /**
- * Record a scanner verdict for a variant manifest under one declaration (level and comma-joined features, exactly as
- * its isa_variants rows spell them), replacing an earlier verdict for the same declaration only.
+ * Record a scanner verdict for a variant manifest of `repo` under one declaration (level and comma-joined features,
+ * exactly as its isa_variants rows spell them), replacing an earlier verdict for the same declaration only; the
+ * project's ISA_SCAN_COMPLETED webhook event (verdict in event_data.isa_scan) is queued in the same transaction.
  */
-int berth_db_isa_scan_put(berth_dbconn_t *c, const char *digest, const char *declared, const char *declared_features,
-                          const char *status, const char *max_level, const char *report, berth_err_t *err);
+int berth_db_isa_scan_put(berth_dbconn_t *c, const char *repo, const char *digest, const char *declared,
+                          const char *declared_features, const char *status, const char *max_level, const char *report,
+                          berth_err_t *err);
 /** Up to `limit` variant entries without a verdict, as JSON rows {repository, digest, level, features} (malloc'd). */
 int berth_db_isa_unscanned(berth_dbconn_t *c, int limit, char **rows_json, berth_err_t *err);
 

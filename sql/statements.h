@@ -60,6 +60,7 @@
     X(BERTH_SQL_ISA_VIEW_PUT) \
     X(BERTH_SQL_ISA_VIEW_GET) \
     X(BERTH_SQL_ISA_SCAN_PUT) \
+    X(BERTH_SQL_ISA_SCAN_HOOK) \
     X(BERTH_SQL_ISA_UNSCANNED) \
     /* sql/gateway.c: HPC squashfs jobs */ \
     X(BERTH_Q_SQFS_MODE) \

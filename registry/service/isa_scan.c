@@ -316,7 +316,7 @@ int berth_isa_scan_variant(berth_registry_t *reg, const char *repo, const char *
     /* the referrer first: once the verdict row is visible, its report is too */
     if (push_referrer(reg, c, repo, digest, m.len, m.media_type, text, status, declared_level, declared_features) != 0)
         berth_log_warn("isa scan of %s@%s: the referrer artifact could not be written", repo, digest);
-    rc = berth_db_isa_scan_put(c, digest, declared_level, declared_features, status, maxl, text, &err);
+    rc = berth_db_isa_scan_put(c, repo, digest, declared_level, declared_features, status, maxl, text, &err);
     berth_log_info("isa scan %s@%s declared %s%s%s: %s (%d ELF files)", repo, digest, declared_level,
                    declared_features[0] ? "+" : "", declared_features, status, v.files);
     snprintf(status_out, 12, "%s", status);

@@ -10,6 +10,7 @@ import http.server
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -366,6 +367,52 @@ class Webhooks(BerthTestCase):
         print("\nmanifest PUT with a 5 s receiver: max %.3f s, mean %.3f s" % (max(times), sum(times) / len(times)))
         self.assertLess(max(times), 1.0, times)
         self.assertTrue(self.rx.wait("/slow", count=3, timeout=30), "slow receiver never got deliveries")
+        api(self.b, "DELETE", "/projects/hooks/webhook/policies/%d" % pid)
+
+    @unittest.skipUnless(shutil.which("gcc"), "gcc missing")
+    def test_isa_scan_completed_carries_the_verdict(self):
+        """A real scan: an index whose variant declares x86-64-v3; the scanner's verdict row and the event are
+        written in one transaction, and the payload names the verdict the API shows."""
+        import gzip
+        import tempfile
+        from harness import OCI_CONFIG, OCI_INDEX, OCI_LAYER, make_layer
+        pid, _ = self.create(policy(self.rx.url("/isa"), ["ISA_SCAN_COMPLETED"]))
+        tmp = tempfile.mkdtemp(prefix="hook-isa-")
+        try:
+            src, out = os.path.join(tmp, "p.c"), os.path.join(tmp, "p")
+            with open(src, "w") as f:
+                f.write("int main(void) { return 0; }\n")
+            subprocess.run(["gcc", "-O2", "-march=x86-64-v3", "-o", out, src], check=True)
+            with open(out, "rb") as f:
+                data = make_layer({"app/bin": f.read()})
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        repo = "hooks/isa"
+        layer = {"mediaType": OCI_LAYER, "digest": self.b.push_blob(repo, data), "size": len(data)}
+        cfg = json.dumps({"architecture": "amd64", "os": "linux", "variant": "v3",
+                          "rootfs": {"type": "layers", "diff_ids": [
+                              "sha256:" + hashlib.sha256(gzip.decompress(data)).hexdigest()]}}).encode()
+        man = {"schemaVersion": 2, "mediaType": OCI_MANIFEST, "layers": [layer],
+               "config": {"mediaType": OCI_CONFIG, "digest": self.b.push_blob(repo, cfg), "size": len(cfg)}}
+        st, h, body, mraw = self.b.push_manifest(repo, "single", man)
+        self.assertEqual(st, 201, body)
+        d = h["docker-content-digest"]
+        idx = {"schemaVersion": 2, "mediaType": OCI_INDEX, "manifests": [
+            {"mediaType": OCI_MANIFEST, "digest": d, "size": len(mraw),
+             "platform": {"architecture": "amd64", "os": "linux", "variant": "v3"}}]}
+        st, _, body, _ = self.b.push_manifest(repo, "1.0", idx, OCI_INDEX)
+        self.assertEqual(st, 201, body)
+        reqs = self.rx.wait("/isa", timeout=90)
+        self.assertTrue(reqs, "no ISA_SCAN_COMPLETED delivered")
+        p = reqs[0]["json"]
+        self.assertEqual(p["type"], "ISA_SCAN_COMPLETED")
+        scan = p["event_data"]["isa_scan"]
+        self.assertEqual((scan["digest"], scan["declared_level"]), (d, "x86-64-v3"))
+        st, _, raw = self.b.request("GET", "/api/v2.0/projects/hooks/repositories/isa/artifacts/1.0/isa")
+        shown = [v["scan_status"] for v in json.loads(raw)["variants"] if v["digest"] == d]
+        self.assertEqual([scan["verdict"]], shown)
+        self.assertIn(scan["verdict"], ("pass", "warn", "fail"))
+        self.assertEqual(p["event_data"]["resources"][0]["digest"], d)
         api(self.b, "DELETE", "/projects/hooks/webhook/policies/%d" % pid)
 
     def test_other_event_types_through_the_seam(self):
