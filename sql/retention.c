@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "sql/db_internal.h"
+#include "sql/webhook.h"
 
 /* Candidates: what Harbor lists as artifacts (not a referrer, not only an index's child), by repository */
 #define RET_TOP_LEVEL                                                                                                              \
@@ -139,13 +140,28 @@ int berth_db_ret_heartbeat(berth_dbconn_t *c, long long eid, const char *instanc
     return rc;
 }
 
-int berth_db_ret_finish(berth_dbconn_t *c, long long eid, const char *instance, const char *status, berth_err_t *err)
+int berth_db_ret_finish(berth_dbconn_t *c, long long eid, const char *instance, const char *status, const char *project,
+                        const char *detail, berth_err_t *err)
 {
-    char id[24];
+    char id[24], *extra = NULL;
     snprintf(id, sizeof(id), "%lld", eid);
     const char *p[] = {id, instance, status};
+    int rc = berth_db_begin(c, err);
+    if (rc != 0)
+        return rc;
     int n = exec_count(c, BERTH_SQL_RET_FINISH, p, err);
-    return n < 0 ? n : 0;
+    if (n > 0 && detail != NULL) { /* {"retention": detail}: Harbor's event_data key for TAG_RETENTION */
+        size_t len = strlen(detail) + 16;
+        extra = malloc(len);
+        snprintf(extra, len, "{\"retention\":%s}", detail);
+    }
+    if (n < 0 || (n > 0 && (rc = berth_db_webhook_enqueue(c, project, "TAG_RETENTION", NULL, NULL, NULL, extra, err)) != 0)) {
+        free(extra);
+        berth_db_rollback(c);
+        return n < 0 ? n : rc;
+    }
+    free(extra);
+    return berth_db_commit(c, err);
 }
 
 int berth_db_ret_candidates(berth_dbconn_t *c, const char *project, berth_db_ret_candidates_t *out, berth_err_t *err)

@@ -39,8 +39,10 @@ int berth_db_ret_claim(berth_dbconn_t *c, const char *instance, berth_db_ret_exe
 void berth_db_ret_exec_dispose(berth_db_ret_exec_t *e);
 /** Renew the lease. 1 when a stop was asked for, 0 to go on, BERTH_ENOTFOUND when the claim was lost. */
 int berth_db_ret_heartbeat(berth_dbconn_t *c, long long eid, const char *instance, berth_err_t *err);
-/** End the execution: Success, Error or Stopped. */
-int berth_db_ret_finish(berth_dbconn_t *c, long long eid, const char *instance, const char *status, berth_err_t *err);
+/** End the execution: Success, Error or Stopped; in the same transaction the project's TAG_RETENTION webhook event
+ * is queued with `detail` (JSON, may be NULL) as event_data.retention (sql/webhook.h). */
+int berth_db_ret_finish(berth_dbconn_t *c, long long eid, const char *instance, const char *status, const char *project,
+                        const char *detail, berth_err_t *err);
 /** Every top-level artifact of project `project`, by repository, newest push first. */
 int berth_db_ret_candidates(berth_dbconn_t *c, const char *project, berth_db_ret_candidates_t *out, berth_err_t *err);
 void berth_db_ret_candidates_dispose(berth_db_ret_candidates_t *l);

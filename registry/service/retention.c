@@ -231,11 +231,12 @@ static void run_execution(berth_dbconn_t *c, const berth_db_ret_exec_t *e)
     }
     berth_db_ret_candidates_dispose(&cands);
     berth_ret_policy_dispose(&policy);
-    if (status != NULL && berth_db_ret_finish(c, e->id, instance, status, &err) == 0) {
-        json_t *detail =
-            json_pack("{s:I,s:I,s:b,s:s,s:i,s:i,s:O}", "execution_id", (json_int_t)e->id, "policy_id", (json_int_t)e->policy_id,
-                      "dry_run", e->dry_run, "status", status, "total", r.total, "retained", r.retained, "deleted", r.deleted_all);
-        char *dj = json_dumps(detail, JSON_COMPACT);
+    json_t *detail = status == NULL ? NULL
+                                    : json_pack("{s:I,s:I,s:b,s:s,s:i,s:i,s:O}", "execution_id", (json_int_t)e->id, "policy_id",
+                                                (json_int_t)e->policy_id, "dry_run", e->dry_run, "status", status, "total", r.total,
+                                                "retained", r.retained, "deleted", r.deleted_all);
+    char *dj = detail != NULL ? json_dumps(detail, JSON_COMPACT) : NULL;
+    if (status != NULL && berth_db_ret_finish(c, e->id, instance, status, e->project, dj, &err) == 0) {
         berth_event_emit(&(berth_event_t){.kind = BERTH_EVENT_TAG_RETENTION,
                                           .surface = BERTH_EVENT_INTERNAL,
                                           .project = e->project,
@@ -244,9 +245,9 @@ static void run_execution(berth_dbconn_t *c, const berth_db_ret_exec_t *e)
                                           .detail = dj});
         berth_log_info("retention: execution %lld of %s: %s, %d artifact(s), %d retained, %zu %s", e->id, e->project, status,
                        r.total, r.retained, json_array_size(r.deleted_all), e->dry_run ? "would go" : "deleted");
-        free(dj);
-        json_decref(detail);
     }
+    free(dj);
+    json_decref(detail);
     json_decref(r.deleted_all);
 }
 

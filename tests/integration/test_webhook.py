@@ -415,6 +415,31 @@ class Webhooks(BerthTestCase):
         self.assertEqual(p["event_data"]["resources"][0]["digest"], d)
         api(self.b, "DELETE", "/projects/hooks/webhook/policies/%d" % pid)
 
+    def test_tag_retention_run(self):
+        """A real retention run (h-retain's /retentions): its end and its TAG_RETENTION event commit together; the
+        artifacts it deletes each send DELETE_ARTIFACT."""
+        pid, _ = self.create(policy(self.rx.url("/ret"), ["TAG_RETENTION", "DELETE_ARTIFACT"]))
+        proj = json.loads(api(self.b, "GET", "/projects/hooks")[2])["project_id"]
+        keep, _ = self.b.push_image("hooks/ret", "keep")
+        gone, _ = self.b.push_image("hooks/ret", "old")
+        rule = {"disabled": False, "action": "retain", "template": "always", "params": {},
+                "scope_selectors": {"repository": [{"kind": "doublestar", "decoration": "repoMatches", "pattern": "ret"}]},
+                "tag_selectors": [{"kind": "doublestar", "decoration": "matches", "pattern": "keep"}]}
+        st, h, raw = api(self.b, "POST", "/retentions", {"algorithm": "or", "rules": [rule], "scope": {"level": "project", "ref": proj},
+                                                         "trigger": {"kind": "Schedule", "settings": {"cron": ""}}})
+        self.assertEqual(st, 201, raw)
+        rid = int(h["location"].rsplit("/", 1)[1])
+        st, h, raw = api(self.b, "POST", "/retentions/%d/executions" % rid, {"dry_run": False})
+        self.assertEqual(st, 201, raw)
+        reqs = self.rx.wait("/ret", pred=lambda r: json.loads(r["body"])["type"] == "TAG_RETENTION", timeout=60)
+        self.assertTrue(reqs, "no TAG_RETENTION delivered: %r" % self.rx.got("/ret"))
+        ret = reqs[0]["json"]["event_data"]["retention"]
+        self.assertEqual((ret["status"], ret["dry_run"], ret["policy_id"]), ("Success", False, rid))
+        dels = self.rx.wait("/ret", pred=lambda r: json.loads(r["body"])["type"] == "DELETE_ARTIFACT")
+        self.assertEqual([d["json"]["event_data"]["resources"][0]["digest"] for d in dels], [gone])
+        api(self.b, "DELETE", "/retentions/%d" % rid)
+        api(self.b, "DELETE", "/projects/hooks/webhook/policies/%d" % pid)
+
     def test_other_event_types_through_the_seam(self):
         """QUOTA_*, TAG_RETENTION and REPLICATION are queued by other features through berth_webhook_enqueue,
         inside their transactions; the seam itself: what they pass arrives, merged into event_data."""
