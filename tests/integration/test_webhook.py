@@ -440,6 +440,26 @@ class Webhooks(BerthTestCase):
         api(self.b, "DELETE", "/retentions/%d" % rid)
         api(self.b, "DELETE", "/projects/hooks/webhook/policies/%d" % pid)
 
+    def test_quota_warning_and_exceed(self):
+        """h-quota's limits: a push crossing the warning line sends QUOTA_WARNING, a refused one QUOTA_EXCEED with
+        Harbor's sentence in custom_attributes.Details."""
+        st, _, raw = api(self.b, "POST", "/projects", {"project_name": "hq", "storage_limit": 30000})
+        self.assertEqual(st, 201, raw)
+        pid, _ = self.create(policy(self.rx.url("/quota"), ["QUOTA_WARNING", "QUOTA_EXCEED"]), project="hq")
+        self.b.push_image("hq/app", "a", size=20000)
+        self.b.push_image("hq/app", "b", size=6000)
+        with self.assertRaises(AssertionError):  # refused: 403
+            self.b.push_image("hq/app", "c", size=10000)
+        reqs = self.rx.wait("/quota", count=2, timeout=20)
+        self.assertTrue(reqs, self.rx.got("/quota"))
+        by = {r["json"]["type"]: r["json"] for r in reqs}
+        self.assertEqual(set(by), {"QUOTA_WARNING", "QUOTA_EXCEED"})
+        self.assertIn("exceed the configured upper limit", by["QUOTA_EXCEED"]["event_data"]["custom_attributes"]["Details"])
+        self.assertEqual(by["QUOTA_EXCEED"]["event_data"]["resources"][0]["tag"], "c")
+        self.assertEqual(by["QUOTA_EXCEED"]["event_data"]["custom_attributes"]["hard"], 30000)
+        self.assertEqual(by["QUOTA_WARNING"]["event_data"]["resources"][0]["tag"], "b")
+        self.assertEqual(by["QUOTA_EXCEED"]["operator"], "admin")
+
     def test_other_event_types_through_the_seam(self):
         """QUOTA_*, TAG_RETENTION and REPLICATION are queued by other features through berth_webhook_enqueue,
         inside their transactions; the seam itself: what they pass arrives, merged into event_data."""
