@@ -16,28 +16,10 @@
 #include <unistd.h>
 
 #include "registry/storage/s3.h"
+#include "s3env.h"
 #include "tap.h"
 
-static char env[8][256]; /* endpoint, region, bucket, access, secret */
-
-static int load_env(const char *dir)
-{
-    char path[512], line[512];
-    snprintf(path, sizeof(path), "%s/s3.env", dir);
-    FILE *f = fopen(path, "r");
-    if (f == NULL)
-        return -1;
-    static const char *keys[] = {
-        "BERTH_S3_ENDPOINT=", "BERTH_S3_REGION=", "BERTH_S3_BUCKET=", "BERTH_S3_ACCESS_KEY=", "BERTH_S3_SECRET_KEY="};
-    while (fgets(line, sizeof(line), f) != NULL) {
-        line[strcspn(line, "\n")] = '\0';
-        for (int i = 0; i < 5; i++)
-            if (strncmp(line, keys[i], strlen(keys[i])) == 0)
-                snprintf(env[i], sizeof(env[i]), "%s", line + strlen(keys[i]));
-    }
-    fclose(f);
-    return env[0][0] != '\0' && env[4][0] != '\0' ? 0 : -1;
-}
+static char env[S3ENV_N][256];
 
 typedef struct {
     char *buf;
@@ -118,7 +100,7 @@ static double now_s(void)
 int main(void)
 {
     const char *dir = getenv("BERTH_TEST_CEPH_DIR");
-    if (dir == NULL || load_env(dir) != 0) {
+    if (dir == NULL || s3env_load(dir, env) != 0) {
         printf("1..0 # SKIP no test Ceph (BERTH_TEST_CEPH_DIR/s3.env; fixture ceph)\n");
         return 77;
     }

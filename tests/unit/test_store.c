@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "registry/storage/store.h"
+#include "s3env.h"
 #include "tap.h"
 
 static void count(const char *id, double age, void *data)
@@ -221,33 +222,14 @@ static void run(berth_store_t *s, int is_s3, const char *upstream)
     free(got.buf);
 }
 
-static int load_env(const char *dir, char v[6][256])
-{
-    static const char *keys[] = {
-        "BERTH_S3_ENDPOINT=", "BERTH_S3_REGION=", "BERTH_S3_BUCKET=", "BERTH_S3_ACCESS_KEY=", "BERTH_S3_SECRET_KEY="};
-    char path[512], line[512];
-    snprintf(path, sizeof(path), "%s/s3.env", dir);
-    FILE *f = fopen(path, "r");
-    if (f == NULL)
-        return -1;
-    while (fgets(line, sizeof(line), f) != NULL) {
-        line[strcspn(line, "\n")] = '\0';
-        for (int i = 0; i < 5; i++)
-            if (strncmp(line, keys[i], strlen(keys[i])) == 0)
-                snprintf(v[i], 256, "%s", line + strlen(keys[i]));
-    }
-    fclose(f);
-    return v[0][0] != '\0' ? 0 : -1;
-}
-
 int main(int argc, char **argv)
 {
     berth_err_t err = {0};
     berth_store_t *s = NULL;
     if (argc > 1 && strcmp(argv[1], "s3") == 0) {
         const char *dir = getenv("BERTH_TEST_CEPH_DIR");
-        char v[6][256] = {{0}}, prefix[64];
-        if (dir == NULL || load_env(dir, v) != 0) {
+        char v[S3ENV_N][256] = {{0}}, prefix[64];
+        if (dir == NULL || s3env_load(dir, v) != 0) {
             printf("1..0 # SKIP no test Ceph (BERTH_TEST_CEPH_DIR/s3.env; fixture ceph)\n");
             return 77;
         }
