@@ -389,12 +389,68 @@ static int copy_manifest(job_t *j, const char *dst_base, const char *srepo, cons
     return rc;
 }
 
-static int delete_remote(job_t *j, const char *drepo, const char *dref)
+/* Does repo:tag exist at c (with digest `digest`, unless NULL)? Unanswered counts as yes. */
+static int names_digest(berth_client_t *c, const char *repo, const char *tag, const char *digest)
 {
     char path[1024];
     berth_http_t r;
-    /* Distribution deletes by digest only: resolve the tag first */
+    snprintf(path, sizeof(path), "/v2/%s/manifests/%s", repo, tag);
+    if (berth_client_do(c, "HEAD", path, (const char *const[]){ACCEPT_ALL, NULL}, NULL, 0, &r) != 0)
+        return 1;
+    int yes = r.status >= 500 || r.status == 429 || (r.status == 200 && (digest == NULL || strcmp(r.digest, digest) == 0));
+    berth_http_dispose(&r);
+    return yes;
+}
+
+/* Does another tag than `tag` name `digest` at the destination and still exist at the source (a tag gone from the
+ * source is one this replication could not delete alone, so it does not hold the manifest)? Reads one page of the
+ * destination's tag list and HEADs at most BERTH_REPL_TAG_CHECK tags; a registry that cannot answer counts as
+ * "yes" (keep). */
+enum { BERTH_REPL_TAG_CHECK = 200 };
+static int other_tag_names(job_t *j, const char *srepo, const char *drepo, const char *tag, const char *digest)
+{
+    char path[1024];
+    berth_http_t r;
+    snprintf(path, sizeof(path), "/v2/%s/tags/list?n=%d", drepo, BERTH_REPL_TAG_CHECK);
+    if (berth_client_do(j->dst, "GET", path, NULL, NULL, 0, &r) != 0)
+        return 1;
+    if (r.status != 200) {
+        berth_http_dispose(&r);
+        return 1;
+    }
+    json_t *o = json_loads(r.body != NULL ? r.body : "", 0, NULL);
+    berth_http_dispose(&r);
+    json_t *tags = json_object_get(o, "tags");
+    int found = !json_is_array(tags) || json_array_size(tags) >= BERTH_REPL_TAG_CHECK;
+    for (size_t i = 0; !found && i < json_array_size(tags); i++) {
+        const char *t = json_string_value(json_array_get(tags, i));
+        if (t == NULL || strcmp(t, tag) == 0)
+            continue;
+        found = names_digest(j->dst, drepo, t, digest) && names_digest(j->src, srepo, t, NULL);
+    }
+    json_decref(o);
+    return found;
+}
+
+/* A deleted tag is deleted as a tag (OCI 1.1; Berth, Harbor and Zot delete just the tag): deleting the digest it
+ * names would take every other tag of that manifest at the destination with it. A destination that deletes by
+ * digest only (Distribution 2.x) gets the digest deleted when no other tag there names it; else it is kept. */
+static int delete_remote(job_t *j, const char *srepo, const char *drepo, const char *dref)
+{
+    char path[1024];
+    berth_http_t r;
     snprintf(path, sizeof(path), "/v2/%s/manifests/%s", drepo, dref);
+    int is_tag = strchr(dref, ':') == NULL;
+    if (is_tag) {
+        if (berth_client_do(j->dst, "DELETE", path, NULL, NULL, 0, &r) != 0)
+            return BERTH_ERETRY;
+        long st = r.status;
+        berth_http_dispose(&r);
+        if (st == 202 || st == 200 || st == 404)
+            return 0;
+        if (st >= 500 || st == 401 || st == 403)
+            return st >= 500 ? BERTH_ERETRY : BERTH_ERROR;
+    }
     if (berth_client_do(j->dst, "HEAD", path, (const char *const[]){ACCEPT_ALL, NULL}, NULL, 0, &r) != 0)
         return BERTH_ERETRY;
     if (r.status == 404) {
@@ -404,6 +460,11 @@ static int delete_remote(job_t *j, const char *drepo, const char *dref)
     char digest[160];
     snprintf(digest, sizeof(digest), "%s", r.digest);
     berth_http_dispose(&r);
+    if (is_tag && (digest[0] == '\0' || other_tag_names(j, srepo, drepo, dref, digest))) {
+        logf_(j, "%s:%s: the destination deletes by digest only and another live tag names %s there: kept", drepo, dref,
+              digest[0] ? digest : "it");
+        return 0;
+    }
     snprintf(path, sizeof(path), "/v2/%s/manifests/%s", drepo, digest[0] ? digest : dref);
     if (berth_client_do(j->dst, "DELETE", path, NULL, NULL, 0, &r) != 0)
         return BERTH_ERETRY;
@@ -445,7 +506,7 @@ int berth_repl_transfer_run(const berth_repl_task_t *task, berth_repl_transfer_r
     char srepo[300], sref[200], drepo[300], dref[200];
     berth_repl_ref_split(task->src, srepo, sizeof(srepo), sref, sizeof(sref));
     berth_repl_ref_split(task->dst, drepo, sizeof(drepo), dref, sizeof(dref));
-    int rc = task->operation == BERTH_REPL_OP_DELETION ? delete_remote(&j, drepo, dref)
+    int rc = task->operation == BERTH_REPL_OP_DELETION ? delete_remote(&j, srepo, drepo, dref)
                                                        : copy_manifest(&j, dst_base, srepo, sref, drepo, dref, 0);
     if (rc != 0 && j.name_unknown && j.zstd && !res->stopped) {
         res->log[0] = '\0'; /* the second pass reports (and counts the bytes) afresh */

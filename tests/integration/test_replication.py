@@ -12,8 +12,10 @@ import subprocess
 import tempfile
 import time
 import unittest
+import urllib.error
+import urllib.request
 
-from harness import ADMIN_AUTH, ADMIN_PASSWORD, BERTHD, BERTH_PG, OCI_INDEX, BerthTestCase, Berthd, eventually, free_port, main, sha256, \
+from harness import ACCEPT_ALL, ADMIN_AUTH, ADMIN_PASSWORD, BERTHD, BERTH_PG, OCI_INDEX, OCI_MANIFEST, BerthTestCase, Berthd, eventually, free_port, main, sha256, \
     write_oci_layout
 
 ADMIN = "admin:" + ADMIN_PASSWORD
@@ -192,6 +194,8 @@ class TwoSites(BerthTestCase):
         while time.time() < deadline and manifest(self.b, "live/svc", "rest")[0] != 404:
             time.sleep(0.3)
         self.assertEqual(manifest(self.b, "live/svc", "rest")[0], 404, "a tag deleted through the API stayed replicated")
+        # deleting one tag deletes that tag at the destination, not the manifest with its other tags
+        self.assertEqual(manifest(self.b, "live/svc", "v1")[1], d, "deleting tag rest took v1 with it at the destination")
         st, _, _ = self.a.request("DELETE", "/v2/live/svc/manifests/v1")
         self.assertEqual(st, 202)
         deadline = time.time() + 60
@@ -529,6 +533,39 @@ class WithDistribution(BerthTestCase):
         e = wait_execution(self.a, run_policy(self.a, pid))
         self.assertEqual(e["status"], "Succeed", e)
         self.assertEqual(manifest(self.a, "src/app", "7")[1], d)
+
+    def test_tag_deletion_to_distribution(self):
+        """Distribution 2.x deletes by digest only: a deleted tag whose manifest another live tag still names there
+        is kept (deleting the digest would take that tag too); the last one deletes the manifest."""
+        self.a.project("deltags")
+        d, raw = self.a.push_image("deltags/app", "x", seed=b"deltags")
+        st, _, _ = self.a.request("PUT", "/v2/deltags/app/manifests/y", body=raw, headers={"Content-Type": OCI_MANIFEST})
+        self.assertEqual(st, 201)
+        pid = add_policy(self.a, {"name": "del-dist", "dest_registry": {"id": self.reg}, "trigger": {"type": "event_based"},
+                                  "replicate_deletion": True, "filters": [{"type": "name", "value": "deltags/**"}]})
+        e = wait_execution(self.a, run_policy(self.a, pid))
+        self.assertEqual(e["status"], "Succeed", e)
+        dist = "http://127.0.0.1:%d" % self.port
+
+        def at_dist(tag):
+            req = urllib.request.Request("%s/v2/deltags/app/manifests/%s" % (dist, tag), method="HEAD",
+                                         headers={"Accept": ACCEPT_ALL})
+            try:
+                with urllib.request.urlopen(req, timeout=10) as r:
+                    return r.status, r.headers.get("Docker-Content-Digest")
+            except urllib.error.HTTPError as err:
+                return err.code, None
+        self.assertEqual(at_dist("y"), (200, d))
+        runs = len(api(self.a, "GET", "/replication/executions?policy_id=%d" % pid)[2])
+
+        def settled():  # the deletion's run exists and is over
+            execs = api(self.a, "GET", "/replication/executions?policy_id=%d" % pid)[2]
+            return len(execs) > runs and all(x["status"] != "InProgress" for x in execs)
+        self.assertEqual(self.a.request("DELETE", "/v2/deltags/app/manifests/x")[0], 202)
+        self.assertTrue(eventually(settled, True, timeout=60))
+        self.assertEqual(at_dist("y"), (200, d), "deleting tag x deleted the manifest tag y still names")
+        self.assertEqual(self.a.request("DELETE", "/v2/deltags/app/manifests/y")[0], 202)
+        eventually(lambda: at_dist("y")[0], 404, timeout=60)
 
 
 def sh(*cmd, check=True):
