@@ -147,7 +147,7 @@ test("registries and policies: edit and delete; event-based and scheduled trigge
   await page.goto(BASE + "/admin/registries");
   await settled(page);
   await page.locator("tbody tr", { hasText: "site-c2" }).getByRole("button", { name: "Delete" }).click();
-  await page.getByText("policies still use this registry").waitFor();
+  await page.getByText("proxy-cache projects still use this registry").waitFor();
   await page.goto(BASE + "/admin/replication");
   await settled(page);
   await page.locator("tbody tr", { hasText: "nightly" }).getByRole("button", { name: "Delete" }).click();
