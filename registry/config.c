@@ -317,7 +317,7 @@ int berth_config_load(berth_config_t *cfg, const char *path, char *errbuf, size_
     cfg->gc_batch = 1000;
     cfg->gw_compressor = strdup("zstd");
     cfg->gw_workers = 1;
-    cfg->gw_threads = 1;
+    cfg->gw_threads = 0; /* one compressor thread per CPU (berth_sqfs_threads) */
     cfg->gw_lease = 60;
     if (path != NULL && load_yaml(cfg, path, errbuf, errlen) != 0)
         return -1;

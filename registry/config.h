@@ -74,7 +74,7 @@ typedef struct st_berth_config_t {
     char *gw_publish_dir; /* gateway.publish_dir BERTH_GATEWAY_PUBLISH_DIR: <project>/<repo>/<digest>.sqsh here (unset: none) */
     char *gw_compressor;  /* gateway.compressor BERTH_GATEWAY_COMPRESSOR: zstd (default), gzip, xz, lz4 */
     int gw_workers;       /* gateway.workers: conversions at once (1) */
-    int gw_threads;       /* gateway.threads: compressor threads per conversion (1) */
+    int gw_threads;       /* gateway.threads: compressor threads per conversion (0: CPUs) */
     int gw_lease;         /* gateway.lease_seconds BERTH_GATEWAY_LEASE_SECONDS: a silent claim is taken up after this (60) */
     int gw_keep_devices;  /* gateway.keep_devices: keep character and block devices (false) */
 } berth_config_t;

@@ -1,6 +1,6 @@
 /*
  * berth-sqfs: the gateway's converter on the command line, for tests, benchmarks and operators who want a squashfs
- * from layer files without a registry:  berth-sqfs [-c zstd|gzip|xz|lz4] [-j threads] [-D] OUT LAYER...
+ * from layer files without a registry:  berth-sqfs [-c zstd|gzip|xz|lz4] [-j threads (default: CPUs)] [-D] OUT LAYER...
  * Layers oldest first (tar, tar+gzip, tar+zstd). Prints one JSON line of figures; exit 1 with the reason on failure.
  */
 #include <errno.h>
@@ -41,12 +41,13 @@ int main(int argc, char **argv)
         case 'b': o.block_size = strtoul(optarg, NULL, 10); break;
         case 'D': o.keep_devices = 1; break;
         default:
-            fprintf(stderr, "usage: berth-sqfs [-c zstd|gzip|xz|lz4] [-j threads] [-b block_size] [-D] OUT LAYER...\n");
+            fprintf(stderr,
+                    "usage: berth-sqfs [-c zstd|gzip|xz|lz4] [-j threads (default: CPUs)] [-b block_size] [-D] OUT LAYER...\n");
             return 2;
         }
     }
     if (argc - optind < 1) {
-        fprintf(stderr, "usage: berth-sqfs [-c zstd|gzip|xz|lz4] [-j threads] [-b block_size] [-D] OUT LAYER...\n");
+        fprintf(stderr, "usage: berth-sqfs [-c zstd|gzip|xz|lz4] [-j threads (default: CPUs)] [-b block_size] [-D] OUT LAYER...\n");
         return 2;
     }
     const char *out = argv[optind];
@@ -94,10 +95,10 @@ int main(int argc, char **argv)
         fclose(status);
     printf("{\"entries\": %llu, \"files\": %llu, \"dirs\": %llu, \"symlinks\": %llu, \"hardlinked_files\": %llu, "
            "\"content_bytes\": %llu, \"image_bytes\": %llu, \"tree_peak_bytes\": %zu, \"dir_table_bytes\": %zu, "
-           "\"seconds\": %.3f, \"cpu_seconds\": %.3f, \"max_rss_kib\": %ld}\n",
+           "\"threads\": %u, \"seconds\": %.3f, \"cpu_seconds\": %.3f, \"max_rss_kib\": %ld}\n",
            (unsigned long long)st.entries, (unsigned long long)st.files, (unsigned long long)st.dirs,
            (unsigned long long)st.symlinks, (unsigned long long)st.hardlinks, (unsigned long long)st.content_bytes,
-           (unsigned long long)st.image_bytes, st.tree_peak_bytes, st.dir_table_bytes,
+           (unsigned long long)st.image_bytes, st.tree_peak_bytes, st.dir_table_bytes, st.threads,
            (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9,
            (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 + (double)ru.ru_stime.tv_sec +
                (double)ru.ru_stime.tv_usec / 1e6,

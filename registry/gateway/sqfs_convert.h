@@ -10,8 +10,13 @@
  *
  * Memory bound: the tree (one node per final path: ~100 bytes + name, link target and xattrs; capped by
  * opts.max_tree_bytes) + the directory table (kept in memory until the end, ~ (name + 8) bytes per entry) +
- * the block processor's backlog (opts.backlog blocks of opts.block_size, twice: data and compressed) + one
- * libarchive read buffer and its decompressor's window. Independent of file sizes and of the image's size.
+ * the block processor's backlog (opts.backlog blocks of opts.block_size, twice: data and compressed; 4 per
+ * thread by default, so 2 x 4 x 128 KiB = 1 MiB per thread) + one libarchive read buffer and its decompressor's
+ * window. Independent of file sizes and of the image's size.
+ *
+ * With threads > 1 the block processor compresses in its own worker threads while the calling thread inflates
+ * the layers and feeds it, so gzip/zstd inflation overlaps compression; the output is byte-identical to one thread
+ * (blocks are written in submission order).
  *
  * Blocking and CPU-heavy: call it from a worker thread, never from an event loop.
  */
@@ -26,7 +31,7 @@
 typedef struct st_berth_sqfs_opts_t {
     const char *compressor; /* "zstd" (default), "gzip", "xz", "lz4" */
     size_t block_size;      /* 0: 128 KiB */
-    unsigned threads;       /* compressor threads; 0 or 1: the calling thread only */
+    unsigned threads;       /* compressor threads; 0: one per online CPU (at most 32); 1: the calling thread only */
     size_t backlog;         /* blocks in flight; 0: 4 per thread */
     int keep_devices;       /* 0: character and block devices are dropped */
     size_t max_tree_bytes;  /* 0: 1 GiB */
@@ -41,10 +46,13 @@ typedef struct st_berth_sqfs_stats_t {
     uint64_t image_bytes;                               /* the squashfs's size */
     size_t tree_peak_bytes;                             /* the tree's memory at its largest */
     size_t dir_table_bytes;                             /* the directory table, held in memory */
+    unsigned threads;                                   /* compressor threads used */
 } berth_sqfs_stats_t;
 
 /** 0 and the squashfs id ("zstd" → 6), or BERTH_EINVAL for a compressor libsquashfs does not have. */
 int berth_sqfs_compressor_id(const char *name, int *id_out);
+/** Compressor threads for opts.threads `asked`: itself (at most 32), or the online CPUs (at most 32) for 0. */
+unsigned berth_sqfs_threads(unsigned asked);
 
 /**
  * Where layer bytes come from (the store's driver in berthd, files in berth-sqfs): bytes [off, off + len) of layer

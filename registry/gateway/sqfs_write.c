@@ -109,6 +109,7 @@ struct st_berth_sqfs_writer_t {
     sqfs_dir_writer_t *dirwr;
     uint32_t next_ino;
     size_t dir_bytes;
+    unsigned threads;
 };
 
 static int fail(berth_sqfs_writer_t *w, int sqfs_rc, const char *what, berth_err_t *err)
@@ -132,14 +133,23 @@ int berth_sqfs_compressor_id(const char *name, int *id_out)
     return BERTH_EINVAL;
 }
 
+unsigned berth_sqfs_threads(unsigned asked)
+{
+    if (asked > 0)
+        return asked > 32 ? 32 : asked;
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > 32 ? 32 : (unsigned)n;
+}
+
 int berth_sqfs_writer_new(berth_sqfs_writer_t **out, int fd, const berth_sqfs_opts_t *opts, berth_err_t *err)
 {
     berth_sqfs_writer_t *w = calloc(1, sizeof(*w));
     int comp, rc;
     size_t bs = opts->block_size ? opts->block_size : SQFS_DEFAULT_BLOCK_SIZE;
-    unsigned threads = opts->threads > 1 ? opts->threads : 1;
+    unsigned threads = berth_sqfs_threads(opts->threads);
     size_t backlog = opts->backlog ? opts->backlog : 4 * threads;
     *out = NULL;
+    w->threads = threads;
     w->file = calloc(1, sizeof(*w->file));
     w->file->base.base.destroy = fdfile_destroy;
     w->file->base.base.copy = fdfile_copy;
@@ -440,6 +450,7 @@ int berth_sqfs_writer_finish(berth_sqfs_writer_t *w, berth_sqfs_tree_t *t, berth
     }
     count(root, st);
     st->image_bytes = w->file->size;
+    st->threads = w->threads;
     st->dir_table_bytes = w->dir_bytes;
     return 0;
 }

@@ -10,6 +10,7 @@ import hashlib
 import io
 import json
 import os
+import shutil
 import signal
 import subprocess
 import tarfile
@@ -302,6 +303,20 @@ class ConverterTest(unittest.TestCase):
             with open(out, "rb") as f:
                 digests.append(hashlib.sha256(f.read()).hexdigest())
         self.assertEqual(digests[0], digests[1])
+
+    def test_parallel_compression_same_bytes(self):
+        """By default the block processor compresses in one thread per CPU; the bytes are those of one thread."""
+        blobs = sample_layers() + [gz(tar_bytes([("big%d" % i, "file", os.urandom(1 << 20) + b"t" * (1 << 20))
+                                                 for i in range(3)]))]
+        digests = {}
+        for args in ((), ("-j", "1"), ("-j", "3")):
+            r, out = self.convert(blobs, *args)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            with open(out, "rb") as f:
+                digests[args] = (json.loads(r.stdout)["threads"], harness.sha256(f.read()))
+        self.assertEqual(digests[()][0], min(os.cpu_count(), 32))
+        self.assertEqual([t for t, _ in digests.values()][1:], [1, 3])
+        self.assertEqual(len({d for _, d in digests.values()}), 1, digests)
 
     def test_corrupt_and_hostile_layers_fail_with_a_reason(self):
         good = sample_layers()

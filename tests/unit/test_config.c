@@ -39,6 +39,8 @@ int main(void)
     ok(berth_config_load(&cfg, NULL, err, sizeof(err)) == 0, "no file: defaults load (%s)", err);
     ok(cfg.decision_ttl == 10, "auth.decision_ttl_seconds defaults to 10");
     ok(cfg.token_ttl == 300 && strcmp(cfg.token_issuer, "berth") == 0, "token defaults");
+    /* 0: the gateway's block processor compresses in one thread per CPU (berth_sqfs_threads) */
+    ok(cfg.gw_threads == 0 && cfg.gw_workers == 1, "gateway.threads defaults to 0 (one per CPU), workers to 1");
     berth_config_dispose(&cfg);
 
     ok(load_text(&cfg, "auth:\n  decision_ttl_seconds: 1\n", err, sizeof(err)) == 0, "file loads (%s)", err);
