@@ -64,7 +64,10 @@ class WebUI(BerthTestCase):
         return st, h, (json.loads(raw) if raw else None)
 
     def run_browser(self, script, fixture):
-        env = dict(os.environ, BERTH_UI_BASE="http://" + self.b.host, BERTH_UI_FIXTURE=json.dumps(fixture),
+        self.run_browser_at(self.b, script, fixture)
+
+    def run_browser_at(self, site, script, fixture):
+        env = dict(os.environ, BERTH_UI_BASE="http://" + site.host, BERTH_UI_FIXTURE=json.dumps(fixture),
                    WEBUI_ARTIFACTS=ARTIFACTS, CHROMIUM=CHROMIUM)
         r = subprocess.run(["node", "--test", "--test-reporter=spec", os.path.join(ROOT, "webui", "e2e", script)],
                            cwd=os.path.join(ROOT, "webui"), env=env, capture_output=True, text=True, timeout=900)
@@ -150,6 +153,29 @@ class WebUI(BerthTestCase):
         self.b.push_image("qfull/app", "v1", size=17500)
         self.b.push_image("qroomy/app", "v1", size=2048)
         self.run_browser("quota.e2e.mjs", {"admin_password": ADMIN_PASSWORD})
+
+    def test_squashfs_in_the_browser(self):
+        """The HPC squashfs on the artifact page and in the project settings (issue 15)."""
+        from test_sqfs import gz, push_layers, set_mode, tar_bytes, wait_status
+        pub = tempfile.mkdtemp(prefix="webui-publish-")
+        self.addCleanup(shutil.rmtree, pub, True)
+        site = Berthd(env={"BERTH_UI_DIR": UI_DIR, "BERTH_GATEWAY_PUBLISH_DIR": pub}).start()
+        self.addCleanup(site.cleanup)
+        for p, mode in (("hpc", "push"), ("lazy", "pull"), ("hpcset", None)):
+            site.project(p)
+            if mode:
+                self.assertEqual(set_mode(site, p, mode)[0], 200)
+        layer = gz(tar_bytes([("bin/app", "file", os.urandom(200000), 0o755), ("etc/app.conf", "file", b"x=1\n")]))
+        done, _ = push_layers(site, "hpc/app", "v1", [layer])
+        job = wait_status(site, "hpc/app", done)
+        self.assertEqual(job["status"], "done", job)
+        failed, _ = push_layers(site, "hpc/broken", "v1", [layer[: len(layer) // 2]])
+        self.assertEqual(wait_status(site, "hpc/broken", failed)["status"], "failed")
+        lazy, _ = push_layers(site, "lazy/app", "v1", [gz(tar_bytes([("big", "file", os.urandom(6 << 20))]))])
+        self.run_browser_at(site, "sqfs.e2e.mjs", {
+            "admin_password": ADMIN_PASSWORD, "done_digest": done, "published_path": job["published_path"],
+            "failed_digest": failed, "lazy_digest": lazy, "lazy_published_prefix": os.path.join(pub, "lazy/app") + "/"})
+        self.assertTrue(os.path.exists(os.path.join(pub, "lazy/app", lazy + ".sqsh")))
 
     def test_ldap_in_the_browser(self):
         from test_ldap import BASE as LDAP_BASE, Slapd, ldap_env

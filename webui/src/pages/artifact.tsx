@@ -8,6 +8,8 @@ import { CopyButton } from "../ui/dialog";
 import { ErrorBox, FormError, Loading, useAction, useLoad } from "../ui/states";
 import { PagedTable } from "../ui/table";
 import { useProjectPerms } from "./project";
+import type { Project } from "./projects";
+import { SquashfsSection } from "./squashfs";
 import { type Artifact, CopyDigest, type ImageAttrs, platformText } from "./repository";
 
 interface Descriptor {
@@ -111,6 +113,7 @@ function Copyable({ text, label }: { text: string; label: string }) {
 
 const ACCESSORY_NAMES: Record<string, string> = {
   "application/vnd.berth.isa.scan.v1+json": "ISA scan report",
+  "application/vnd.berth.rootfs.squashfs.v1": "HPC squashfs",
   "application/vnd.dev.cosign.artifact.sig.v1+json": "cosign signature",
   "application/vnd.cncf.notary.signature": "Notation signature",
   "application/spdx+json": "SBOM (SPDX)",
@@ -122,6 +125,7 @@ export function ArtifactPage({ project, repo, reference }: { project: string; re
   const art = useLoad(`art|${base}`, () => get<Artifact>(base));
   const man = useLoad(`man|${base}`, () => get<Manifest>(`${base}/manifest`));
   const perms = useProjectPerms(project);
+  const proj = useLoad(`project|${project}`, () => get<Project>(`/projects/${encodeURIComponent(project)}`));
   if (art.error) return <ErrorBox error={art.error} retry={art.reload} />;
   if (!art.data || !perms.data) return <Loading />;
   const a = art.data;
@@ -173,6 +177,17 @@ export function ArtifactPage({ project, repo, reference }: { project: string; re
           ))}
         </section>
       </div>
+      {(a.squashfs || (a.type === "IMAGE" && !/index|manifest\.list/.test(a.media_type) && ["push", "pull"].includes(proj.data?.metadata.hpc_squashfs ?? "off"))) && (
+        <SquashfsSection
+          base={base}
+          mode={proj.data?.metadata.hpc_squashfs ?? "off"}
+          job={a.squashfs ?? null}
+          host={location.host}
+          repo={full}
+          digest={a.digest}
+          reload={art.reload}
+        />
+      )}
       <Tags base={base} canAdd={perms.data.can("tag", "create")} canDelete={perms.data.can("tag", "delete")} onChange={art.reload} />
       {a.isa_variants && <IsaSection base={base} image={`${location.host}/${full}@${a.digest}`} />}
       {a.references && (
@@ -219,7 +234,7 @@ export function ArtifactPage({ project, repo, reference }: { project: string; re
         </section>
       )}
       <section aria-labelledby="ref-h">
-        <h2 id="ref-h">Referrers (signatures, SBOMs, ISA scan reports)</h2>
+        <h2 id="ref-h">Referrers (signatures, SBOMs, ISA scan reports, squashfs)</h2>
         {a.accessories.length === 0 ? (
           <p class="muted">None.</p>
         ) : (

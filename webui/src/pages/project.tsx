@@ -532,6 +532,8 @@ function Settings({ project, perms, onSaved }: { project: Project; perms: Perms;
   const [pub, setPub] = useState(project.metadata.public === "true");
   const [isa, setIsa] = useState(project.metadata.isa_policy ?? "off");
   const [scan, setScan] = useState(project.metadata.isa_require_scan_pass === "true");
+  const [sqfs, setSqfs] = useState(project.metadata.hpc_squashfs ?? "off");
+  const [sqfsTags, setSqfsTags] = useState(project.metadata.hpc_squashfs_tags ?? "");
   const [msg, setMsg] = useState("");
   const [err, setErr] = useState("");
   const save = async (e: Event) => {
@@ -539,7 +541,9 @@ function Settings({ project, perms, onSaved }: { project: Project; perms: Perms;
     setErr("");
     setMsg("");
     try {
-      await send("PUT", `/projects/${encodeURIComponent(project.name)}`, { metadata: { public: String(pub), isa_policy: isa, isa_require_scan_pass: String(scan) } });
+      await send("PUT", `/projects/${encodeURIComponent(project.name)}`, {
+        metadata: { public: String(pub), isa_policy: isa, isa_require_scan_pass: String(scan), hpc_squashfs: sqfs, hpc_squashfs_tags: sqfsTags.trim() },
+      });
       setMsg("Saved.");
       onSaved();
     } catch (x) {
@@ -585,6 +589,18 @@ function Settings({ project, perms, onSaved }: { project: Project; perms: Perms;
         <input type="checkbox" disabled={!editable} checked={scan} onChange={(e) => setScan((e.target as HTMLInputElement).checked)} /> Serve only variants whose ISA scan
         passed
       </label>
+      <label for="ps-sqfs">HPC squashfs: flatten each image once for Slurm, Apptainer, enroot</label>
+      <select id="ps-sqfs" disabled={!editable} value={sqfs} onChange={(e) => setSqfs((e.target as HTMLSelectElement).value)} aria-describedby="ps-sqfs-help">
+        <option value="off">off</option>
+        <option value="push">on push</option>
+        <option value="pull">on first request</option>
+      </select>
+      <p id="ps-sqfs-help" class="muted">
+        Each image (each ISA variant of an index) becomes one squashfs, stored as a referrer and published on the shared file system when the
+        registry has one.
+      </p>
+      <label for="ps-sqfs-tags">Only tags matching (doublestar pattern, empty: all)</label>
+      <input id="ps-sqfs-tags" disabled={!editable || sqfs === "off"} value={sqfsTags} placeholder="v*" onInput={(e) => setSqfsTags((e.target as HTMLInputElement).value)} />
       {msg && <p role="status">{msg}</p>}
       <FormError msg={err} />
       {editable && (

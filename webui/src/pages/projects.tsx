@@ -20,7 +20,15 @@ export interface Project {
   update_time: string;
   repo_count: number;
   current_user_role_id: number;
-  metadata: { public: string; isa_policy?: string; isa_require_scan_pass?: string; retention_id?: string | null };
+  metadata: {
+    public: string;
+    isa_policy?: string;
+    isa_require_scan_pass?: string;
+    retention_id?: string | null;
+    /** the HPC squashfs gateway: off | push | pull, and an optional doublestar tag pattern */
+    hpc_squashfs?: string;
+    hpc_squashfs_tags?: string | null;
+  };
 }
 
 interface SystemInfo {

@@ -7,6 +7,7 @@ import { CopyButton } from "../ui/dialog";
 import { FormError, Loading, useAction } from "../ui/states";
 import { PagedTable } from "../ui/table";
 import { useProjectPerms } from "./project";
+import type { SquashfsJob } from "./squashfs";
 
 export interface Platform {
   os?: string;
@@ -29,6 +30,8 @@ export interface Artifact {
   references: { child_digest: string; child_media_type: string; platform: Platform | null; annotations: Record<string, string> | null }[] | null;
   isa_variants: unknown[] | null;
   accessories: { digest: string; artifact_type: string | null; size: number }[];
+  /** the HPC squashfs conversion of an image manifest (absent or null: none) */
+  squashfs?: SquashfsJob | null;
   /** Harbor's extra_attrs: from the image config, for images only */
   extra_attrs?: ImageAttrs;
 }
