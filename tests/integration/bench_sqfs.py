@@ -3,8 +3,10 @@
 Builds an image of BENCH_SQFS_GIB GiB of file contents (default 4) in three gzip layers — many small files, large
 files (half random, half text), and a layer that deletes and replaces part of the first — and flattens it:
   1. berth-sqfs (what berthd runs): wall and CPU seconds, peak RSS, the tree's peak memory;
-  2. umoci unpack + mksquashfs (the per-node pipeline without its download), on the same cores.
-Both with zstd and one compressor thread. Prints one JSON line per run.
+  2. skopeo copy + umoci unpack + mksquashfs (the per-node pipeline), on the same cores.
+Both with zstd and BENCH_SQFS_THREADS compressor threads (default: all CPUs; berth-sqfs -j, mksquashfs -processors).
+skopeo copies the OCI layout into a second one (oci: to oci:, digests verified): its own CPU without a network.
+Prints one JSON line per run, and the machine's CPUs and load average before each.
 """
 import gzip
 import hashlib
@@ -22,6 +24,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BERTH_SQFS = os.environ.get("BERTH_SQFS", os.path.join(ROOT, "build", "registry", "berth-sqfs"))
 GIB = float(os.environ.get("BENCH_SQFS_GIB", "4"))
+THREADS = os.environ.get("BENCH_SQFS_THREADS", str(os.cpu_count()))
 WORDS = b" ".join(b"word%d" % i for i in range(20000))
 
 
@@ -123,26 +126,33 @@ def main():
                           "big_files": big_n, "layer_bytes": layers_bytes, "seconds": round(gen, 1)}), flush=True)
 
         out = os.path.join(tmp, "berth.sqsh")
-        r, wall, cpu, rss = timed([BERTH_SQFS, "-c", "zstd", "-j", "1", out, l1, l2, l3])
+        print(json.dumps({"cpus": os.cpu_count(), "threads": int(THREADS), "loadavg": os.getloadavg()}), flush=True)
+        r, wall, cpu, rss = timed([BERTH_SQFS, "-c", "zstd", "-j", THREADS, out, l1, l2, l3])
         st = json.loads(r.stdout)
-        print(json.dumps({"run": "berth-sqfs", "wall_s": round(wall, 1), "cpu_s": round(cpu, 1),
+        print(json.dumps({"run": "berth-sqfs", "threads": st["threads"], "wall_s": round(wall, 1), "cpu_s": round(cpu, 1),
                           "max_rss_kib": st["max_rss_kib"], "tree_peak_bytes": st["tree_peak_bytes"],
                           "dir_table_bytes": st["dir_table_bytes"], "entries": st["entries"], "image_bytes": st["image_bytes"],
                           "MB_per_s": round(st["content_bytes"] / wall / 1e6, 1)}), flush=True)
         os.unlink(out)
 
-        layout = os.path.join(tmp, "oci")
-        oci_layout(layout, (l1, l2, l3))
+        src = os.path.join(tmp, "registry")
+        oci_layout(src, (l1, l2, l3))
         for p in (l1, l2, l3):
             os.unlink(p)
+        print(json.dumps({"cpus": os.cpu_count(), "threads": int(THREADS), "loadavg": os.getloadavg()}), flush=True)
+        layout = os.path.join(tmp, "oci")
+        r, w0, c0, _ = timed(["skopeo", "copy", "oci:%s:bench" % src, "oci:%s:bench" % layout])
+        shutil.rmtree(src)
         bundle = os.path.join(tmp, "bundle")
         r, w1, c1, _ = timed(["umoci", "unpack", "--image", layout + ":bench", bundle])
         out = os.path.join(tmp, "pipeline.sqsh")
-        r, w2, c2, rss2 = timed(["mksquashfs", os.path.join(bundle, "rootfs"), out, "-comp", "zstd", "-processors", "1",
+        r, w2, c2, rss2 = timed(["mksquashfs", os.path.join(bundle, "rootfs"), out, "-comp", "zstd", "-processors", THREADS,
                                  "-noappend", "-quiet", "-no-progress"])
-        print(json.dumps({"run": "umoci unpack + mksquashfs", "wall_s": round(w1 + w2, 1), "cpu_s": round(c1 + c2, 1),
-                          "unpack_wall_s": round(w1, 1), "mksquashfs_wall_s": round(w2, 1),
-                          "image_bytes": os.path.getsize(out)}), flush=True)
+        print(json.dumps({"run": "skopeo copy + umoci unpack + mksquashfs", "wall_s": round(w0 + w1 + w2, 1),
+                          "cpu_s": round(c0 + c1 + c2, 1), "skopeo_wall_s": round(w0, 1), "skopeo_cpu_s": round(c0, 1),
+                          "unpack_wall_s": round(w1, 1), "unpack_cpu_s": round(c1, 1), "mksquashfs_wall_s": round(w2, 1),
+                          "mksquashfs_cpu_s": round(c2, 1), "max_rss_kib_any_step": rss2,
+                          "image_bytes": os.path.getsize(out), "loadavg_after": os.getloadavg()}), flush=True)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
