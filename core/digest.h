@@ -28,13 +28,18 @@ static inline const char *berth_digest_hex(const berth_digest_t *d)
  */
 int berth_digest_parse(berth_digest_t *out, const char *s, size_t len, berth_err_t *err);
 
-/** Streaming hash; opaque wrapper over an OpenSSL EVP_MD_CTX. */
+/** Streaming hash (OpenSSL's SHA256_CTX for sha256, an EVP_MD_CTX for sha512). */
 typedef struct st_berth_hash_t berth_hash_t;
 berth_hash_t *berth_hash_new(berth_digest_alg_t alg);
 void berth_hash_update(berth_hash_t *h, const void *data, size_t len);
 /** Produce the digest of everything fed so far without ending the stream. */
 void berth_hash_peek(berth_hash_t *h, berth_digest_t *out);
 void berth_hash_free(berth_hash_t *h);
+/** Save a sha256 state as text (out: at least 214 bytes) so another process resumes it; -1 for sha512. */
+int berth_hash_save(const berth_hash_t *h, char *out, size_t outsz);
+#define BERTH_HASH_SAVED_MAX 214
+/** A sha256 state saved by berth_hash_save, or NULL if `text` is not one. */
+berth_hash_t *berth_hash_load(const char *text);
 /** One-shot digest of a buffer. */
 void berth_digest_of(berth_digest_t *out, berth_digest_alg_t alg, const void *data, size_t len);
 /** Constant-time comparison of two digests. */

@@ -420,6 +420,8 @@ static int map_error(berth_dbconn_t *c, PGresult *res, berth_err_t *err)
         return with_code(err, BERTH_EEXISTS, "unique violation");
     if (state != NULL && strcmp(state, "23503") == 0)
         return with_code(err, BERTH_ECONFLICT, "foreign key violation");
+    if (state != NULL && strcmp(state, "55P03") == 0) /* NOWAIT met a lock: the row is another request's */
+        return with_code(err, BERTH_ECONFLICT, "row locked by another request");
     if (state != NULL && (strcmp(state, "40001") == 0 || strcmp(state, "40P01") == 0))
         return with_code(err, BERTH_ERETRY, "transaction conflict");
     if (state != NULL && (strncmp(state, "57P", 3) == 0 || strncmp(state, "08", 2) == 0))

@@ -36,7 +36,9 @@ const berth_db__stmt_t berth_db__registry_stmts[BERTH_SQL__COUNT] = {
     /* delivered at COMMIT to every berthd listening (sql/listen.c), never for a rolled-back change */
     BERTH_DB__STMT(BERTH_SQL_NOTIFY, "SELECT pg_notify('berth_invalidate', $1)", 1),
     BERTH_DB__STMT(BERTH_SQL_UPLOAD_EXPIRE,
-                   "DELETE FROM upload_sessions WHERE updated_at < now() - make_interval(secs => $1::int) RETURNING id", 1),
+                   "DELETE FROM upload_sessions WHERE updated_at < now() - make_interval(secs => $1::int) RETURNING id, "
+                   "coalesce(state, '')",
+                   1),
     BERTH_DB__STMT(BERTH_SQL_BLOB_IN_REPO,
                    "SELECT b.size FROM repositories r JOIN repository_blobs rb ON rb.repository_id = r.id "
                    "JOIN blobs b ON b.digest = rb.digest WHERE r.name = $1 AND rb.digest = $2",
@@ -103,6 +105,14 @@ const berth_db__stmt_t berth_db__registry_stmts[BERTH_SQL__COUNT] = {
     BERTH_DB__STMT(BERTH_SQL_UPLOAD_GET, "SELECT repository FROM upload_sessions WHERE id = $1", 1),
     BERTH_DB__STMT(BERTH_SQL_UPLOAD_DELETE, "DELETE FROM upload_sessions WHERE id = $1", 1),
     BERTH_DB__STMT(BERTH_SQL_UPLOAD_TOUCH, "UPDATE upload_sessions SET updated_at = now() WHERE id = $1", 1),
+    /* one writer per session across instances: NOWAIT, a second writer is refused rather than queued */
+    BERTH_DB__STMT(BERTH_SQL_UPLOAD_LOCK,
+                   "SELECT coalesce(state, ''), coalesce(hash_state, '') FROM upload_sessions WHERE id = $1 AND repository = $2 "
+                   "FOR UPDATE NOWAIT",
+                   2),
+    BERTH_DB__STMT(BERTH_SQL_UPLOAD_SAVE,
+                   "UPDATE upload_sessions SET state = $2, hash_state = nullif($3, ''), updated_at = now() WHERE id = $1", 3),
+    BERTH_DB__STMT(BERTH_SQL_UPLOAD_STATE, "SELECT coalesce(state, '') FROM upload_sessions WHERE id = $1 AND repository = $2", 2),
     BERTH_DB__STMT(BERTH_SQL_REPO_TOUCH, "UPDATE repositories SET updated_at = now() WHERE id = $1", 1),
     BERTH_DB__STMT(BERTH_SQL_REPO_DELETE, "DELETE FROM repositories WHERE name = $1", 1),
     /* FOR UPDATE returns the row as the last holder of the lock committed it, so `used` is current */
@@ -686,15 +696,57 @@ int berth_db_upload_delete(berth_dbconn_t *c, const char *id, berth_err_t *err)
     return n < 0 ? n : 0;
 }
 
-int berth_db_upload_expire(berth_dbconn_t *c, long max_age_s, berth_strlist_t *out, berth_err_t *err)
+int berth_db_upload_expire(berth_dbconn_t *c, long max_age_s, berth_strlist_t *out, berth_strlist_t *states, berth_err_t *err)
 {
     char age[24];
     snprintf(age, sizeof(age), "%ld", max_age_s);
     const char *p[] = {age};
+    memset(states, 0, sizeof(*states));
     PGresult *res = run(c, BERTH_SQL_UPLOAD_EXPIRE, p, err);
     if (res == NULL)
         return err != NULL ? err->code : BERTH_ERROR;
+    int n = PQntuples(res);
+    states->items = calloc((size_t)n + 1, sizeof(char *));
+    for (int i = 0; i < n; i++)
+        states->items[states->n++] = strdup(PQgetvalue(res, i, 1));
     return collect(res, out);
+}
+
+int berth_db_upload_lock(berth_dbconn_t *c, const char *id, const char *repo, char **state, char **hash_state, berth_err_t *err)
+{
+    const char *p[] = {id, repo};
+    *state = *hash_state = NULL;
+    PGresult *res = run(c, BERTH_SQL_UPLOAD_LOCK, p, err);
+    if (res == NULL)
+        return err != NULL ? err->code : BERTH_ERROR;
+    int n = PQntuples(res);
+    if (n == 1) {
+        *state = strdup(PQgetvalue(res, 0, 0));
+        *hash_state = strdup(PQgetvalue(res, 0, 1));
+    }
+    PQclear(res);
+    return n == 1 ? 0 : berth_err_set(err, BERTH_OCI_BLOB_UPLOAD_UNKNOWN, NULL);
+}
+
+int berth_db_upload_save(berth_dbconn_t *c, const char *id, const char *state, const char *hash_state, berth_err_t *err)
+{
+    const char *p[] = {id, state, hash_state != NULL ? hash_state : ""};
+    int n = run_count(c, BERTH_SQL_UPLOAD_SAVE, p, err);
+    return n < 0 ? n : n == 1 ? 0 : berth_err_set(err, BERTH_OCI_BLOB_UPLOAD_UNKNOWN, NULL);
+}
+
+int berth_db_upload_state(berth_dbconn_t *c, const char *id, const char *repo, char **state, berth_err_t *err)
+{
+    const char *p[] = {id, repo};
+    *state = NULL;
+    PGresult *res = run(c, BERTH_SQL_UPLOAD_STATE, p, err);
+    if (res == NULL)
+        return err != NULL ? err->code : BERTH_ERROR;
+    int n = PQntuples(res);
+    if (n == 1)
+        *state = strdup(PQgetvalue(res, 0, 0));
+    PQclear(res);
+    return n == 1 ? 0 : berth_err_set(err, BERTH_OCI_BLOB_UPLOAD_UNKNOWN, NULL);
 }
 
 int berth_db_upload_exists(berth_dbconn_t *c, const char *id, berth_err_t *err)

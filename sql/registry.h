@@ -103,8 +103,18 @@ int berth_db_upload_create(berth_dbconn_t *c, const char *id, const char *repo, 
 int berth_db_upload_check(berth_dbconn_t *c, const char *id, const char *repo, berth_err_t *err);
 int berth_db_upload_touch(berth_dbconn_t *c, const char *id, berth_err_t *err);
 int berth_db_upload_delete(berth_dbconn_t *c, const char *id, berth_err_t *err);
-/** Delete sessions idle for more than `max_age_s` seconds; their ids go to *out (caller disposes). */
-int berth_db_upload_expire(berth_dbconn_t *c, long max_age_s, berth_strlist_t *out, berth_err_t *err);
+/** Delete sessions idle for more than `max_age_s` seconds; their ids go to *out, their driver states ("" when none)
+ *  to *states, in the same order (caller disposes both). */
+int berth_db_upload_expire(berth_dbconn_t *c, long max_age_s, berth_strlist_t *out, berth_strlist_t *states, berth_err_t *err);
+/**
+ * Inside a transaction on c: lock session `id` of `repo` for this request (NOWAIT: BERTH_ECONFLICT if another
+ * request holds it) and read its driver state and saved sha256 state ("" when none). Strings are the caller's.
+ */
+int berth_db_upload_lock(berth_dbconn_t *c, const char *id, const char *repo, char **state, char **hash_state, berth_err_t *err);
+/** Store a locked session's driver state and hash state (NULL or "": none) */
+int berth_db_upload_save(berth_dbconn_t *c, const char *id, const char *state, const char *hash_state, berth_err_t *err);
+/** The driver state of session `id` of `repo` as last committed, without locking it ("" when none). */
+int berth_db_upload_state(berth_dbconn_t *c, const char *id, const char *repo, char **state, berth_err_t *err);
 /** 1 if `id` is a live session, 0 if not, <0 on error. */
 int berth_db_upload_exists(berth_dbconn_t *c, const char *id, berth_err_t *err);
 

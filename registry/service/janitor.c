@@ -56,16 +56,19 @@ int berth_janitor_purge(berth_registry_t *reg, long max_age_s)
     berth_dbconn_t *c = berth_db_acquire(reg->db, &err);
     if (c == NULL)
         return 0;
-    berth_strlist_t expired = {0};
+    berth_strlist_t expired = {0}, states = {0};
     sweep_t s = {.reg = reg, .c = c, .max_age_s = max_age_s};
-    if (berth_db_upload_expire(c, max_age_s, &expired, &err) == 0) {
+    if (berth_db_upload_expire(c, max_age_s, &expired, &states, &err) == 0) {
         for (size_t i = 0; i < expired.n; i++) {
-            berth_store_upload_remove(reg->store, expired.items[i]);
+            /* s3: the row's state names the multipart upload to abort */
+            berth_store_upload_discard(reg->store, expired.items[i],
+                                       i < states.n && states.items[i][0] != '\0' ? states.items[i] : NULL);
             berth_upload_forget(expired.items[i]);
             s.removed++;
         }
         berth_strlist_dispose(&expired);
     }
+    berth_strlist_dispose(&states);
     berth_store_upload_each(reg->store, sweep_file, &s);
     forget_gone(c);
     berth_db_release(reg->db, c);

@@ -38,6 +38,7 @@ struct st_berth_upload_t {
     berth_hash_t *hash; /* sha256 of the session's first offset+written bytes; NULL: the store checks at commit */
     berth_err_t err;    /* first failure */
     int limited;        /* holds a slot of upload_limits.c for principal and address */
+    berth_dbconn_t *lc; /* drivers whose session state the row keeps (s3): a transaction holding the row locked */
     char principal[BERTH_GATE_WHO_MAX], address[64];
 };
 
@@ -159,6 +160,66 @@ static void session_headers(berth_resp_t *resp, const char *repo, const char *id
     berth_resp_header(resp, "location", "/v2/%s/blobs/uploads/%s", repo, id);
     berth_resp_header(resp, "range", "0-%lld", (long long)(size > 0 ? size - 1 : 0));
     berth_resp_header(resp, "docker-upload-uuid", "%s", id);
+}
+
+/*
+ * Sessions whose state the row keeps (berth_store_upload_keeps_state: s3). A PATCH or PUT holds the row locked
+ * in a transaction on its own connection from its first byte to its answer (NOWAIT: a second writer, on any
+ * berthd, gets 416), and commits the driver's state and the running sha256 state with the answer; a berthd
+ * that dies rolls back, and the session is where its last answer said.
+ */
+static void lock_end(berth_upload_t *u)
+{
+    if (u->lc != NULL)
+        berth_db_release(u->reg->db, u->lc); /* rolls back what was not committed */
+    u->lc = NULL;
+}
+
+static int lock_save(berth_upload_t *u, berth_err_t *err)
+{
+    char *state = NULL, hs[BERTH_HASH_SAVED_MAX] = "";
+    int rc = berth_store_upload_save(u->w, &state, err);
+    if (rc == 0 && u->hash != NULL && berth_hash_save(u->hash, hs, sizeof(hs)) != 0)
+        hs[0] = '\0';
+    if (rc == 0)
+        rc = berth_db_upload_save(u->lc, u->id, state != NULL ? state : "", hs, err);
+    if (rc == 0)
+        rc = berth_db_commit(u->lc, err);
+    free(state);
+    lock_end(u);
+    return rc;
+}
+
+/* The length of a session as its row last said (the Range of a refused request) */
+static int64_t committed_size(berth_registry_t *reg, berth_dbconn_t *c, const char *id, const char *repo)
+{
+    char *state = NULL;
+    int64_t size = 0;
+    if (berth_db_upload_state(c, id, repo, &state, NULL) != 0 || berth_store_upload_state_size(reg->store, state, &size) != 0)
+        size = 0;
+    free(state);
+    return size;
+}
+
+static int lock_open(berth_upload_t *u, berth_dbconn_t *c, berth_resp_t *resp, berth_err_t *err)
+{
+    char *state = NULL, *hs = NULL;
+    int rc;
+    if ((u->lc = berth_db_acquire(u->reg->db, err)) == NULL)
+        return err->code;
+    if ((rc = berth_db_begin(u->lc, err)) == 0 && (rc = berth_db_upload_lock(u->lc, u->id, u->repo, &state, &hs, err)) == 0 &&
+        (rc = berth_store_upload_resume(u->reg->store, u->id, state, &u->w, &u->offset, err)) == 0) {
+        u->hash = hs[0] != '\0' ? berth_hash_load(hs) : u->offset == 0 ? berth_hash_new(BERTH_DIGEST_SHA256) : NULL;
+        if (u->hash == NULL) /* the bytes are then read back and checked at commit */
+            berth_log_warn("upload %s: no saved hash state at offset %lld", u->id, (long long)u->offset);
+    }
+    if (rc == BERTH_ECONFLICT) {
+        berth_err_set(err, BERTH_OCI_RANGE_INVALID, "upload is in use by another request");
+        session_headers(resp, u->repo, u->id, committed_size(u->reg, c, u->id, u->repo));
+    }
+    free(state);
+    free(hs);
+    return rc;
 }
 
 static void fail(berth_resp_t *resp, berth_err_t *err)
@@ -321,7 +382,9 @@ berth_upload_t *berth_upload_begin(berth_registry_t *reg, const berth_upload_req
             u->want = want;
         }
         int64_t size;
-        berth_store_upload_t *w;
+        berth_store_upload_t *w = NULL;
+        if (u == NULL && berth_store_upload_keeps_state(reg->store))
+            goto Row; /* an empty session is a row without state */
         if ((rc = berth_store_upload_open(reg->store, nid, 1, &w, &size, &err)) != 0)
             goto Fail;
         if (u != NULL) {
@@ -333,6 +396,7 @@ berth_upload_t *berth_upload_begin(berth_registry_t *reg, const berth_upload_req
             berth_store_upload_remove(reg->store, nid);
             goto Fail;
         }
+    Row:
         if ((rc = berth_db_upload_create(c, nid, rq->route->name, &err)) != 0) {
             berth_store_upload_remove(reg->store, nid);
             goto Fail;
@@ -345,16 +409,38 @@ berth_upload_t *berth_upload_begin(berth_registry_t *reg, const berth_upload_req
     if ((rc = berth_db_upload_check(c, id, rq->route->name, &err)) != 0)
         goto Fail;
     if (is_delete) {
-        if ((rc = berth_db_upload_delete(c, id, &err)) != 0)
+        char *state = NULL, *hs = NULL;
+        if (berth_store_upload_keeps_state(reg->store)) { /* what it names goes with it; not while a request writes */
+            if ((rc = berth_db_begin(c, &err)) != 0 ||
+                (rc = berth_db_upload_lock(c, id, rq->route->name, &state, &hs, &err)) == BERTH_ECONFLICT)
+                berth_err_set(&err, BERTH_OCI_RANGE_INVALID, "upload is in use by another request");
+            if (rc == 0 && (rc = berth_db_upload_delete(c, id, &err)) == 0)
+                rc = berth_db_commit(c, &err);
+        } else {
+            rc = berth_db_upload_delete(c, id, &err);
+        }
+        free(hs);
+        if (rc != 0) {
+            free(state);
             goto Fail;
-        berth_store_upload_remove(reg->store, id);
+        }
+        berth_store_upload_discard(reg->store, id, state);
+        free(state);
         berth_upload_forget(id);
         berth_resp_body(resp, 204, NULL, 0, NULL);
         goto Done;
     }
     if (is_get) {
         int64_t size;
-        if (berth_store_upload_size(reg->store, id, &size) != 0) {
+        char *state = NULL;
+        if (berth_store_upload_keeps_state(reg->store)) {
+            rc = berth_db_upload_state(c, id, rq->route->name, &state, &err);
+            if (rc == 0 && berth_store_upload_state_size(reg->store, state, &size) != 0)
+                rc = berth_err_set(&err, BERTH_OCI_INTERNAL, "the state of upload %s is damaged", id);
+            free(state);
+            if (rc != 0)
+                goto Fail;
+        } else if (berth_store_upload_size(reg->store, id, &size) != 0) {
             berth_err_set(&err, BERTH_OCI_BLOB_UPLOAD_UNKNOWN, NULL);
             goto Fail;
         }
@@ -382,7 +468,10 @@ berth_upload_t *berth_upload_begin(berth_registry_t *reg, const berth_upload_req
             goto Fail;
         }
     }
-    if ((rc = berth_store_upload_open(reg->store, id, 0, &u->w, &u->offset, &err)) != 0) {
+    if (berth_store_upload_keeps_state(reg->store)) {
+        if ((rc = lock_open(u, c, resp, &err)) != 0)
+            goto Fail;
+    } else if ((rc = berth_store_upload_open(reg->store, id, 0, &u->w, &u->offset, &err)) != 0) {
         if (rc == BERTH_ECONFLICT)
             session_headers(resp, rq->route->name, id, 0);
         goto Fail;
@@ -409,6 +498,8 @@ berth_upload_t *berth_upload_begin(berth_registry_t *reg, const berth_upload_req
         if (zstd)
             u->expect = (int64_t)(end - start + 1);
     }
+    if (u->lc != NULL) /* the row is ours: touched in its transaction (another connection would wait for it) */
+        goto Done;
     if ((rc = berth_db_upload_touch(c, id, &err)) != 0)
         goto Fail;
     u->hash = hash_take(id, u->offset);
@@ -434,9 +525,13 @@ static void write_plain(berth_upload_t *u, const char *data, size_t len);
 /* The session's bytes go: closed first, so a driver that keeps state on close (s3) does not write it back */
 static void drop_bytes(berth_upload_t *u)
 {
+    char *state = NULL;
+    if (u->lc != NULL && u->w != NULL) /* names the multipart upload to abort */
+        berth_store_upload_save(u->w, &state, NULL);
     berth_store_upload_close(u->w, NULL);
     u->w = NULL;
-    berth_store_upload_remove(u->reg->store, u->id);
+    berth_store_upload_discard(u->reg->store, u->id, state);
+    free(state);
 }
 
 /*
@@ -514,6 +609,9 @@ static void finish_blob(berth_upload_t *u, berth_resp_t *resp)
             release(u);
         goto Fail;
     }
+    /* the row says "staged" (no more bytes) and is unlocked before the commit below deletes it */
+    if (u->lc != NULL && lock_save(u, err) != 0)
+        goto Fail;
     berth_dbconn_t *c = berth_db_acquire(u->reg->db, err);
     if (c == NULL)
         goto Fail;
@@ -534,7 +632,11 @@ static void finish_blob(berth_upload_t *u, berth_resp_t *resp)
 Drop:
     /* a wrong digest ends the session: nothing of it is kept */
     drop_bytes(u);
-    if (u->op == OP_PUT) {
+    if (u->lc != NULL) { /* delete the row we hold locked */
+        if (berth_db_upload_delete(u->lc, u->id, NULL) == 0)
+            berth_db_commit(u->lc, NULL);
+        lock_end(u);
+    } else if (u->op == OP_PUT) {
         berth_dbconn_t *dc = berth_db_acquire(u->reg->db, NULL);
         if (dc != NULL) {
             berth_db_upload_delete(dc, u->id, NULL);
@@ -566,6 +668,11 @@ void berth_upload_finish(berth_upload_t *u, berth_resp_t *resp)
         /* the bytes are kept for the next request (s3: the tail and the session state are written now) and the
          * hash state and the lock handed on before the client can see the answer: its next PATCH may arrive on
          * another connection while this request is still being torn down */
+        int db = u->lc != NULL;
+        if (db && lock_save(u, &u->err) != 0) {
+            fail(resp, &u->err);
+            return;
+        }
         berth_store_upload_t *w = u->w;
         u->w = NULL;
         if (berth_store_upload_close(w, &u->err) != 0) {
@@ -574,8 +681,10 @@ void berth_upload_finish(berth_upload_t *u, berth_resp_t *resp)
         }
         session_headers(resp, u->repo, u->id, u->offset + u->written);
         berth_resp_body(resp, 202, NULL, 0, NULL);
-        if (u->hash != NULL)
+        if (u->hash != NULL && !db)
             hash_put(u->id, u->offset + u->written, u->hash);
+        else
+            berth_hash_free(u->hash); /* db: saved with the row */
         u->hash = NULL;
     } else {
         finish_blob(u, resp);
@@ -600,10 +709,18 @@ void berth_upload_free(berth_upload_t *u)
             berth_db_release(u->reg->db, c);
         }
     }
-    if (u->hash != NULL && u->op != OP_MONOLITHIC)
-        hash_put(u->id, u->offset + u->written, u->hash); /* also after an abort: these bytes are in the file */
-    else
+    if (u->lc != NULL) {
+        /* a request that ends unanswered (the client went away) keeps what arrived intact; after a failure the
+         * row stays as the last answer said */
+        if (u->w != NULL && u->err.code == 0 && !u->released)
+            lock_save(u, NULL);
+        lock_end(u);
         berth_hash_free(u->hash);
+    } else if (u->hash != NULL && u->op != OP_MONOLITHIC) {
+        hash_put(u->id, u->offset + u->written, u->hash); /* also after an abort: these bytes are in the file */
+    } else {
+        berth_hash_free(u->hash);
+    }
     berth_store_upload_close(u->w, NULL); /* s3: what arrived is kept for a retry */
     u->w = NULL;
     ZSTD_freeDStream(u->zstd);

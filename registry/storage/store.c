@@ -146,6 +146,38 @@ void berth_store_upload_remove(berth_store_t *s, const char *id)
     s->ops->upload_remove(s, id);
 }
 
+int berth_store_upload_keeps_state(const berth_store_t *s)
+{
+    return s->ops->upload_resume != NULL;
+}
+
+int berth_store_upload_resume(berth_store_t *s, const char *id, const char *state, berth_store_upload_t **out, int64_t *size_out,
+                              berth_err_t *err)
+{
+    if (s->ops->upload_resume == NULL)
+        return s->ops->upload_open(s, id, 0, out, size_out, err);
+    return s->ops->upload_resume(s, id, state, out, size_out, err);
+}
+
+int berth_store_upload_save(berth_store_upload_t *u, char **state_out, berth_err_t *err)
+{
+    *state_out = NULL;
+    return u->store->ops->upload_save != NULL ? u->store->ops->upload_save(u, state_out, err) : 0;
+}
+
+int berth_store_upload_state_size(berth_store_t *s, const char *state, int64_t *size_out)
+{
+    return s->ops->upload_state_size != NULL ? s->ops->upload_state_size(s, state, size_out) : BERTH_EINVAL;
+}
+
+void berth_store_upload_discard(berth_store_t *s, const char *id, const char *state)
+{
+    if (s->ops->upload_discard != NULL && state != NULL)
+        s->ops->upload_discard(s, id, state);
+    else
+        s->ops->upload_remove(s, id);
+}
+
 int berth_store_put_upload(berth_store_t *s, const char *id, const void *data, size_t len, const berth_digest_t *d,
                            berth_err_t *err)
 {

@@ -106,6 +106,25 @@ int berth_store_upload_size(berth_store_t *s, const char *id, int64_t *size_out)
 int berth_store_upload_each(berth_store_t *s, void (*cb)(const char *id, double age_seconds, void *cb_data), void *cb_data);
 /** Delete a session's bytes (an S3 multipart upload is aborted); missing is fine. */
 void berth_store_upload_remove(berth_store_t *s, const char *id);
+
+/*
+ * Sessions whose state the caller keeps (s3): the driver's state of a session (multipart upload id, part ETags,
+ * offset, where the tail bytes are) is a short text the caller stores in PostgreSQL with the session row and
+ * hands back on the next request, on any instance. The caller serialises writers (a row lock); the driver then
+ * trusts the caller's running hash. The filesystem driver keeps no such state: there the calls below fall back
+ * to the ones above.
+ */
+/** 1 when the caller keeps session state (berth_store_upload_resume / _save), 0 when the bytes are all there is. */
+int berth_store_upload_keeps_state(const berth_store_t *s);
+/** Open session `id` for appending from its saved `state` ("" or NULL: new and empty). */
+int berth_store_upload_resume(berth_store_t *s, const char *id, const char *state, berth_store_upload_t **out, int64_t *size_out,
+                              berth_err_t *err);
+/** Make what u holds durable and return the state that resumes it in *state_out (malloc'd; NULL for drivers that keep none). */
+int berth_store_upload_save(berth_store_upload_t *u, char **state_out, berth_err_t *err);
+/** The length of a session from its saved state. */
+int berth_store_upload_state_size(berth_store_t *s, const char *state, int64_t *size_out);
+/** Delete a session's bytes knowing its saved state (aborts its multipart upload); NULL state: berth_store_upload_remove. */
+void berth_store_upload_discard(berth_store_t *s, const char *id, const char *state);
 /**
  * Write `len` bytes as session `id` and prepare them as blob `d` (checked here), for blobs Berth makes itself;
  * the caller then commits the row with berth_store_upload_place (or removes the session on failure).

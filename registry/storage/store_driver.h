@@ -30,6 +30,12 @@ typedef struct st_berth_store_ops_t {
     int (*upload_open_read)(berth_store_t *s, const char *id, int *fd_out); /* NULL: not local files */
     int (*upload_each)(berth_store_t *s, void (*cb)(const char *id, double age_seconds, void *cb_data), void *cb_data);
     void (*upload_remove)(berth_store_t *s, const char *id);
+    /* sessions whose state the caller keeps (store.h); NULL for drivers that keep none */
+    int (*upload_resume)(berth_store_t *s, const char *id, const char *state, berth_store_upload_t **out, int64_t *size_out,
+                         berth_err_t *err);
+    int (*upload_save)(berth_store_upload_t *u, char **state_out, berth_err_t *err);
+    int (*upload_state_size)(berth_store_t *s, const char *state, int64_t *size_out);
+    void (*upload_discard)(berth_store_t *s, const char *id, const char *state);
     int (*space)(berth_store_t *s, berth_store_space_t *out); /* NULL: no figures */
     void (*edge)(const berth_store_t *s, berth_store_edge_t *out);
 } berth_store_ops_t;

@@ -2,16 +2,17 @@
  * The s3 driver. Keys below storage.s3.prefix:
  *
  *   blobs/<alg>/<hex[0:2]>/<hex>   content-addressed, written only after the digest was checked
- *   uploads/<id>                   an upload session: its state (offset, multipart upload id, part ETags) and
- *                                  the bytes after the last full part (less than one part)
+ *   uploads/<id>.tail-<nonce>      a session's bytes after its last full part (less than one part)
  *   uploads/<id>.data              the session's multipart upload while it runs, its staged object at the end
+ *   uploads/<id>                   the state of a one-request session (blobs Berth writes itself, monolithic POST)
  *
- * Bytes stream into a multipart upload as they arrive, one part per part_size; only the tail of a request
- * (less than a part) is written with the session state at the end of each request, so any berthd sharing the
- * bucket continues the session (S3 and RGW read-after-write consistency). At commit the last part goes up, the
- * multipart upload completes to the staging key, the digest is checked (by the caller's running hash, or by
- * reading the staged object back), and only then is the object copied to its content address. Pulls are served
- * from presigned URLs: the edge proxies them (with the client's Range), or the client is redirected.
+ * Bytes stream into a multipart upload as they arrive, one part per part_size. A client's upload session keeps
+ * its state (offset, multipart upload id, part ETags, the tail's name) in PostgreSQL through the caller
+ * (s3_upload_resume / s3_upload_save, "db" sessions; registry/service/upload.c holds the row locked), so any
+ * berthd continues it. At commit the last part goes up, the multipart upload completes to the staging key, the
+ * digest is checked (by the caller's running hash, or by reading the staged object back), and only then is the
+ * object copied to its content address. Pulls are served from presigned URLs: the edge proxies them (with the
+ * client's Range), or the client is redirected.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -19,6 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include <openssl/rand.h>
 
 #include "core/log.h"
 #include "registry/storage/s3.h"
@@ -47,7 +50,10 @@ typedef struct {
     char *buf; /* part_size bytes: the tail */
     size_t tail;
     int dirty;
-    int whole; /* every byte of the session went through this handle (created by this request) */
+    int whole;           /* every byte went through this handle (created by this request), or writers are serialised */
+    int db;              /* the caller keeps the state (PostgreSQL): the tail is an object of its own, see tail_key */
+    int staged;          /* completed to the staging object: takes no more bytes */
+    char tail_nonce[40]; /* db: the tail bytes are at uploads/<id>.tail-<nonce> ("" when none) */
 } s3u_t;
 
 #define S3S(s) ((s3s_t *)(s))
@@ -67,6 +73,13 @@ static void state_key(const char *id, char *out, size_t outsz)
 static void data_key(const char *id, char *out, size_t outsz)
 {
     snprintf(out, outsz, "uploads/%s.data", id);
+}
+
+/* A fresh name per save: a writer that lost its lock (its database connection died) can never overwrite the
+ * tail the state of a later writer names */
+static void tail_key(const char *id, const char *nonce, char *out, size_t outsz)
+{
+    snprintf(out, outsz, "uploads/%s.tail-%s", id, nonce);
 }
 
 int berth_store_open_s3(berth_store_t **out, const berth_store_s3_conf_t *conf, berth_err_t *err)
@@ -288,6 +301,16 @@ static int parse_state(s3u_t *u, const char *doc, size_t len, int with_tail, int
     if (state_number(&p, end, "tail ", part_size - 1, &tail) != 0)
         return -1;
     u->tail = (size_t)tail;
+    long long staged = 0;
+    if (p < end && state_line(&p, end, "tail_key ", u->tail_nonce, sizeof(u->tail_nonce)) != 0)
+        return -1;
+    if (p < end && state_number(&p, end, "staged ", 1, &staged) != 0)
+        return -1;
+    u->staged = (int)staged;
+    if (p < end || strspn(u->tail_nonce, "0123456789abcdef") != strlen(u->tail_nonce))
+        return -1;
+    if (u->db && (u->tail > 0) != (u->tail_nonce[0] != '\0')) /* a db state names its tail object when it has one */
+        return -1;
     if (with_tail) {
         const char *bytes = end + 2;
         if ((size_t)(doc + len - bytes) != u->tail)
@@ -315,17 +338,31 @@ static int load_state(s3s_t *s, const char *id, s3u_t *u, int with_tail, berth_e
     return rc;
 }
 
-static int save_state(s3s_t *s, s3u_t *u, berth_err_t *err)
+/* The state text up to and including its blank line, with room for `extra` more bytes after it */
+static char *state_text(const s3u_t *u, size_t extra, size_t *len_out)
 {
-    size_t cap = 256 + (size_t)u->nparts * 130 + u->tail, n = 0;
+    size_t cap = 320 + (size_t)u->nparts * 130 + extra, n = 0;
     char *doc = malloc(cap);
     if (doc == NULL)
-        return berth_err_set(err, BERTH_OCI_INTERNAL, "s3: out of memory");
+        return NULL;
     n += (size_t)snprintf(doc + n, cap - n, "berth-upload 1\noffset %lld\nupload_id %s\nparts %d\n", (long long)u->offset,
                           u->upload_id[0] != '\0' ? u->upload_id : "-", u->nparts);
     for (int i = 0; i < u->nparts; i++)
         n += (size_t)snprintf(doc + n, cap - n, "%s\n", u->etags[i]);
-    n += (size_t)snprintf(doc + n, cap - n, "tail %zu\n\n", u->tail);
+    n += (size_t)snprintf(doc + n, cap - n, "tail %zu\n", u->tail);
+    if (u->db)
+        n += (size_t)snprintf(doc + n, cap - n, "tail_key %s\nstaged %d\n", u->tail_nonce, u->staged);
+    n += (size_t)snprintf(doc + n, cap - n, "\n");
+    *len_out = n;
+    return doc;
+}
+
+static int save_state(s3s_t *s, s3u_t *u, berth_err_t *err)
+{
+    size_t n;
+    char *doc = state_text(u, u->tail, &n);
+    if (doc == NULL)
+        return berth_err_set(err, BERTH_OCI_INTERNAL, "s3: out of memory");
     memcpy(doc + n, u->buf, u->tail);
     n += u->tail;
     char key[128];
@@ -398,9 +435,140 @@ static int s3_upload_write(berth_store_upload_t *bu, const void *buf, size_t len
 static int s3_upload_close(berth_store_upload_t *bu, berth_err_t *err)
 {
     s3u_t *u = (s3u_t *)bu;
-    int rc = u->dirty ? save_state(S3S(bu->store), u, err) : 0;
+    /* db: what was not saved through s3_upload_save is not part of the session (the caller's row says so) */
+    int rc = u->dirty && !u->db ? save_state(S3S(bu->store), u, err) : 0;
     free_upload(u);
     return rc;
+}
+
+static void s3_upload_remove(berth_store_t *st, const char *id);
+
+typedef struct {
+    char (*keys)[256];
+    size_t n, cap;
+} keys_t;
+
+static void collect_key(const char *key, int64_t size, time_t mtime, void *arg)
+{
+    (void)size;
+    (void)mtime;
+    keys_t *k = arg;
+    if (k->n == k->cap) {
+        size_t cap = k->cap > 0 ? k->cap * 2 : 16;
+        char(*m)[256] = realloc(k->keys, cap * sizeof(*m));
+        if (m == NULL)
+            return;
+        k->keys = m;
+        k->cap = cap;
+    }
+    snprintf(k->keys[k->n++], 256, "%s", key);
+}
+
+/* Delete every object named uploads/<id><suffix>… (old tails, the staged object) */
+static void remove_prefix(s3s_t *s, const char *id, const char *suffix)
+{
+    char prefix[160], token[1024] = "", next[1024];
+    snprintf(prefix, sizeof(prefix), "uploads/%s%s", id, suffix);
+    keys_t k = {0};
+    berth_err_t err;
+    do {
+        if (berth_s3_list(s->s3, prefix, token, next, sizeof(next), collect_key, &k, &err) != 0) {
+            berth_log_warn("upload %s: listing its objects: %s", id, err.msg);
+            break;
+        }
+        snprintf(token, sizeof(token), "%s", next);
+    } while (token[0] != '\0');
+    for (size_t i = 0; i < k.n; i++)
+        berth_s3_delete(s->s3, k.keys[i], NULL);
+    free(k.keys);
+}
+
+static int s3_upload_resume(berth_store_t *st, const char *id, const char *state, berth_store_upload_t **out, int64_t *size_out,
+                            berth_err_t *err)
+{
+    s3s_t *s = S3S(st);
+    s3u_t *u = new_upload(s, id);
+    u->db = 1;
+    u->whole = 1; /* the caller's row lock makes this the session's only writer: its running hash vouches */
+    int rc = 0;
+    if (state != NULL && state[0] != '\0' && parse_state(u, state, strlen(state), 0, s->part_size) != 0)
+        rc = berth_err_set(err, BERTH_OCI_INTERNAL, "s3: the state of upload %s is damaged", id);
+    if (rc == 0 && u->staged) {
+        berth_err_set(err, BERTH_OCI_RANGE_INVALID, "upload is being completed by another request");
+        if (err != NULL)
+            err->code = BERTH_ECONFLICT;
+        rc = BERTH_ECONFLICT;
+    }
+    if (rc == 0 && u->tail > 0) {
+        char key[192];
+        tail_key(id, u->tail_nonce, key, sizeof(key));
+        grow_t g = {0};
+        rc = berth_s3_get(s->s3, key, 0, -1, grow_sink, &g, err);
+        if (rc == 0 && g.len != u->tail)
+            rc = berth_err_set(err, BERTH_OCI_INTERNAL, "s3: the tail of upload %s has %zu bytes, not %zu", id, g.len, u->tail);
+        if (rc == 0)
+            memcpy(u->buf, g.buf, u->tail);
+        free(g.buf);
+    }
+    if (rc != 0) {
+        free_upload(u);
+        return rc;
+    }
+    *out = &u->super;
+    *size_out = u->offset;
+    return 0;
+}
+
+static int s3_upload_save(berth_store_upload_t *bu, char **state_out, berth_err_t *err)
+{
+    s3u_t *u = (s3u_t *)bu;
+    s3s_t *s = S3S(bu->store);
+    if (u->dirty && u->tail > 0) {
+        unsigned char r[8];
+        char key[192];
+        if (RAND_bytes(r, sizeof(r)) != 1)
+            return berth_err_set(err, BERTH_OCI_INTERNAL, "s3: no random bytes");
+        for (size_t i = 0; i < sizeof(r); i++)
+            snprintf(u->tail_nonce + 2 * i, 3, "%02x", r[i]);
+        tail_key(bu->id, u->tail_nonce, key, sizeof(key));
+        int rc = berth_s3_put(s->s3, key, u->buf, u->tail, err);
+        if (rc != 0)
+            return rc;
+    } else if (u->tail == 0) {
+        u->tail_nonce[0] = '\0';
+    }
+    u->dirty = 0;
+    size_t n;
+    if ((*state_out = state_text(u, 0, &n)) == NULL)
+        return berth_err_set(err, BERTH_OCI_INTERNAL, "s3: out of memory");
+    return 0;
+}
+
+static int s3_upload_state_size(berth_store_t *st, const char *state, int64_t *size_out)
+{
+    s3s_t *s = S3S(st);
+    s3u_t *u = new_upload(s, "");
+    u->db = 1;
+    int rc = state == NULL || state[0] == '\0' ? 0 : parse_state(u, state, strlen(state), 0, s->part_size) != 0 ? BERTH_ERROR : 0;
+    *size_out = u->offset;
+    free_upload(u);
+    return rc;
+}
+
+static void s3_upload_discard(berth_store_t *st, const char *id, const char *state)
+{
+    s3s_t *s = S3S(st);
+    s3u_t *u = new_upload(s, id);
+    u->db = 1;
+    berth_err_t err;
+    if (state[0] != '\0' && parse_state(u, state, strlen(state), 0, s->part_size) == 0 && u->upload_id[0] != '\0') {
+        char key[128];
+        data_key(id, key, sizeof(key));
+        if (berth_s3_mpu_abort(s->s3, key, u->upload_id, &err) != 0)
+            berth_log_warn("upload %s: aborting its multipart upload: %s", id, err.msg);
+    }
+    free_upload(u);
+    s3_upload_remove(st, id);
 }
 
 /* Copy key `from` to `to` on the gateway: one CopyObject up to 5 GiB, UploadPartCopy ranges above */
@@ -458,6 +626,12 @@ static int s3_upload_prepare(berth_store_upload_t *bu, const berth_digest_t *d, 
     u->upload_id[0] = '\0';
     u->nparts = 0;
     u->dirty = 0;
+    if (u->db) { /* the caller saves this state: the session takes no more bytes, its tail objects are spent */
+        u->staged = 1;
+        u->tail = 0;
+        u->tail_nonce[0] = '\0';
+        remove_prefix(s, bu->id, ".tail-");
+    }
     if (!verified) {
         berth_hash_t *h = berth_hash_new(d->alg);
         berth_digest_t got;
@@ -523,15 +697,24 @@ typedef struct {
     void *cb_data;
     time_t now;
     int n;
+    char last[64]; /* a session's keys are listed together: each session is reported once */
 } each_t;
 
+/* uploads/<id> (a state), uploads/<id>.data, uploads/<id>.tail-<nonce>: all name session <id> */
 static void each_key(const char *key, int64_t size, time_t mtime, void *arg)
 {
     (void)size;
     each_t *e = arg;
-    const char *id = key + strlen("uploads/");
-    if (strncmp(key, "uploads/", 8) != 0 || strchr(id, '.') != NULL || strchr(id, '/') != NULL || id[0] == '\0')
-        return; /* staged data goes with its session */
+    if (strncmp(key, "uploads/", 8) != 0)
+        return;
+    char id[64];
+    size_t n = strcspn(key + 8, "./");
+    if (n == 0 || n >= sizeof(id) || key[8 + n] == '/')
+        return;
+    snprintf(id, sizeof(id), "%.*s", (int)n, key + 8);
+    if (strcmp(id, e->last) == 0)
+        return;
+    snprintf(e->last, sizeof(e->last), "%s", id);
     e->cb(id, difftime(e->now, mtime), e->cb_data);
     e->n++;
 }
@@ -569,8 +752,7 @@ static void s3_upload_remove(berth_store_t *st, const char *id)
             berth_log_warn("upload %s: aborting its multipart upload: %s", id, err.msg);
     }
     free_upload(u);
-    data_key(id, key, sizeof(key));
-    berth_s3_delete(s->s3, key, NULL);
+    remove_prefix(s, id, "."); /* the staged object, tails */
     state_key(id, key, sizeof(key));
     if (berth_s3_delete(s->s3, key, &err) != 0)
         berth_log_warn("cannot remove upload %s: %s", id, err.msg);
@@ -592,5 +774,9 @@ const berth_store_ops_t berth_store_s3_ops = {.name = "s3",
                                               .upload_size = s3_upload_size,
                                               .upload_each = s3_upload_each,
                                               .upload_remove = s3_upload_remove,
+                                              .upload_resume = s3_upload_resume,
+                                              .upload_save = s3_upload_save,
+                                              .upload_state_size = s3_upload_state_size,
+                                              .upload_discard = s3_upload_discard,
                                               .space = NULL,
                                               .edge = s3_edge};

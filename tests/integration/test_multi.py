@@ -1,0 +1,276 @@
+"""Several berthd on one PostgreSQL and one bucket (the s3 driver on the test Ceph), behind a round-robin nginx.
+
+Upload sessions live in PostgreSQL (driver state + the saved sha256 state, the row locked by the request that
+writes it): a chunked upload whose PATCHes land on different instances completes with the right digest, a second
+writer of one session gets 416 with the committed Range, a berthd killed with SIGKILL in the middle of a PATCH
+loses nothing that was acknowledged and the client resumes on another; skopeo and podman push and pull through
+the balancer's name; a tag moved on one instance is served by the others within the stated bound
+(registry/storage/README.md: cache invalidation by LISTEN/NOTIFY); a replication execution runs once.
+"""
+import hashlib
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import unittest
+
+from harness import ACCEPT_ALL, ADMIN_AUTH, ADMIN_CREDS, Berthd, error_code, free_port, main, psql, sha256
+
+os.environ["BERTH_TEST_STORAGE_DRIVER"] = "s3"
+BOUND_S = 1.0  # the invalidation bound stated in registry/storage/README.md while the listener is connected
+
+
+def have(tool):
+    return shutil.which(tool) is not None
+
+
+def run(cmd, timeout=300):
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    if r.returncode != 0:
+        raise AssertionError("%s failed (%d):\n%s\n%s" % (" ".join(cmd), r.returncode, r.stdout[-2000:], r.stderr[-3000:]))
+    return r.stdout
+
+
+class Balancer:
+    """nginx round-robin over the instances' edges, request bodies and answers streamed (as an ingress should)."""
+
+    def __init__(self, servers):
+        self.dir = tempfile.mkdtemp(prefix="berth-lb-")
+        self.port = free_port()
+        conf = os.path.join(self.dir, "nginx.conf")
+        with open(conf, "w") as f:
+            f.write("""worker_processes 1; daemon off; pid %(d)s/nginx.pid; error_log %(d)s/error.log warn;
+events { worker_connections 256; }
+http {
+  log_format lb '$request $status $upstream_addr'; access_log %(d)s/access.log lb; client_body_temp_path %(d)s/body; proxy_temp_path %(d)s/proxy;
+  fastcgi_temp_path %(d)s/f; uwsgi_temp_path %(d)s/u; scgi_temp_path %(d)s/s;
+  client_max_body_size 0; proxy_request_buffering off; proxy_buffering off; proxy_http_version 1.1;
+  upstream berth { %(servers)s keepalive 8; }
+  server { listen 127.0.0.1:%(port)d;
+    location / { proxy_pass http://berth; proxy_set_header Host $http_host; proxy_set_header Connection "";
+                 proxy_next_upstream off; proxy_read_timeout 300s; } }
+}
+""" % {"d": self.dir, "port": self.port, "servers": " ".join("server %s max_fails=0;" % s for s in servers)})
+        self.proc = subprocess.Popen(["nginx", "-p", self.dir, "-c", conf], stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL)
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", self.port), 0.2).close()
+                return
+            except OSError:
+                time.sleep(0.05)
+        raise RuntimeError("nginx did not start: " + open(os.path.join(self.dir, "error.log")).read())
+
+    @property
+    def host(self):
+        return "127.0.0.1:%d" % self.port
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait(10)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def start_patch(b, loc, first, total, offset):
+    """A PATCH whose headers and first bytes are sent, the rest held back: the request is in progress."""
+    s = socket.create_connection((b.ip, b.port), 30)
+    s.sendall(("PATCH %s HTTP/1.1\r\nHost: %s\r\nAuthorization: %s\r\nContent-Type: application/octet-stream\r\n"
+               "Content-Length: %d\r\nContent-Range: %d-%d\r\n\r\n" % (loc, b.host, ADMIN_AUTH, total, offset,
+                                                                      offset + total - 1)).encode())
+    s.sendall(first)
+    return s
+
+
+def finish(s, rest):
+    s.sendall(rest)
+    s.settimeout(60)
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    s.close()
+    head = data.split(b"\r\n\r\n", 1)[0].decode()
+    return int(head.split(" ", 2)[1]), {k.lower(): v.strip() for k, _, v in (l.partition(":") for l in head.split("\r\n")[1:])}
+
+
+class Many(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        first = Berthd()
+        cls.lb_port = None
+        cls.nodes = [first]
+        first.start().project("multi").project("rsrc").project("rdst")
+        for _ in range(2):  # the same database and bucket (and so the same signing keys, under the storage root)
+            cls.nodes.append(Berthd(dbname=first.dbname, storage=first.storage).start())
+        cls.lb = Balancer([n.host for n in cls.nodes])
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.lb.stop()
+        for n in cls.nodes:
+            n.cleanup()
+
+    def run(self, result=None):
+        res = super().run(result)
+        if result is not None and any(t is self for t, _ in result.failures + result.errors):
+            for i, n in enumerate(self.nodes):
+                print("\n--- berthd %d log ---\n%s" % (i, n.logs()))
+        return res
+
+    def row(self, loc):
+        return psql("SELECT coalesce(state, '') || '|' || coalesce(hash_state, '') FROM upload_sessions WHERE id = '%s'"
+                    % loc.rstrip("/").rsplit("/", 1)[1], self.nodes[0].dbname)
+
+    def test_chunked_upload_on_three_instances(self):
+        a, b, c = self.nodes
+        data = os.urandom(13 * 2 ** 20 + 77)  # parts of 5 MiB: PATCHes end inside parts
+        d = sha256(data)
+        st, h, _ = a.request("POST", "/v2/multi/chunked/blobs/uploads/")
+        self.assertEqual(st, 202)
+        loc = h["location"]
+        cuts = [0, 3 * 2 ** 20 + 5, 9 * 2 ** 20 + 1, len(data)]
+        for i, server in enumerate((b, c, a)):
+            st, h, body = server.request("PATCH", loc, data[cuts[i]:cuts[i + 1]],
+                                         {"Content-Range": "%d-%d" % (cuts[i], cuts[i + 1] - 1)})
+            self.assertEqual((st, h.get("range")), (202, "0-%d" % (cuts[i + 1] - 1)), body)
+        state = self.row(loc)
+        self.assertIn("offset %d\n" % len(data), state, "the session's state is in its row")
+        self.assertRegex(state, r"\|s1:[0-9a-f]{210}$", "with the running sha256 state")
+        wrong = sha256(b"other bytes")
+        st, _, body = b.request("PUT", loc + "?digest=" + wrong)
+        self.assertEqual((st, error_code(body)), (400, "DIGEST_INVALID"), "the resumed hash refuses a wrong digest")
+        st, h, _ = a.request("POST", "/v2/multi/chunked/blobs/uploads/")
+        loc = h["location"]
+        for i, server in enumerate((b, c, a)):
+            st, h, body = server.request("PATCH", loc, data[cuts[i]:cuts[i + 1]],
+                                         {"Content-Range": "%d-%d" % (cuts[i], cuts[i + 1] - 1)})
+            self.assertEqual(st, 202, body)
+        st, h, body = b.request("PUT", loc + "?digest=" + d)
+        self.assertEqual((st, h.get("docker-content-digest")), (201, d), body)
+        for server in self.nodes:
+            st, h, got = server.request("GET", "/v2/multi/chunked/blobs/" + d)
+            self.assertEqual((st, hashlib.sha256(got).hexdigest()), (200, d[7:]))
+        self.assertEqual(a.upload_ids(), [], "no session objects left in the bucket")
+
+    def test_second_writer_gets_416(self):
+        a, b, _ = self.nodes
+        data = os.urandom(7 * 2 ** 20)
+        st, h, _ = a.request("POST", "/v2/multi/race/blobs/uploads/")
+        loc = h["location"]
+        st, h, _ = a.request("PATCH", loc, data[:2 ** 20], {"Content-Range": "0-%d" % (2 ** 20 - 1)})
+        self.assertEqual(st, 202)
+        rest = data[2 ** 20:]
+        s = start_patch(a, loc, rest[:2 ** 20], len(rest), 2 ** 20)
+        time.sleep(1.0)  # a has the row
+        st, h, body = b.request("PATCH", loc, rest, {"Content-Range": "%d-%d" % (2 ** 20, len(data) - 1)})
+        self.assertEqual((st, h.get("range")), (416, "0-%d" % (2 ** 20 - 1)), body)
+        st, _, body = b.request("DELETE", loc)
+        self.assertEqual(st, 416, "nor is it deleted under the writer")
+        st, h = finish(s, rest[2 ** 20:])
+        self.assertEqual((st, h.get("range")), (202, "0-%d" % (len(data) - 1)), "the first writer is unharmed")
+        st, h, body = b.request("PUT", loc + "?digest=" + sha256(data))
+        self.assertEqual(st, 201, body)
+
+    def test_kill_9_during_a_patch_loses_nothing_acknowledged(self):
+        a, b, c = self.nodes
+        victim = Berthd(dbname=a.dbname, storage=a.storage).start()
+        try:
+            data = os.urandom(12 * 2 ** 20 + 1234)
+            st, h, _ = a.request("POST", "/v2/multi/killed/blobs/uploads/")
+            loc = h["location"]
+            ack = 6 * 2 ** 20 + 99  # acknowledged: more than a part, and a tail
+            st, h, _ = victim.request("PATCH", loc, data[:ack], {"Content-Range": "0-%d" % (ack - 1)})
+            self.assertEqual(st, 202)
+            # the next PATCH streams 5 MiB + more into the victim (a part goes to the gateway) and it dies
+            s = start_patch(victim, loc, data[ack:ack + 5 * 2 ** 20 + 500], len(data) - ack, ack)
+            time.sleep(1.5)
+            victim.stop(signal.SIGKILL)
+            s.close()
+            # the client asks where the session is, on another instance, and resumes from there
+            deadline, st = time.time() + 10, None
+            while time.time() < deadline:
+                st, h, _ = b.request("GET", loc)
+                if st == 204:
+                    break
+                time.sleep(0.2)
+            self.assertEqual((st, h.get("range")), (204, "0-%d" % (ack - 1)), "the acknowledged offset")
+            st, h, body = c.request("PATCH", loc, data[ack:], {"Content-Range": "%d-%d" % (ack, len(data) - 1)})
+            self.assertEqual(st, 202, body)
+            st, h, body = a.request("PUT", loc + "?digest=" + sha256(data))
+            self.assertEqual(st, 201, body)
+            st, _, got = b.request("GET", "/v2/multi/killed/blobs/" + sha256(data))
+            self.assertEqual((st, got == data), (200, True))
+        finally:
+            victim.cleanup()
+
+    def test_tag_change_seen_everywhere_within_the_bound(self):
+        a, b, c = self.nodes
+        d1, _ = a.push_image("multi/tagged", "t", seed=1)
+        for n in self.nodes:  # every instance has the tag cached
+            for _ in range(2):
+                st, h, _ = n.request("GET", "/v2/multi/tagged/manifests/t", headers={"Accept": ACCEPT_ALL})
+                self.assertEqual((st, h["docker-content-digest"]), (200, d1))
+        d2, _ = b.push_image("multi/tagged", "t", seed=2)
+        t0 = time.time()
+        seen = {}
+        while len(seen) < 2 and time.time() - t0 < 10:
+            for i, n in ((0, a), (2, c)):
+                if i not in seen:
+                    st, h, _ = n.request("GET", "/v2/multi/tagged/manifests/t", headers={"Accept": ACCEPT_ALL})
+                    if h.get("docker-content-digest") == d2:
+                        seen[i] = time.time() - t0
+            time.sleep(0.01)
+        print("\ntag change seen by the other instances after %s s" % {k: round(v, 3) for k, v in seen.items()})
+        self.assertEqual(len(seen), 2, "both other instances serve the new digest")
+        self.assertLess(max(seen.values()), BOUND_S)
+
+    @unittest.skipUnless(have("skopeo"), "skopeo not installed")
+    def test_skopeo_and_podman_through_the_balancer(self):
+        from harness import write_oci_layout
+        tmp = tempfile.mkdtemp(prefix="multi-clients-")
+        try:
+            layout = os.path.join(tmp, "layout")
+            big = os.urandom(20 * 2 ** 20)  # several parts: POST, PATCH and PUT each on another instance
+            digest = write_oci_layout(layout, [{"bin/app": big, "etc/x": b"x"}])
+            run(["skopeo", "copy", "--dest-tls-verify=false", "--dest-creds", ADMIN_CREDS, "oci:%s:latest" % layout,
+                 "docker://%s/multi/app:v1" % self.lb.host])
+            for n in self.nodes:
+                st, h, _ = n.request("GET", "/v2/multi/app/manifests/v1", headers={"Accept": ACCEPT_ALL})
+                self.assertEqual((st, h["docker-content-digest"]), (200, digest))
+            out = os.path.join(tmp, "dir")
+            run(["skopeo", "copy", "--src-tls-verify=false", "--src-creds", ADMIN_CREDS,
+                 "docker://%s/multi/app:v1" % self.lb.host, "dir:" + out])
+            with open(os.path.join(out, "manifest.json")) as f:
+                layers = json.load(f)["layers"]
+            for layer in layers:
+                with open(os.path.join(out, layer["digest"].split(":")[1]), "rb") as f:
+                    self.assertEqual(sha256(f.read()), layer["digest"])
+            with open(os.path.join(self.lb.dir, "access.log")) as f:
+                log = [line.split() for line in f]
+            # skopeo's session (POST, PATCH, PUT) went to more than one instance
+            upstreams = {row[-1] for row in log if row[1].startswith("/v2/multi/app/blobs/uploads/")}
+            self.assertGreaterEqual(len(upstreams), 2, log)
+            if have("podman"):
+                pm = ["podman", "--root", tmp + "/root", "--runroot", tmp + "/run", "--storage-driver", "vfs",
+                      "--cgroup-manager", "cgroupfs", "--events-backend", "file"]
+                run(pm + ["login", "--tls-verify=false", "-u", "admin", "-p", ADMIN_CREDS.split(":", 1)[1], self.lb.host])
+                run(pm + ["pull", "--tls-verify=false", "%s/multi/app:v1" % self.lb.host])
+                run(pm + ["tag", "%s/multi/app:v1" % self.lb.host, "%s/multi/copy:v2" % self.lb.host])
+                run(pm + ["push", "--tls-verify=false", "%s/multi/copy:v2" % self.lb.host])
+                for n in self.nodes:
+                    st, _, _ = n.request("HEAD", "/v2/multi/copy/manifests/v2", headers={"Accept": ACCEPT_ALL})
+                    self.assertEqual(st, 200)
+        finally:
+            subprocess.run(["chmod", "-R", "u+rwX", tmp], capture_output=True)
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
