@@ -159,7 +159,10 @@ class WebUI(BerthTestCase):
         from test_sqfs import gz, push_layers, set_mode, tar_bytes, wait_status
         pub = tempfile.mkdtemp(prefix="webui-publish-")
         self.addCleanup(shutil.rmtree, pub, True)
-        site = Berthd(env={"BERTH_UI_DIR": UI_DIR, "BERTH_GATEWAY_PUBLISH_DIR": pub}).start()
+        # xz on one thread: the on-request conversion of 24 MiB of random bytes runs long enough for the page to
+        # show it running with its progress
+        site = Berthd(env={"BERTH_UI_DIR": UI_DIR, "BERTH_GATEWAY_PUBLISH_DIR": pub, "BERTH_GATEWAY_COMPRESSOR": "xz",
+                           "BERTH_GATEWAY_THREADS": "1"}).start()
         self.addCleanup(site.cleanup)
         for p, mode in (("hpc", "push"), ("lazy", "pull"), ("hpcset", None)):
             site.project(p)
@@ -171,7 +174,7 @@ class WebUI(BerthTestCase):
         self.assertEqual(job["status"], "done", job)
         failed, _ = push_layers(site, "hpc/broken", "v1", [layer[: len(layer) // 2]])
         self.assertEqual(wait_status(site, "hpc/broken", failed)["status"], "failed")
-        lazy, _ = push_layers(site, "lazy/app", "v1", [gz(tar_bytes([("big", "file", os.urandom(6 << 20))]))])
+        lazy, _ = push_layers(site, "lazy/app", "v1", [gz(tar_bytes([("big", "file", os.urandom(24 << 20))]))])
         self.run_browser_at(site, "sqfs.e2e.mjs", {
             "admin_password": ADMIN_PASSWORD, "done_digest": done, "published_path": job["published_path"],
             "failed_digest": failed, "lazy_digest": lazy, "lazy_published_prefix": os.path.join(pub, "lazy/app") + "/"})

@@ -21,7 +21,7 @@ test("a converted image: status, size, compression, published path and the srun 
   await s.getByRole("status").getByText("done", { exact: true }).waitFor();
   await s.getByText(F.published_path, { exact: true }).waitFor();
   await s.getByText(`srun --container-image=${F.published_path}`, { exact: true }).waitFor();
-  await s.getByText("zstd", { exact: true }).waitFor();
+  await s.getByText("xz", { exact: true }).waitFor();
   assert.match(await s.locator("dd").nth(1).textContent(), /KiB|MiB|bytes|B/);
   await s.getByRole("button", { name: "Copy srun command" }).waitFor();
   await s.getByRole("button", { name: "Copy published path" }).waitFor();
@@ -54,6 +54,13 @@ test("pull mode: converted on request, the page follows the job to done", async 
     }
   });
   await s.getByRole("button", { name: "Convert now" }).click();
+  // the page follows the job: running with its progress (the bar and the words), then done
+  await s.getByRole("status").getByText(/^running \d+ %$/).waitFor({ timeout: 30000 });
+  // and moving: a later poll shows some of the bytes done, in the words and in the bar
+  await s.getByRole("status").getByText(/^running [1-9]\d* %$/).waitFor({ timeout: 30000 });
+  const bar = Number(await s.getByRole("progressbar", { name: "Conversion progress" }).getAttribute("value"));
+  assert.ok(bar > 0 && bar <= 1, `progress bar at ${bar}`);
+  await checkPage(page, "artifact-squashfs-running", { settle: false });
   await s.getByRole("status").getByText("done", { exact: true }).waitFor({ timeout: 60000 });
   await s.getByText(F.lazy_published_prefix, { exact: false }).first().waitFor();
   const statuses = await Promise.all(seen);
