@@ -37,6 +37,7 @@
 #include "registry/service/upload_limits.h"
 #include "registry/storage/store.h"
 #include "replication/replication.h"
+#include "replication/seal.h"
 #include "sql/listen.h"
 #include "sql/migrate.h"
 #include "sql/registry.h"
@@ -96,13 +97,21 @@ static int open_ldap(const berth_config_t *cfg, berth_ldap_t **out)
     return rc;
 }
 
-/* Replication reaches this Berth through its own edge as an internal system user with a fresh password */
+/*
+ * Replication reaches this Berth through its own edge as an internal system user. Its password is derived from the
+ * replication key: every berthd on the database shares the key (configuration), so each sets the same password
+ * and none locks the others out (a fresh one per start did, with several instances).
+ */
 static int start_replication(const berth_config_t *cfg, berth_db_t *db)
 {
-    char pw[48], hex[65], hash[BERTH_PASSWORD_HASH_MAX], url[300];
-    berth_authsvc_random_secret(pw, hex);
+    char pw[65], hash[BERTH_PASSWORD_HASH_MAX], url[300];
     berth_err_t err;
     berth_err_clear(&err);
+    if (berth_repl_seal_load_key(cfg->repl_key_file) != 0) {
+        fprintf(stderr, "berthd: replication: cannot read or create the replication key %s\n", cfg->repl_key_file);
+        return -1;
+    }
+    berth_repl_seal_derive("berth-replication system user password", pw);
     berth_dbconn_t *c = berth_password_hash(hash, pw) == 0 ? berth_db_acquire(db, &err) : NULL;
     int rc = c != NULL ? berth_db_user_internal(c, "berth-replication", hash, &err) : -1;
     if (c != NULL)

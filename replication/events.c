@@ -63,7 +63,9 @@ static void run_scheduled(time_t now)
     for (size_t i = 0; i < n; i++) {
         long long eid;
         berth_err_t err;
-        if (pols[i].cron[0] != '\0' && berth_repl_cron_matches(pols[i].cron, &tm))
+        /* every berthd on the database checks the minute; the one that claims it starts the execution */
+        if (pols[i].cron[0] != '\0' && berth_repl_cron_matches(pols[i].cron, &tm) &&
+            berth_repl_queue_fire(pols[i].id, (long long)(now - now % 60)))
             berth_repl_trigger(pols[i].id, "scheduled", &eid, &err);
     }
     berth_repl_queue_policies_free(pols, n);

@@ -113,6 +113,19 @@ int berth_repl_queue_scheduled_policies(berth_repl_policy_t **out, size_t *n)
     return policies(BERTH_Q_POL_SCHEDULED, out, n);
 }
 
+int berth_repl_queue_fire(long long id, long long minute_epoch)
+{
+    char ids[24], ms[24];
+    ID(ids, id);
+    ID(ms, minute_epoch);
+    const char *p[] = {ids, ms};
+    char *won = NULL;
+    int rc = run(BERTH_Q_POL_FIRE, p, &won, NULL);
+    int ok = rc == 0 && won != NULL; /* a row: the minute moved here */
+    free(won);
+    return ok;
+}
+
 void berth_repl_queue_policies_free(berth_repl_policy_t *v, size_t n)
 {
     for (size_t i = 0; i < n; i++)

@@ -20,6 +20,8 @@ int berth_repl_queue_policy_get(long long id, berth_repl_policy_t *out);
 int berth_repl_queue_event_policies(berth_repl_policy_t **out, size_t *n);
 /** The enabled scheduled policies (id, cron). As above. */
 int berth_repl_queue_scheduled_policies(berth_repl_policy_t **out, size_t *n);
+/** 1 when this berthd won minute `minute_epoch` of scheduled policy `id` (it starts the execution), else 0. */
+int berth_repl_queue_fire(long long id, long long minute_epoch);
 void berth_repl_queue_policies_free(berth_repl_policy_t *v, size_t n);
 
 /**

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <openssl/evp.h>
+#include <openssl/hmac.h>
 #include <openssl/rand.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,6 +38,16 @@ int berth_repl_seal_load_key(const char *path)
     int ok = write(fd, key, sizeof(key)) == (ssize_t)sizeof(key) && fsync(fd) == 0;
     close(fd);
     return ok && rename(tmp, path) == 0 ? 0 : BERTH_ERROR;
+}
+
+void berth_repl_seal_derive(const char *label, char out[65])
+{
+    unsigned char md[32];
+    unsigned len = 0;
+    HMAC(EVP_sha256(), key, sizeof(key), (const unsigned char *)label, strlen(label), md, &len);
+    for (unsigned i = 0; i < 32; i++)
+        snprintf(out + 2 * i, 3, "%02x", md[i]);
+    OPENSSL_cleanse(md, sizeof(md));
 }
 
 char *berth_repl_seal(const char *secret)

@@ -11,5 +11,11 @@
  * unreadable or shorter than 32 bytes (it is never replaced then: that would lose every sealed secret).
  */
 int berth_repl_seal_load_key(const char *path);
+/**
+ * A secret every berthd sharing the key derives alike: hex of HMAC-SHA256(key, label) into out[65] (after
+ * berth_repl_seal_load_key). Several instances on one database use it for what they must agree on without
+ * storing it (the password of the berth-replication system user).
+ */
+void berth_repl_seal_derive(const char *label, char out[65]);
 
 #endif

@@ -113,6 +113,11 @@ const berth_db__stmt_t berth_db__replication_stmts[BERTH_SQL__COUNT] = {
         "SELECT coalesce(json_agg(json_build_object('id', p.id, 'cron', p.trigger->'trigger_settings'->>'cron')), '[]')::text "
         "FROM replication_policies p WHERE p.enabled AND p.trigger->>'type' = 'scheduled'",
         0),
+    /* $1 policy, $2 the minute (epoch seconds) its cron fired: one berthd wins it and starts the execution */
+    BERTH_DB__STMT(BERTH_Q_POL_FIRE,
+                   "UPDATE replication_policies SET last_fired = to_timestamp($2::bigint) WHERE id = $1::bigint AND (last_fired "
+                   "IS NULL OR last_fired < to_timestamp($2::bigint)) RETURNING 'true'::text",
+                   2),
     /* ---- executions and tasks ---- */
     BERTH_DB__STMT(
         BERTH_Q_EXEC_LIST,
@@ -167,14 +172,16 @@ const berth_db__stmt_t berth_db__replication_stmts[BERTH_SQL__COUNT] = {
                    4),
     BERTH_DB__STMT(BERTH_Q_TASK_LOG,
                    "SELECT to_json(log)::text FROM replication_tasks WHERE id = $2::bigint AND execution_id = $1::bigint", 2),
-    /* the next runnable task, with what it needs: policy, endpoints (secrets sealed) */
+    /* the next runnable task, with what it needs: policy, endpoints (secrets sealed). A task whose berthd has been
+     * silent for five minutes (no progress heartbeat: it died) is taken over by any other */
     BERTH_DB__STMT(
         BERTH_Q_TASK_CLAIM,
         "UPDATE replication_tasks t SET status = 'InProgress', attempts = t.attempts + 1, start_time = coalesce(t.start_time, now()), "
         "claimed_by = $1::text, heartbeat = now() "
         "FROM replication_executions e, replication_policies p WHERE t.id = (SELECT t2.id FROM replication_tasks t2 JOIN "
-        "replication_executions e2 ON e2.id = t2.execution_id WHERE t2.status = 'Pending' AND t2.not_before <= now() AND "
-        "e2.status = 'InProgress' ORDER BY t2.id LIMIT 1 FOR UPDATE OF t2 SKIP LOCKED) AND e.id = t.execution_id AND p.id = "
+        "replication_executions e2 ON e2.id = t2.execution_id WHERE ((t2.status = 'Pending' AND t2.not_before <= now()) OR "
+        "(t2.status = 'InProgress' AND t2.heartbeat < now() - interval '5 minutes')) AND e2.status = 'InProgress' ORDER BY "
+        "t2.id LIMIT 1 FOR UPDATE OF t2 SKIP LOCKED) AND e.id = t.execution_id AND p.id = "
         "e.policy_id RETURNING json_build_object('id', t.id, 'execution_id', t.execution_id, 'src', t.src_resource, 'dst', "
         "t.dst_resource, 'operation', t.operation, 'attempts', t.attempts, 'override', p.override, 'speed', p.speed_kib, "
         "'src_registry', " REG_ENGINE("p.src_registry_id") ", 'dest_registry', " REG_ENGINE("p.dest_registry_id") ")::text",

@@ -231,6 +231,44 @@ class Many(unittest.TestCase):
         self.assertEqual(len(seen), 2, "both other instances serve the new digest")
         self.assertLess(max(seen.values()), BOUND_S)
 
+    def api(self, node, method, path, body=None):
+        data = json.dumps(body).encode() if body is not None else None
+        st, h, raw = node.request(method, "/api/v2.0" + path, data, {"Content-Type": "application/json"} if data else {})
+        return st, h, json.loads(raw) if raw else None
+
+    def test_scheduled_replication_runs_once(self):
+        a, b, c = self.nodes
+        d, _ = a.push_image("rsrc/app", "1", seed=3)
+        st, h, out = self.api(b, "POST", "/registries", {"name": "self", "type": "berth", "url": "http://" + self.lb.host,
+                                                          "insecure": True, "credential": {
+                                                              "type": "basic", "access_key": "admin",
+                                                              "access_secret": ADMIN_CREDS.split(":", 1)[1]}})
+        self.assertEqual(st, 201, out)
+        reg = int(h["location"].rsplit("/", 1)[1])
+        now = time.localtime()
+        fire = (now.tm_min + (1 if now.tm_sec < 50 else 2)) % 60  # one minute only, every instance checks it
+        st, h, out = self.api(c, "POST", "/replication/policies", {
+            "name": "once", "dest_registry": {"id": reg}, "dest_namespace": "rdst", "dest_namespace_replace_count": 1,
+            "trigger": {"type": "scheduled", "trigger_settings": {"cron": "0 %d * * * *" % fire}},
+            "filters": [{"type": "name", "value": "rsrc/**"}]})
+        self.assertEqual(st, 201, out)
+        pid = int(h["location"].rsplit("/", 1)[1])
+        deadline = time.time() + 140
+        while time.time() < deadline and time.localtime().tm_min != (fire + 1) % 60:
+            time.sleep(1)
+        time.sleep(12)  # every instance's scheduler (a 5 s loop) has looked at minute `fire` and the next
+        execs = self.api(a, "GET", "/replication/executions?policy_id=%d" % pid)[2]
+        self.assertEqual(len(execs), 1, execs)
+        deadline = time.time() + 60
+        while time.time() < deadline and execs[0]["status"] == "InProgress":
+            time.sleep(0.5)
+            execs = self.api(b, "GET", "/replication/executions?policy_id=%d" % pid)[2]
+        self.assertEqual((execs[0]["status"], execs[0]["succeed"], execs[0]["trigger"]), ("Succeed", 1, "scheduled"), execs)
+        tasks = self.api(c, "GET", "/replication/executions/%d/tasks" % execs[0]["id"])[2]
+        self.assertEqual([t["status"] for t in tasks], ["Succeed"], tasks)
+        st, h, _ = c.request("GET", "/v2/rdst/app/manifests/1", headers={"Accept": ACCEPT_ALL})
+        self.assertEqual((st, h.get("docker-content-digest")), (200, d))
+
     @unittest.skipUnless(have("skopeo"), "skopeo not installed")
     def test_skopeo_and_podman_through_the_balancer(self):
         from harness import write_oci_layout
