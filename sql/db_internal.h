@@ -11,6 +11,7 @@
  * The join from an isa_variants row `v` to its scan verdict `s`: a verdict belongs to the entry's declaration
  * (digest, level, features), never to the digest alone (migration 0090).
  */
+#define ISA_SCAN_LOCK_CLASS "1769173843" /* advisory locks of ISA scans in progress (two-key form) */
 #define ISA_SCAN_OF_ENTRY "s.digest = v.digest AND s.declared_level = v.level AND s.declared_features = v.features"
 
 /* The key space of the blob-file advisory locks (two-key form, so no other lock of the one-key form collides):

@@ -52,6 +52,12 @@ const berth_db__stmt_t berth_db__isa_stmts[BERTH_SQL__COUNT] = {
                    "'declared_features', $4::text, 'verdict', $5::text, 'max_level', $6::text)))",
                    6),
     /* entries no verdict covers yet (pushed while berthd stopped mid-queue, or dropped by migration 0090) */
+    /* one scan of a declaration at a time across instances: a session advisory lock, gone with a dead berthd's
+     * connection. A verdict that exists is no reason to skip: a push into another repository wants its referrer */
+    BERTH_DB__STMT(BERTH_SQL_ISA_CLAIM,
+                   "SELECT pg_try_advisory_lock(" ISA_SCAN_LOCK_CLASS ", hashtext($1 || '|' || $2 || '|' || $3))::text", 3),
+    BERTH_DB__STMT(BERTH_SQL_ISA_UNCLAIM,
+                   "SELECT pg_advisory_unlock(" ISA_SCAN_LOCK_CLASS ", hashtext($1 || '|' || $2 || '|' || $3))::text", 3),
     BERTH_DB__STMT(
         BERTH_SQL_ISA_UNSCANNED,
         "SELECT coalesce(json_agg(x), '[]')::text FROM (SELECT DISTINCT r.name AS repository, v.digest, v.level, v.features "
@@ -145,6 +151,24 @@ int berth_db_isa_scan_put(berth_dbconn_t *c, const char *repo, const char *diges
     }
     PQclear(res);
     return berth_db_commit(c, err);
+}
+
+int berth_db_isa_claim(berth_dbconn_t *c, const char *digest, const char *level, const char *features, berth_err_t *err)
+{
+    const char *p[] = {digest, level, features != NULL ? features : ""};
+    PGresult *res = berth_db__run(c, BERTH_SQL_ISA_CLAIM, p, NULL, NULL, 0, err);
+    if (res == NULL)
+        return err != NULL ? err->code : BERTH_ERROR;
+    int claimed = strcmp(PQgetvalue(res, 0, 0), "true") == 0;
+    PQclear(res);
+    return claimed;
+}
+
+void berth_db_isa_unclaim(berth_dbconn_t *c, const char *digest, const char *level, const char *features)
+{
+    const char *p[] = {digest, level, features != NULL ? features : ""};
+    PGresult *res = berth_db__run(c, BERTH_SQL_ISA_UNCLAIM, p, NULL, NULL, 0, NULL);
+    PQclear(res);
 }
 
 int berth_db_isa_unscanned(berth_dbconn_t *c, int limit, char **rows_json, berth_err_t *err)

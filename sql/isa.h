@@ -29,6 +29,13 @@ int berth_db_isa_scan_put(berth_dbconn_t *c, const char *repo, const char *diges
                           const char *declared_features, const char *status, const char *max_level, const char *report,
                           berth_err_t *err);
 /** Up to `limit` variant entries without a verdict, as JSON rows {repository, digest, level, features} (malloc'd). */
+/**
+ * Claim the scan of one declaration across instances (a session advisory lock on c, released with
+ * berth_db_isa_unclaim or with c's connection): 1 when this berthd scans it, 0 when another is scanning it,
+ * <0 on error.
+ */
+int berth_db_isa_claim(berth_dbconn_t *c, const char *digest, const char *level, const char *features, berth_err_t *err);
+void berth_db_isa_unclaim(berth_dbconn_t *c, const char *digest, const char *level, const char *features);
 int berth_db_isa_unscanned(berth_dbconn_t *c, int limit, char **rows_json, berth_err_t *err);
 
 #endif

@@ -65,6 +65,8 @@
     X(BERTH_SQL_ISA_SCAN_PUT) \
     X(BERTH_SQL_ISA_SCAN_HOOK) \
     X(BERTH_SQL_ISA_UNSCANNED) \
+    X(BERTH_SQL_ISA_CLAIM) \
+    X(BERTH_SQL_ISA_UNCLAIM) \
     /* sql/gateway.c: HPC squashfs jobs */ \
     X(BERTH_Q_SQFS_MODE) \
     X(BERTH_Q_SQFS_ENSURE) \

@@ -390,9 +390,22 @@ static void scanner_tick(void *data, int last)
         pthread_mutex_unlock(&mu);
         if (j == NULL)
             return;
+        /* claimed through PostgreSQL: a declaration queued on two instances (both restarted) is not scanned by both
+         * at once; the second finds the lock taken and leaves it to the first */
         char status[12];
-        if (berth_isa_scan_variant(the_reg, j->repo, j->digest, j->level, j->features, status) != 0)
+        berth_err_t err;
+        berth_dbconn_t *cc = berth_db_acquire(the_reg->db, &err);
+        int claimed = cc != NULL ? berth_db_isa_claim(cc, j->digest, j->level, j->features, &err) : -1;
+        if (claimed < 0)
+            berth_log_warn("isa scan of %s@%s: cannot claim it now; it is queued again at the next start", j->repo, j->digest);
+        else if (claimed == 0)
+            berth_log_info("isa scan of %s@%s: being scanned by another instance", j->repo, j->digest);
+        else if (berth_isa_scan_variant(the_reg, j->repo, j->digest, j->level, j->features, status) != 0)
             berth_log_warn("isa scan of %s@%s failed", j->repo, j->digest);
+        if (claimed == 1)
+            berth_db_isa_unclaim(cc, j->digest, j->level, j->features);
+        if (cc != NULL)
+            berth_db_release(the_reg->db, cc);
         free(j);
     }
 }

@@ -897,6 +897,31 @@ class IsaScanner(BerthTestCase):
         self.b.stop()
         self.b.start()
         self.assertEqual(self.entry_verdicts("twice", 2), [("x86-64-v2", "fail"), ("x86-64-v4", "pass")])
+        # a scan is claimed through PostgreSQL: while another berthd holds the v2 declaration's claim (its advisory
+        # lock, held here by a psql session), this one leaves it alone; once released it is scanned at the next start
+        psql("DELETE FROM isa_scans WHERE digest = '%s'" % d, dbname=self.b.dbname)
+        from harness import PG_DIR, PG_PORT
+        holder = subprocess.Popen(["psql", "-h", PG_DIR, "-p", PG_PORT, "-U", "postgres", "-Atq", self.b.dbname],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        try:
+            holder.stdin.write("SELECT pg_advisory_lock(1769173843, hashtext('%s|x86-64-v2|'));\nSELECT 'held';\n" % d)
+            holder.stdin.flush()
+            self.assertEqual(holder.stdout.readline().strip(), "", "the lock")  # pg_advisory_lock returns void
+            self.assertEqual(holder.stdout.readline().strip(), "held")
+            self.b.stop()
+            self.b.start()
+            deadline = time.time() + 30
+            while time.time() < deadline and "being scanned by another instance" not in self.b.logs():
+                time.sleep(0.2)
+            self.assertIn("being scanned by another instance", self.b.logs())
+            self.assertEqual(psql("SELECT declared_level FROM isa_scans WHERE digest = '%s' ORDER BY 1" % d,
+                                  dbname=self.b.dbname), "x86-64-v4", "only the unclaimed declaration was scanned")
+        finally:
+            holder.stdin.close()
+            holder.wait(10)
+        self.b.stop()
+        self.b.start()
+        self.assertEqual(self.entry_verdicts("twice", 2), [("x86-64-v2", "fail"), ("x86-64-v4", "pass")])
 
     def test_dispatch_by_evidence(self):
         src = os.path.join(self.tmp, "dispatch.c")
