@@ -48,9 +48,68 @@
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: berthd [--config FILE] [--check] | berthd hash-password < password\n"
+    fprintf(stderr, "usage: berthd [--config FILE] [--check] | berthd hash-password < password | berthd init-keys DIR [RS256]\n"
                     "  --config FILE  YAML configuration (see deploy/berth.example.yaml)\n"
-                    "  --check        validate configuration and database access, then exit\n");
+                    "  --check        validate configuration and database access, then exit\n"
+                    "  init-keys DIR  create token.key, token.crt and replication.key in DIR (the keys many instances\n"
+                    "                 share from a Secret; with storage.driver s3 berthd never creates them itself)\n");
+}
+
+/* berthd init-keys DIR [ALG]: the one place that creates the shared keys (kept ones are left as they are) */
+static int init_keys(const char *dir, const char *alg)
+{
+    berth_token_keys_t *keys = NULL;
+    berth_err_t err;
+    berth_err_clear(&err);
+    char path[4200];
+    snprintf(path, sizeof(path), "%s", dir);
+    for (char *p = path + 1; *p != '\0'; p++) /* its parents too, like mkdir -p */
+        if (*p == '/') {
+            *p = '\0';
+            mkdir(path, 0750);
+            *p = '/';
+        }
+    snprintf(path, sizeof(path), "%s/replication.key", dir);
+    if (berth_token_keys_load(&keys, dir, alg, &err) != 0) {
+        fprintf(stderr, "berthd: %s\n", err.msg);
+        return 1;
+    }
+    berth_token_keys_free(keys);
+    if (berth_repl_seal_load_key(path) != 0) {
+        fprintf(stderr, "berthd: cannot read or create %s\n", path);
+        return 1;
+    }
+    printf("berthd: %s/token.key, token.crt and replication.key ready\n", dir);
+    return 0;
+}
+
+/* With storage.driver s3 several instances serve one registry: a token signed by one must verify on another and a
+ * secret sealed by one must open on another, so the keys come from configuration (a Secret), never made here */
+static int check_shared_keys(const berth_config_t *cfg)
+{
+    if (strcmp(cfg->storage_driver, "s3") != 0)
+        return 0;
+    char kp[4200], cp[4200];
+    snprintf(kp, sizeof(kp), "%s/token.key", cfg->keys_dir);
+    snprintf(cp, sizeof(cp), "%s/token.crt", cfg->keys_dir);
+    const char *missing = access(kp, R_OK) != 0 ? kp : access(cp, R_OK) != 0 ? cp : NULL;
+    if (missing != NULL) {
+        fprintf(stderr,
+                "berthd: storage.driver s3 needs the shared token signing key: %s is missing; set auth.keys_dir "
+                "(BERTH_KEYS_DIR) to the directory of the Secret holding token.key and token.crt (make them once with "
+                "berthd init-keys DIR); instances never generate their own\n",
+                missing);
+        return -1;
+    }
+    if (access(cfg->repl_key_file, R_OK) != 0) {
+        fprintf(stderr,
+                "berthd: storage.driver s3 needs the shared replication key: %s is missing; set replication.key_file "
+                "(BERTH_REPLICATION_KEY_FILE) to the Secret's replication.key (made by berthd init-keys DIR); instances "
+                "never generate their own\n",
+                cfg->repl_key_file);
+        return -1;
+    }
+    return 0;
 }
 
 /* The LDAP client from ldap.*; the search password comes from a file so it is never in the config or argv */
@@ -180,6 +239,8 @@ int main(int argc, char **argv)
         printf("%s\n", hash);
         return 0;
     }
+    if ((argc == 3 || argc == 4) && strcmp(argv[1], "init-keys") == 0)
+        return init_keys(argv[2], argc == 4 ? argv[3] : "ES256");
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--config") == 0 && i + 1 < argc)
             config_path = argv[++i];
@@ -234,7 +295,9 @@ int main(int argc, char **argv)
 
     berth_err_t err;
     berth_err_clear(&err);
-    rc = 1; /* the failures below */
+    rc = 1;                           /* the failures below */
+    if (check_shared_keys(&cfg) != 0) /* before the database: nothing to wait for when the Secret is missing */
+        goto Out;
     if (berth_db_open(&db, cfg.database_url, cfg.database_pool, &err) != 0) {
         fprintf(stderr, "berthd: %s\n", err.msg);
         goto Out;

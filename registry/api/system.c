@@ -22,23 +22,30 @@ static int health(berth_api_t *a)
     berth_err_t err;
     int db_ok = a->c != NULL && berth_db_api(a->c, BERTH_Q_PING, NULL, &r, &err) == 0;
     free(r.json);
-    /* storage below its reserve is "unhealthy" (uploads are refused) but still 200: pulls are served */
+    /* storage below its reserve is "unhealthy" (uploads are refused) but still 200: pulls are served. A store that
+     * does not answer (the bucket unreachable or refusing the credentials) is 503 like the database: a readiness
+     * probe then takes this instance out of the Service */
     berth_store_space_t sp;
-    int space_ok = berth_store_space(a->reg->store, &sp) == 0;
-    int storage_ok = space_ok && !sp.below_reserve;
-    json_t *storage = json_pack("{s:s,s:s,s:I,s:I,s:I}", "name", "storage", "status", storage_ok ? "healthy" : "unhealthy",
-                                "free_bytes", (json_int_t)sp.free_bytes, "total_bytes", (json_int_t)sp.total_bytes,
-                                "min_free_bytes", (json_int_t)sp.reserve_bytes);
-    if (!storage_ok)
-        json_object_set_new(
-            storage, "error",
-            json_string(space_ok ? "free space below storage.min_free_bytes: uploads refused" : "cannot read free space"));
+    int has_space = berth_store_space(a->reg->store, &sp) == 0;
+    berth_err_t serr;
+    berth_err_clear(&serr);
+    int reachable = has_space || berth_store_reachable(a->reg->store, &serr) == 0; /* figures read: the store answered */
+    int storage_ok = reachable && !(has_space && sp.below_reserve);
+    json_t *storage = json_pack("{s:s,s:s}", "name", "storage", "status", storage_ok ? "healthy" : "unhealthy");
+    if (has_space)
+        json_object_update_new(storage, json_pack("{s:I,s:I,s:I}", "free_bytes", (json_int_t)sp.free_bytes, "total_bytes",
+                                                  (json_int_t)sp.total_bytes, "min_free_bytes", (json_int_t)sp.reserve_bytes));
+    if (!reachable)
+        json_object_set_new(storage, "error", json_string(serr.msg));
+    else if (!storage_ok)
+        json_object_set_new(storage, "error", json_string("free space below storage.min_free_bytes: uploads refused"));
     json_t *v =
         json_pack("{s:s,s:[{s:s,s:s},{s:s,s:s},o]}", "status", db_ok && storage_ok ? "healthy" : "unhealthy", "components", "name",
                   "core", "status", "healthy", "name", "database", "status", db_ok ? "healthy" : "unhealthy", storage);
-    if (!db_ok)
+    int up = db_ok && reachable;
+    if (!up)
         berth_resp_header(a->resp, "retry-after", "%d", berth_err_retry_after(BERTH_OCI_UNAVAILABLE));
-    return berth_api_jsonv(a, db_ok ? 200 : 503, v);
+    return berth_api_jsonv(a, up ? 200 : 503, v);
 }
 
 /* Harbor's GeneralInfo: what the login page needs for everyone; the version and addresses (which help an attacker

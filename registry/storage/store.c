@@ -220,6 +220,14 @@ int berth_store_space(berth_store_t *s, berth_store_space_t *out)
     return s->ops->space != NULL ? s->ops->space(s, out) : BERTH_ERROR;
 }
 
+int berth_store_reachable(berth_store_t *s, berth_err_t *err)
+{
+    if (s->ops->reachable != NULL)
+        return s->ops->reachable(s, err);
+    berth_store_space_t sp;
+    return berth_store_space(s, &sp) == 0 ? 0 : berth_err_set(err, BERTH_OCI_UNAVAILABLE, "cannot read free space");
+}
+
 int berth_store_check_reserve(berth_store_t *s, berth_err_t *err)
 {
     berth_store_space_t sp;

@@ -160,5 +160,8 @@ void berth_store_set_reserve(berth_store_t *s, int64_t min_free);
 int berth_store_space(berth_store_t *s, berth_store_space_t *out);
 /** 0, or STORAGE_FULL (507) when free space is below the reserve: for requests that are about to write bytes. */
 int berth_store_check_reserve(berth_store_t *s, berth_err_t *err);
+/** 0 when the store answers now (a file system whose space can be read; the bucket for an object store), for
+ *  GET /health and so readiness probes; otherwise err says why. Blocks up to the store's timeout: workers only. */
+int berth_store_reachable(berth_store_t *s, berth_err_t *err);
 
 #endif

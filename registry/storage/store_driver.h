@@ -37,6 +37,7 @@ typedef struct st_berth_store_ops_t {
     int (*upload_state_size)(berth_store_t *s, const char *state, int64_t *size_out);
     void (*upload_discard)(berth_store_t *s, const char *id, const char *state);
     int (*space)(berth_store_t *s, berth_store_space_t *out); /* NULL: no figures */
+    int (*reachable)(berth_store_t *s, berth_err_t *err);     /* NULL: space() answers for it */
     void (*edge)(const berth_store_t *s, berth_store_edge_t *out);
 } berth_store_ops_t;
 

@@ -113,6 +113,12 @@ static void s3_close(berth_store_t *st)
     free(st);
 }
 
+/* the same request as the start-up check: the bucket exists and takes the credentials */
+static int s3_reachable(berth_store_t *st, berth_err_t *err)
+{
+    return berth_s3_check_bucket(S3S(st)->s3, err);
+}
+
 static int s3_blob_stat(berth_store_t *st, const berth_digest_t *d, int64_t *size_out, berth_err_t *err)
 {
     char key[256];
@@ -779,4 +785,5 @@ const berth_store_ops_t berth_store_s3_ops = {.name = "s3",
                                               .upload_state_size = s3_upload_state_size,
                                               .upload_discard = s3_upload_discard,
                                               .space = NULL,
+                                              .reachable = s3_reachable,
                                               .edge = s3_edge};

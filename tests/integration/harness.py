@@ -91,6 +91,11 @@ def s3_env(storage):
     env["BERTH_S3_PREFIX"] = "h" + hashlib.sha256(os.path.realpath(storage).encode()).hexdigest()[:16]
     env.setdefault("BERTH_S3_TIMEOUT_MS", "5000")
     env["BERTH_S3_PART_SIZE_MIB"] = os.environ.get("BERTH_TEST_S3_PART_SIZE_MIB", "5")
+    # with s3 berthd never makes its keys (instances share them by configuration): made once per storage, as an
+    # operator makes the Secret, so instances sharing a storage directory share them
+    keys = os.path.join(storage, "keys")
+    if not os.path.exists(os.path.join(keys, "replication.key")):
+        subprocess.run([BERTHD, "init-keys", keys], check=True, capture_output=True)
     return env
 
 

@@ -9,12 +9,14 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
+import tempfile
 import time
 import unittest
 
-from harness import Berthd, BerthTestCase, error_code, main, sha256
+from harness import BERTHD, Berthd, BerthTestCase, error_code, main, sha256
 
 os.environ["BERTH_TEST_STORAGE_DRIVER"] = "s3"  # this suite is about the s3 driver: every Berthd here uses it
 CEPH = os.environ.get("BERTH_TEST_CEPH_DIR", "")
@@ -135,6 +137,30 @@ class S3(BerthTestCase):
         self.assertEqual((st, got), (200, data), "recovered once resumed")
         self.assertEqual(self.b.push_blob("s3/pause", new), sha256(new))
 
+    def test_health_asks_the_bucket(self):
+        """GET /api/v2.0/health (deploy/k8s's readiness probe) reports the bucket: healthy while it answers, 503 with
+        the reason while the gateway is paused, healthy again once it is back."""
+        st, _, body = self.b.request("GET", "/api/v2.0/health", auth=None)
+        comp = {c["name"]: c for c in json.loads(body)["components"]}
+        self.assertEqual((st, json.loads(body)["status"], comp["storage"]["status"]), (200, "healthy", "healthy"), body)
+        self.assertNotIn("free_bytes", comp["storage"], "an object store has no free-space figures")
+        pid = rgw_pid()
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            st, h, body = self.b.request("GET", "/api/v2.0/health", auth=None, timeout=60)
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        comp = {c["name"]: c for c in json.loads(body)["components"]}
+        self.assertEqual((st, comp["storage"]["status"], comp["database"]["status"]), (503, "unhealthy", "healthy"), body)
+        self.assertIn("retry-after", h)
+        self.assertTrue(comp["storage"].get("error"), body)
+        for _ in range(50):
+            st, _, body = self.b.request("GET", "/api/v2.0/health", auth=None)
+            if st == 200:
+                break
+            time.sleep(0.2)
+        self.assertEqual((st, json.loads(body)["status"]), (200, "healthy"), "ready again once the gateway answers")
+
     def test_janitor_aborts_abandoned_multipart_uploads(self):
         b = Berthd(env={"BERTH_UPLOAD_MAX_AGE": "1", "BERTH_UPLOAD_PURGE_INTERVAL": "1"}).start()
         try:
@@ -181,6 +207,46 @@ class StartUp(unittest.TestCase):
         rc, log = self.refused({"BERTH_S3_SECRET_KEY": "", "BERTH_S3_SECRET_KEY_FILE": "/nonexistent"})
         self.assertNotEqual(rc, 0)
         self.assertIn("storage.s3.secret_key_file /nonexistent cannot be read", log)
+
+    def test_no_shared_keys(self):
+        """Instances share the token and replication keys from a Secret: with s3 a missing one stops the start with
+        one line naming the key that provides it, and nothing is generated in its place."""
+        empty = tempfile.mkdtemp(prefix="berth-nokeys-")
+        try:
+            rc, log = self.refused({"BERTH_KEYS_DIR": empty})
+            self.assertNotEqual(rc, 0)
+            self.assertRegex(log, r"berthd: storage.driver s3 needs the shared token signing key: %s/token.key is missing; "
+                             r"set auth.keys_dir \(BERTH_KEYS_DIR\) to the directory of the Secret" % re.escape(empty))
+            self.assertEqual(os.listdir(empty), [], "no key generated")
+            subprocess.run([BERTHD, "init-keys", empty], check=True, capture_output=True)
+            os.unlink(os.path.join(empty, "replication.key"))
+            rc, log = self.refused({"BERTH_KEYS_DIR": empty})
+            self.assertNotEqual(rc, 0)
+            self.assertIn("berthd: storage.driver s3 needs the shared replication key: %s/replication.key is missing; set "
+                          "replication.key_file (BERTH_REPLICATION_KEY_FILE)" % empty, log)
+            self.assertEqual(sorted(os.listdir(empty)), ["token.crt", "token.key"], "no replication key generated")
+            self.assertEqual(log.count("\n"), 1, "one line: " + log)
+        finally:
+            shutil.rmtree(empty, ignore_errors=True)
+
+    def test_keys_from_a_secret_are_shared(self):
+        """Two instances given the same keys directory (as a Secret mount) accept each other's tokens."""
+        keys = tempfile.mkdtemp(prefix="berth-keys-")
+        a = b = None
+        try:
+            subprocess.run([BERTHD, "init-keys", keys], check=True, capture_output=True)
+            a = Berthd(env={"BERTH_KEYS_DIR": keys}).start()
+            b = Berthd(dbname=a.dbname, storage=a.storage, env={"BERTH_KEYS_DIR": keys}).start()
+            st, _, body = a.request("GET", "/service/token?scope=registry:catalog:*")
+            self.assertEqual(st, 200)
+            token = json.loads(body)["token"]
+            st, _, _ = b.request("GET", "/v2/_catalog", headers={"Authorization": "Bearer " + token})
+            self.assertEqual(st, 200, "a token from one instance is good on the other")
+        finally:
+            for x in (a, b):
+                if x is not None:
+                    x.cleanup()
+            shutil.rmtree(keys, ignore_errors=True)
 
 
 if __name__ == "__main__":
