@@ -59,13 +59,15 @@ function params(s: string): Params {
   }
 }
 
-const active = (r: GcRun) => r.job_status === "Pending" || r.job_status === "Running";
+export const active = (r: GcRun) => r.job_status === "Pending" || r.job_status === "Running";
 const statusClass = (s: string) => (s === "Success" ? "ok" : s === "Error" ? "bad" : s === "Running" || s === "Pending" ? "warn" : "");
 
-/** What a run did (or, dry, would do), in one line */
+/** What a run did (or, dry, would do), in one line; nothing final while it is pending or running (its counts are
+ * partial: a "would free 0 B" there read as the dry run's answer, and a run started on it met 409) */
 export function gcSummary(r: GcRun): string {
   const p = r.progress;
   const dry = params(r.job_parameters).dry_run;
+  if (active(r)) return r.job_status === "Pending" ? "waiting to start" : dry ? "dry run in progress" : "in progress";
   if (dry)
     return `would free ${formatBytes(p.bytes_marked + p.orphan_bytes)}: ${p.manifests_marked} manifests, ${p.links_marked} links, ${p.blobs_marked} blobs, ${p.orphan_files} orphaned files`;
   return `freed ${formatBytes(p.bytes_freed + p.orphan_bytes)}: ${p.manifests_deleted} manifests, ${p.links_deleted} links, ${p.blobs_deleted} blobs, ${p.orphan_files} orphaned files`;
@@ -94,12 +96,14 @@ export function GcSection() {
           <input type="checkbox" checked={untagged} onChange={(e) => setUntagged((e.target as HTMLInputElement).checked)} /> Also delete
           untagged artifacts (never the children of a tagged index or what a kept artifact refers to)
         </label>
-        <button class="btn primary" onClick={() => run(false)}>
+        {/* one run at a time (the server answers 409 otherwise): the buttons wait for the active one to end */}
+        <button class="btn primary" disabled={live} onClick={() => run(false)}>
           Run garbage collection
         </button>
-        <button class="btn" onClick={() => run(true)}>
+        <button class="btn" disabled={live} onClick={() => run(true)}>
           Dry run
         </button>
+        {live && <span class="hint">a run is in progress</span>}
       </div>
       <FormError msg={err} />
       <h2>History</h2>
