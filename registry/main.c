@@ -449,7 +449,10 @@ static int serve(berth_config_t *cfgp, berth_db_t *db, berth_store_t *store, ber
     berth_registry_t reg = {.db = db, .auth = &auth, .store = store, .isa_view_disabled = !cfg.isa_view};
     berth_limits_t limits;
     berth_limits_init(&limits, cfg.edge_workers); /* before any listener or the edge: both inherit it */
-    berth_upload_limits_configure(cfg.upload_per_principal, cfg.upload_per_address, cfg.upload_connections);
+    /* an s3 session's body holds a pooled connection (its row locked) while it streams: at most half the pool, so
+     * slow uploaders cannot starve everything else of the database; the rest get 429 and retry */
+    berth_upload_limits_configure(cfg.upload_per_principal, cfg.upload_per_address, cfg.upload_connections,
+                                  berth_store_upload_keeps_state(store) ? (cfg.database_pool + 1) / 2 : 0);
     int api_port = 0, upload_port = 0;
 
     if (berth_event_subscribers_install() != 0) { /* before anything that can change state starts; nothing to unwind */

@@ -23,12 +23,13 @@ typedef struct {
 static counter_t *counters; /* NULL until configured: no limits */
 static size_t nkeys;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static int per_principal, per_address;
+static int per_principal, per_address, max_held, held; /* held: streams in flight, all callers */
 
-void berth_upload_limits_configure(int principal, int address, int max_streams)
+void berth_upload_limits_configure(int principal, int address, int max_streams, int max_total)
 {
     per_principal = principal;
     per_address = address;
+    max_held = max_total > 0 && max_total < max_streams ? max_total : max_streams;
     nkeys = 2 * (size_t)max_streams + 2;
     counters = calloc(nkeys, sizeof(*counters)); /* lives as long as the upload listener, i.e. the process */
 }
@@ -63,6 +64,10 @@ int berth_upload_limits_acquire(const char *principal, const char *address)
     key_of(pk, 'p', principal);
     key_of(ak, 'a', address);
     pthread_mutex_lock(&mu);
+    if (held >= max_held) {
+        pthread_mutex_unlock(&mu);
+        return BERTH_ERETRY;
+    }
     counter_t *p = use_p ? find(pk, 1) : NULL;
     int ok = !use_p || (p != NULL && p->count < per_principal);
     if (ok && use_p)
@@ -75,6 +80,7 @@ int berth_upload_limits_acquire(const char *principal, const char *address)
     } else if (ok && use_a) {
         a->count++;
     }
+    held += ok;
     pthread_mutex_unlock(&mu);
     return ok ? 0 : BERTH_ERETRY;
 }
@@ -93,5 +99,6 @@ void berth_upload_limits_release(const char *principal, const char *address)
         p->count--;
     if (a != NULL)
         a->count--;
+    held--;
     pthread_mutex_unlock(&mu);
 }

@@ -8,13 +8,14 @@
 
 /**
  * Set the shares (uploads.max_per_principal, uploads.max_per_address) for a listener of `max_streams`
- * connections (uploads.max_connections); once, before the upload server starts. Unconfigured: no limits.
+ * connections (uploads.max_connections), and how many bodies may stream at once in all (`max_total`; 0: as many
+ * as the listener has connections); once, before the upload server starts. Unconfigured: no limits.
  */
-void berth_upload_limits_configure(int per_principal, int per_address, int max_streams);
+void berth_upload_limits_configure(int per_principal, int per_address, int max_streams, int max_total);
 
 /**
  * Take one slot for `principal` ("" anonymous: only the address counts) and `address` ("" or NULL: unknown, only
- * the principal counts). 0, or BERTH_ERETRY when either is at its share (nothing taken).
+ * the principal counts). 0, or BERTH_ERETRY when either is at its share or all streams are taken (nothing taken).
  */
 int berth_upload_limits_acquire(const char *principal, const char *address);
 

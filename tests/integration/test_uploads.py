@@ -133,6 +133,39 @@ class Shares(BerthTestCase):
         self.assertEqual(st, 201, body)
 
 
+class PoolShare(BerthTestCase):
+    """Slow uploaders cannot take the database from everybody else. With the s3 driver a streaming body holds a
+    pooled connection (its session row locked): such bodies may hold at most half the pool, the rest get 429."""
+    START = False
+
+    def test_slow_uploads_leave_the_database_to_others(self):
+        b = Berthd(env={"BERTH_DATABASE_POOL": "12", "BERTH_UPLOAD_MAX_PER_PRINCIPAL": "100",
+                        "BERTH_UPLOAD_MAX_PER_ADDRESS": "100"}).start()
+        held = []
+        try:
+            setup_users(b, ["mallory"])
+            refused = []
+            for _ in range(14):  # more than the pool has connections
+                s = SlowUpload(b, "mallory")
+                held.append(s)
+                a = s.answer(1.0)
+                if a is not None:
+                    refused.append(a)
+            s3 = b.env.get("BERTH_STORAGE_DRIVER") == "s3"
+            self.assertEqual([a[0] for a in refused], [429] * (8 if s3 else 0), refused[:2])
+            for _, head in refused:
+                self.assertRegex(head.lower(), rb"\r\nretry-after: \d+\r\n")
+            self.assertEqual(streams(b), 6 if s3 else 14)
+            t0 = time.time()
+            st, _, body = b.request("GET", "/api/v2.0/projects/up")
+            self.assertEqual(st, 200, body)
+            self.assertLess(time.time() - t0, 3, "the API waited for a database connection")
+        finally:
+            for s in held:
+                s.close()
+            b.cleanup()
+
+
 class IdleBodies(BerthTestCase):
     START = False
 
