@@ -223,7 +223,7 @@ class ProxyDistribution(BerthTestCase):
             except OSError:
                 time.sleep(0.05)
         cls.up = Upstream(cls.dport)
-        cls.b = Berthd(env={"BERTH_PROXY_MANIFEST_TTL": str(TTL)}).start()
+        cls.b = Berthd(env={"BERTH_PROXY_MANIFEST_TTL": str(TTL), "BERTH_GC_GRACE_SECONDS": "0"}).start()
         cls.reg = add_endpoint(cls.b, "dist", "http://127.0.0.1:%d" % cls.up.port, "docker-registry")
         proxy_project(cls.b, "hub", cls.reg)
 
@@ -541,6 +541,37 @@ class ProxyDistribution(BerthTestCase):
                            capture_output=True, text=True, timeout=180)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(self.up.count("GET", "/v2/library/pod/manifests/1"), 1)
+
+    def test_z_cached_content_counts_against_quota_and_gc_collects_it(self):
+        """Named to run last in the class: its GC (grace 0) collects what the other tests pulled blob by blob."""
+        from test_gc import run_gc
+        pid = api(self.b, "GET", "/projects/hub")[2]["project_id"]
+
+        def used():
+            st, _, qs = api(self.b, "GET", "/quotas?reference=project&reference_id=%d" % pid)
+            self.assertEqual((st, len(qs)), (200, 1), qs)
+            return qs[0]["used"]["storage"]
+
+        layer = os.urandom(700_000)
+        d, m, ld = dist_image(self.dport, "library/gcme", "1", [layer])
+        before = used()
+        self.assertEqual(pull_manifest(self.b, "hub/library/gcme", "1")[1], d)
+        self.assertEqual(self.b.request("GET", "/v2/hub/library/gcme/blobs/" + ld[0])[2], layer)
+        # the pulled image is charged like a pushed one: its layer, config and manifest
+        self.assertGreaterEqual(used() - before, len(layer) + m["config"]["size"])
+        self.assertTrue(os.path.exists(self.blob_path(ld[0])))
+        # deleted here and collected: the quota drops back, the layer file goes
+        st, _, body = self.b.request("DELETE", "/v2/hub/library/gcme/manifests/" + d)
+        self.assertEqual(st, 202, body)
+        self.assertEqual(run_gc(self.b)["job_status"], "Success")
+        self.assertEqual(used(), before)
+        self.assertFalse(os.path.exists(self.blob_path(ld[0])))
+        # the next pull fetches it again from the upstream
+        self.assertEqual(pull_manifest(self.b, "hub/library/gcme", "1")[1], d)
+        self.assertEqual(self.b.request("GET", "/v2/hub/library/gcme/blobs/" + ld[0])[2], layer)
+        self.assertEqual(self.up.count("GET", "/v2/library/gcme/manifests/1"), 2)
+        self.assertEqual(self.up.count("GET", "/v2/library/gcme/blobs/" + ld[0]), 2)
+        self.assertGreaterEqual(used() - before, len(layer))
 
 
 class ProxyBerth(BerthTestCase):
