@@ -86,6 +86,11 @@ static const struct {
     {"gc.grace_seconds", "BERTH_GC_GRACE_SECONDS", T_SECONDS, FIELD(gc_grace)},
     {"gc.lease_seconds", "BERTH_GC_LEASE_SECONDS", T_INT, FIELD(gc_lease)},
     {"gc.batch", "BERTH_GC_BATCH", T_INT, FIELD(gc_batch)},
+    {"webhook.workers", "BERTH_WEBHOOK_WORKERS", T_INT, FIELD(wh_workers)},
+    {"webhook.timeout_seconds", "BERTH_WEBHOOK_TIMEOUT_SECONDS", T_INT, FIELD(wh_timeout)},
+    {"webhook.max_attempts", "BERTH_WEBHOOK_MAX_ATTEMPTS", T_INT, FIELD(wh_max_attempts)},
+    {"webhook.backoff_seconds", "BERTH_WEBHOOK_BACKOFF_SECONDS", T_INT, FIELD(wh_backoff)},
+    {"webhook.backoff_cap_seconds", "BERTH_WEBHOOK_BACKOFF_CAP_SECONDS", T_INT, FIELD(wh_backoff_cap)},
     {"gateway.publish_dir", "BERTH_GATEWAY_PUBLISH_DIR", T_STR, FIELD(gw_publish_dir)},
     {"gateway.compressor", "BERTH_GATEWAY_COMPRESSOR", T_STR, FIELD(gw_compressor)},
     {"gateway.workers", "BERTH_GATEWAY_WORKERS", T_INT, FIELD(gw_workers)},
@@ -315,6 +320,11 @@ int berth_config_load(berth_config_t *cfg, const char *path, char *errbuf, size_
     cfg->gc_grace = 7200;
     cfg->gc_lease = 60;
     cfg->gc_batch = 1000;
+    cfg->wh_workers = 2;
+    cfg->wh_timeout = 10;
+    cfg->wh_max_attempts = 10;
+    cfg->wh_backoff = 1;
+    cfg->wh_backoff_cap = 600;
     cfg->gw_compressor = strdup("zstd");
     cfg->gw_workers = 1;
     cfg->gw_threads = 0; /* one compressor thread per CPU (berth_sqfs_threads) */
@@ -372,6 +382,14 @@ int berth_config_load(berth_config_t *cfg, const char *path, char *errbuf, size_
     }
     if (cfg->gc_grace < 0 || cfg->gc_lease < 1 || cfg->gc_batch < 1 || cfg->gc_batch > 100000) {
         snprintf(errbuf, errlen, "gc.grace_seconds must be 0 or more, gc.lease_seconds at least 1, gc.batch 1 to 100000");
+        return -1;
+    }
+    if (cfg->wh_workers < 1 || cfg->wh_workers > 16 || cfg->wh_timeout < 1 || cfg->wh_timeout > 3600 || cfg->wh_max_attempts < 1 ||
+        cfg->wh_max_attempts > 1000 || cfg->wh_backoff < 1 || cfg->wh_backoff_cap < cfg->wh_backoff ||
+        cfg->wh_backoff_cap > 86400) {
+        snprintf(errbuf, errlen,
+                 "webhook.workers must be 1 to 16, webhook.timeout_seconds 1 to 3600, webhook.max_attempts 1 to 1000, "
+                 "webhook.backoff_seconds at least 1 and webhook.backoff_cap_seconds from it to 86400");
         return -1;
     }
     if (strcmp(cfg->storage_driver, "filesystem") != 0 && strcmp(cfg->storage_driver, "s3") != 0) {

@@ -70,6 +70,12 @@ typedef struct st_berth_config_t {
     int gc_grace;             /* gc.grace_seconds BERTH_GC_GRACE_SECONDS: unreferenced this long before GC deletes (7200) */
     int gc_lease;             /* gc.lease_seconds BERTH_GC_LEASE_SECONDS: a silent run holder is replaced after this (60) */
     int gc_batch;             /* gc.batch BERTH_GC_BATCH: rows per sweep transaction (1000) */
+    /* webhook.* (issue 14): delivery of the outbox (docs/webhooks.md) */
+    int wh_workers;      /* webhook.workers BERTH_WEBHOOK_WORKERS: delivery threads, 1 to 16 (2) */
+    int wh_timeout;      /* webhook.timeout_seconds BERTH_WEBHOOK_TIMEOUT_SECONDS: per attempt, 1 to 3600 (10) */
+    int wh_max_attempts; /* webhook.max_attempts BERTH_WEBHOOK_MAX_ATTEMPTS: before a task is Error, 1 to 1000 (10) */
+    int wh_backoff;      /* webhook.backoff_seconds BERTH_WEBHOOK_BACKOFF_SECONDS: first retry after this, doubling (1) */
+    int wh_backoff_cap;  /* webhook.backoff_cap_seconds BERTH_WEBHOOK_BACKOFF_CAP_SECONDS: retries at most this apart (600) */
     /* gateway.* (issue 15): the HPC squashfs conversions */
     char *gw_publish_dir; /* gateway.publish_dir BERTH_GATEWAY_PUBLISH_DIR: <project>/<repo>/<digest>.sqsh here (unset: none) */
     char *gw_compressor;  /* gateway.compressor BERTH_GATEWAY_COMPRESSOR: zstd (default), gzip, xz, lz4 */

@@ -518,7 +518,13 @@ static int serve(berth_config_t *cfgp, berth_db_t *db, berth_store_t *store, ber
     const char *ext = cfg.external_url != NULL ? strstr(cfg.external_url, "://") : NULL;
     snprintf(hook_host, sizeof(hook_host), "%s", ext != NULL ? ext + 3 : cfg.http_addr);
     hook_host[strcspn(hook_host, "/")] = '\0';
-    berth_webhook_conf_t hook_conf = {.db = db, .registry_host = hook_host};
+    berth_webhook_conf_t hook_conf = {.db = db,
+                                      .registry_host = hook_host,
+                                      .workers = cfg.wh_workers,
+                                      .timeout_s = cfg.wh_timeout,
+                                      .max_attempts = cfg.wh_max_attempts,
+                                      .backoff_s = cfg.wh_backoff,
+                                      .backoff_cap_s = cfg.wh_backoff_cap};
     st.webhooks = berth_webhook_start(&hook_conf) == 0;
     if (!st.webhooks) {
         failed = "the webhook delivery threads";

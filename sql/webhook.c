@@ -147,15 +147,15 @@ const berth_db__stmt_t berth_db__webhook_stmts[BERTH_SQL__COUNT] = {
                    "coalesce(w.targets->k.target->>'payload_format', 'Default'), 'body', " BODY ")::text",
                    3),
     /* $1 task, $2 claimer, $3 'ok' or 'retry', $4 HTTP status or NULL, $5 log line, $6 attempts before giving up,
-     * $7 back-off base seconds: the next try waits base * 2^(attempts-1), at most 10 minutes */
+     * $7 back-off base seconds: the next try waits base * 2^(attempts-1), at most $8 seconds */
     BERTH_DB__STMT(
         BERTH_Q_WH_DONE,
         "UPDATE webhook_tasks SET status = CASE WHEN $3::text = 'ok' THEN 'Success' WHEN attempts >= $6::int THEN 'Error' "
-        "ELSE 'Pending' END, next_at = now() + make_interval(secs => least($7::float8 * power(2, attempts - 1), 600)), "
+        "ELSE 'Pending' END, next_at = now() + make_interval(secs => least($7::float8 * power(2, attempts - 1), $8::float8)), "
         "lease_until = NULL, claimed_by = NULL, status_code = $4::int, log = right(log || $5::text || E'\\n', 65536), "
         "update_time = now(), end_time = CASE WHEN $3::text = 'ok' OR attempts >= $6::int THEN now() END WHERE id = "
         "$1::bigint AND claimed_by = $2::text",
-        7),
+        8),
 };
 
 int berth_db_webhook_enqueue(berth_dbconn_t *c, const char *project, const char *type, const char *repo, const char *digest,

@@ -202,7 +202,7 @@ static int deliver_one(int idx)
         return 0;
     const char *body = json_string_value(json_object_get(t, "body"));
     long status = 0;
-    char why[CURL_ERROR_SIZE + 64], line[CURL_ERROR_SIZE + 200], id[24], code[16], max[16], base[32];
+    char why[CURL_ERROR_SIZE + 64], line[CURL_ERROR_SIZE + 200], id[24], code[16], max[16], base[32], cap[32];
     int ok = body != NULL && post(t, body, &status, why, sizeof(why)) == 0;
     if (body == NULL)
         snprintf(why, sizeof(why), "no payload");
@@ -217,9 +217,10 @@ static int deliver_one(int idx)
     snprintf(code, sizeof(code), "%ld", status);
     snprintf(max, sizeof(max), "%d", W.conf.max_attempts);
     snprintf(base, sizeof(base), "%g", W.conf.backoff_s);
+    snprintf(cap, sizeof(cap), "%g", W.conf.backoff_cap_s);
     if (!ok)
         berth_log_info("webhook: task %s event %s: %s", id, json_string_value(json_object_get(t, "event_id")), line);
-    const char *dp[] = {id, W.claimer[idx], ok ? "ok" : "retry", status > 0 ? code : NULL, line, max, base};
+    const char *dp[] = {id, W.claimer[idx], ok ? "ok" : "retry", status > 0 ? code : NULL, line, max, base, cap};
     run(BERTH_Q_WH_DONE, dp, NULL, NULL);
     json_decref(t);
     return 1;
@@ -337,6 +338,8 @@ int berth_webhook_start(const berth_webhook_conf_t *conf)
         W.conf.max_attempts = 10;
     if (W.conf.backoff_s <= 0)
         W.conf.backoff_s = 1;
+    if (W.conf.backoff_cap_s < W.conf.backoff_s)
+        W.conf.backoff_cap_s = W.conf.backoff_s > 600 ? W.conf.backoff_s : 600;
     __atomic_store_n(&W.stopping, 0, __ATOMIC_RELEASE);
     snprintf(W.host, sizeof(W.host), "%s", conf->registry_host != NULL ? conf->registry_host : "");
     W.conf.registry_host = W.host;

@@ -33,7 +33,8 @@ typedef struct st_berth_webhook_conf_t {
     int workers;               /* delivery threads (default 2) */
     long timeout_s;            /* per attempt (default 10) */
     int max_attempts;          /* before a task is Error (default 10) */
-    double backoff_s;          /* first retry after this, doubling, at most 10 minutes (default 1) */
+    double backoff_s;          /* first retry after this, doubling (default 1) */
+    double backoff_cap_s;      /* retries at most this far apart (default 600) */
 } berth_webhook_conf_t;
 
 /** Start the delivery threads. 0, or BERTH_ERROR (nothing started). */

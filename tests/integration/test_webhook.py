@@ -521,6 +521,44 @@ class Restart(unittest.TestCase):
             rx.close()
 
 
+class DeliverySettings(unittest.TestCase):
+    def test_attempts_backoff_cap_and_timeout_from_the_environment(self):
+        """BERTH_WEBHOOK_MAX_ATTEMPTS=4 with back-off 1 s capped at 1 s: a receiver that always answers 500 gets
+        exactly four attempts, the last gap under 3 s (uncapped it is 4 s; the delivery threads poll every second,
+        so a gap is its wait + up to 1 s); the defaults would make it ten attempts; with
+        BERTH_WEBHOOK_TIMEOUT_SECONDS=1 a receiver that sleeps 4 s fails by timeout."""
+        rx = Receiver()
+        rx.plans["/down"] = [500]
+        rx.plans["/slow"] = [("sleep", 4, 200)]
+        b = Berthd(env={"BERTH_WEBHOOK_MAX_ATTEMPTS": "4", "BERTH_WEBHOOK_BACKOFF_SECONDS": "1",
+                        "BERTH_WEBHOOK_BACKOFF_CAP_SECONDS": "1", "BERTH_WEBHOOK_TIMEOUT_SECONDS": "1",
+                        "BERTH_WEBHOOK_WORKERS": "3"}).start()
+        try:
+            b.project("conf")
+            for path in ("/down", "/slow"):
+                st, _, raw = api(b, "POST", "/projects/conf/webhook/policies",
+                                 policy(rx.url(path), ["PUSH_ARTIFACT"]))
+                self.assertEqual(st, 201, raw)
+            b.push_image("conf/app", "v1")
+            reqs = rx.wait("/down", count=4, timeout=20)
+            self.assertTrue(reqs, "not retried: %r" % rx.got("/down"))
+            gaps = [reqs[i + 1]["time"] - reqs[i]["time"] for i in range(3)]
+            self.assertLess(gaps[2], 3.0, "the back-off cap of 1 s was not applied: gaps %r" % gaps)
+            q = ("SELECT t.status || ' ' || t.attempts FROM webhook_tasks t JOIN webhook_executions x ON x.id = "
+                 "t.execution_id JOIN webhook_policies w ON w.id = x.policy_id WHERE w.targets->0->>'address' = '%s'")
+            self.assertEqual(eventually(lambda: psql(q % rx.url("/down"), b.dbname), "Error 4"), "Error 4")
+            time.sleep(2.5)
+            self.assertEqual(len(rx.got("/down")), 4, "attempted more than webhook.max_attempts")
+            log = eventually(lambda: "imed out" in psql("SELECT log FROM webhook_tasks t JOIN webhook_executions x ON "
+                                                        "x.id = t.execution_id JOIN webhook_policies w ON w.id = "
+                                                        "x.policy_id WHERE w.targets->0->>'address' = '%s'"
+                                                        % rx.url("/slow"), b.dbname), True, timeout=15)
+            self.assertTrue(log, "a 4 s receiver did not time out after 1 s:\n" + b.logs())
+        finally:
+            b.cleanup()
+            rx.close()
+
+
 class Browser(unittest.TestCase):
     def test_webhooks_tab(self):
         """webui/e2e/webhook.e2e.mjs in Chromium: the tab lists policies and deliveries; its Redeliver button sends

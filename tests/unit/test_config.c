@@ -41,7 +41,43 @@ int main(void)
     ok(cfg.token_ttl == 300 && strcmp(cfg.token_issuer, "berth") == 0, "token defaults");
     /* 0: the gateway's block processor compresses in one thread per CPU (berth_sqfs_threads) */
     ok(cfg.gw_threads == 0 && cfg.gw_workers == 1, "gateway.threads defaults to 0 (one per CPU), workers to 1");
+    ok(cfg.wh_workers == 2 && cfg.wh_timeout == 10 && cfg.wh_max_attempts == 10 && cfg.wh_backoff == 1 && cfg.wh_backoff_cap == 600,
+       "webhook delivery defaults: 2 threads, 10 s timeout, 10 attempts, back-off 1 s capped at 600 s");
     berth_config_dispose(&cfg);
+
+    ok(load_text(&cfg,
+                 "webhook:\n  workers: 4\n  timeout_seconds: 3\n  max_attempts: 5\n  backoff_seconds: 2\n"
+                 "  backoff_cap_seconds: 30\n",
+                 err, sizeof(err)) == 0,
+       "webhook.* keys load (%s)", err);
+    ok(cfg.wh_workers == 4 && cfg.wh_timeout == 3 && cfg.wh_max_attempts == 5 && cfg.wh_backoff == 2 && cfg.wh_backoff_cap == 30,
+       "the file sets every webhook delivery setting");
+    berth_config_dispose(&cfg);
+    setenv("BERTH_WEBHOOK_WORKERS", "1", 1);
+    setenv("BERTH_WEBHOOK_MAX_ATTEMPTS", "3", 1);
+    setenv("BERTH_WEBHOOK_TIMEOUT_SECONDS", "7", 1);
+    setenv("BERTH_WEBHOOK_BACKOFF_SECONDS", "5", 1);
+    setenv("BERTH_WEBHOOK_BACKOFF_CAP_SECONDS", "60", 1);
+    ok(load_text(&cfg, "webhook:\n  workers: 4\n  max_attempts: 5\n", err, sizeof(err)) == 0 && cfg.wh_workers == 1 &&
+           cfg.wh_max_attempts == 3 && cfg.wh_timeout == 7 && cfg.wh_backoff == 5 && cfg.wh_backoff_cap == 60,
+       "BERTH_WEBHOOK_* override the file (%s)", err);
+    berth_config_dispose(&cfg);
+    unsetenv("BERTH_WEBHOOK_WORKERS");
+    unsetenv("BERTH_WEBHOOK_MAX_ATTEMPTS");
+    unsetenv("BERTH_WEBHOOK_TIMEOUT_SECONDS");
+    unsetenv("BERTH_WEBHOOK_BACKOFF_SECONDS");
+    unsetenv("BERTH_WEBHOOK_BACKOFF_CAP_SECONDS");
+    static const char *const bad_hooks[] = {
+        "webhook:\n  workers: 0\n",         "webhook:\n  workers: 17\n",
+        "webhook:\n  timeout_seconds: 0\n", "webhook:\n  max_attempts: 0\n",
+        "webhook:\n  backoff_seconds: 0\n", "webhook:\n  backoff_seconds: 60\n  backoff_cap_seconds: 30\n",
+        "webhook:\n  max_attempts: many\n"};
+    for (size_t i = 0; i < sizeof(bad_hooks) / sizeof(bad_hooks[0]); i++) {
+        err[0] = 0;
+        ok(load_text(&cfg, bad_hooks[i], err, sizeof(err)) != 0 && strstr(err, "webhook.") != NULL,
+           "refused with a message naming the key: %s", err);
+        berth_config_dispose(&cfg);
+    }
 
     ok(load_text(&cfg, "auth:\n  decision_ttl_seconds: 1\n", err, sizeof(err)) == 0, "file loads (%s)", err);
     ok(cfg.decision_ttl == 1, "the file sets auth.decision_ttl_seconds");
