@@ -12,6 +12,8 @@ import os
 import re
 import shutil
 import signal
+import ssl
+import tempfile
 import subprocess
 import sys
 import threading
@@ -29,7 +31,8 @@ class Receiver:
     """Records (path, headers, body, time); each path's behaviour is a list of answers used in turn (the last one
     repeats): an int status, ("sleep", seconds, status), or ("hang", event) which waits for the event first."""
 
-    def __init__(self):
+    def __init__(self, cert=None, key=None):
+        self.tls = cert is not None
         self.requests = []
         self.plans = {}
         self.lock = threading.Lock()
@@ -66,10 +69,14 @@ class Receiver:
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
         self.port = self.server.server_address[1]
+        if cert is not None:
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            ctx.load_cert_chain(cert, key)
+            self.server.socket = ctx.wrap_socket(self.server.socket, server_side=True)
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
     def url(self, path):
-        return "http://127.0.0.1:%d%s" % (self.port, path)
+        return "%s://127.0.0.1:%d%s" % ("https" if self.tls else "http", self.port, path)
 
     def got(self, path, pred=lambda r: True):
         with self.lock:
@@ -557,6 +564,49 @@ class DeliverySettings(unittest.TestCase):
         finally:
             b.cleanup()
             rx.close()
+
+
+class HttpsTargets(unittest.TestCase):
+    def test_self_signed_receiver(self):
+        """A receiver with a self-signed certificate (made here with openssl): refused and retried with the TLS
+        error in the task log when skip_cert_verify is false and no CA is given; delivered with skip_cert_verify;
+        delivered with verification when the policy's ca_file names that certificate."""
+        if shutil.which("openssl") is None:
+            sys.exit(77)
+        d = tempfile.mkdtemp(prefix="berth-wh-tls-")
+        cert, key = os.path.join(d, "cert.pem"), os.path.join(d, "key.pem")
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj",
+                        "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", key, "-out", cert],
+                       check=True, capture_output=True)
+        os.chmod(d, 0o755)
+        os.chmod(cert, 0o644)
+        rx = Receiver(cert, key)
+        b = Berthd().start()
+        try:
+            b.project("tls")
+            for path, extra in (("/strict", {}), ("/skip", None), ("/ca", {"ca_file": cert})):
+                body = policy(rx.url(path), ["PUSH_ARTIFACT"], **(extra or {}))
+                if extra is None:
+                    body["targets"][0]["skip_cert_verify"] = True
+                st, _, raw = api(b, "POST", "/projects/tls/webhook/policies", body)
+                self.assertEqual(st, 201, raw)
+            b.push_image("tls/app", "v1")
+            self.assertTrue(rx.wait("/skip"), "skip_cert_verify: not delivered:\n" + b.logs())
+            self.assertTrue(rx.wait("/ca"), "ca_file: not delivered:\n" + b.logs())
+            q = ("SELECT t.status || ' ' || t.attempts || ' ' || t.log FROM webhook_tasks t JOIN webhook_executions x "
+                 "ON x.id = t.execution_id JOIN webhook_policies w ON w.id = x.policy_id WHERE "
+                 "w.targets->0->>'address' = '%s'")
+            strict = eventually(lambda: psql(q % rx.url("/strict"), b.dbname).count(" attempt ") >= 2, True,
+                                timeout=15)
+            row = psql(q % rx.url("/strict"), b.dbname)
+            self.assertTrue(strict, "the refused target was not retried: %s" % row)
+            self.assertTrue(row.startswith("Pending") or row.startswith("Running"), row)
+            self.assertRegex(row.lower(), r"certificate|ssl|tls", "the log does not say why: %s" % row)
+            self.assertEqual(rx.got("/strict"), [], "a self-signed receiver got the event without verification")
+        finally:
+            b.cleanup()
+            rx.close()
+            shutil.rmtree(d, ignore_errors=True)
 
 
 class Browser(unittest.TestCase):
