@@ -87,7 +87,8 @@ static void *main_loop(void *arg)
         }
         l->on_state(0);
         if (!l->stop)
-            berth_log_warn("invalidation channel lost; read cache off until it is back");
+            berth_log_warn(
+                "invalidation channel lost; the read cache keeps what it holds for 30 s and takes nothing new until it is back");
         PQfinish(pg);
     }
     return NULL;

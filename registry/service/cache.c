@@ -11,6 +11,10 @@
 #define MAX_ITEM (256u << 10)
 #define MAX_BYTES (32u << 20)
 #define TTL_SECONDS 300 /* a safety net behind the notifications, not the mechanism */
+/* After the invalidation channel is lost, what was cached before keeps answering this long and nothing new is
+ * kept: a frozen or restarting database (the usual cause) commits nothing anywhere, so those answers are still
+ * true and cached pulls go on; in a partition that cuts only this instance off, this is its staleness bound. */
+#define LOST_GRACE_SECONDS 30
 
 typedef struct {
     char *key;               /* kind, repo, NUL, ref */
@@ -23,6 +27,7 @@ typedef struct {
 static uint64_t slot_epoch[SLOTS];
 static uint64_t global_epoch = 1;
 static int enabled;
+static time_t lost_at; /* the channel went down at (0: it is up, or never came up) */
 static entry_t table[BUCKETS][WAYS];
 static pthread_mutex_t locks[BUCKETS / 64];
 static size_t bytes;
@@ -98,6 +103,9 @@ int berth_cache_get(berth_cache_kind_t kind, const char *repo, const char *ref, 
     pthread_once(&once, init);
     if (!__atomic_load_n(&enabled, __ATOMIC_ACQUIRE))
         return 0;
+    time_t lost = __atomic_load_n(&lost_at, __ATOMIC_ACQUIRE);
+    if (lost != 0 && time(NULL) - lost > LOST_GRACE_SECONDS)
+        return 0;
     size_t klen;
     char *key = make_key(kind, repo, ref, &klen);
     size_t b = fnv(key, klen, 1469598103934665603ull) % BUCKETS;
@@ -126,8 +134,8 @@ int berth_cache_get(berth_cache_kind_t kind, const char *repo, const char *ref, 
 void berth_cache_put(berth_cache_kind_t kind, const char *repo, const char *ref, uint64_t epoch, const berth_cache_val_t *val)
 {
     pthread_once(&once, init);
-    if (!__atomic_load_n(&enabled, __ATOMIC_ACQUIRE) || (val->content != NULL && val->len > MAX_ITEM) ||
-        __atomic_load_n(&bytes, __ATOMIC_RELAXED) > MAX_BYTES)
+    if (!__atomic_load_n(&enabled, __ATOMIC_ACQUIRE) || __atomic_load_n(&lost_at, __ATOMIC_ACQUIRE) != 0 ||
+        (val->content != NULL && val->len > MAX_ITEM) || __atomic_load_n(&bytes, __ATOMIC_RELAXED) > MAX_BYTES)
         return;
     size_t klen;
     char *key = make_key(kind, repo, ref, &klen);
@@ -164,8 +172,14 @@ void berth_cache_invalidate(const char *repo)
 
 void berth_cache_set_enabled(int on)
 {
-    berth_cache_invalidate(NULL);
-    __atomic_store_n(&enabled, on, __ATOMIC_RELEASE);
+    if (!on) { /* lost: the entries answer for LOST_GRACE_SECONDS more (first loss counts), nothing new is kept */
+        time_t none = 0;
+        __atomic_compare_exchange_n(&lost_at, &none, time(NULL), 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+        return;
+    }
+    berth_cache_invalidate(NULL); /* notifications were missed while it was down: start from empty */
+    __atomic_store_n(&lost_at, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&enabled, 1, __ATOMIC_RELEASE);
 }
 
 void berth_cache_val_dispose(berth_cache_val_t *v)
@@ -180,5 +194,5 @@ void berth_cache_stats(uint64_t *h, uint64_t *m, int *en)
 {
     *h = __atomic_load_n(&hits, __ATOMIC_RELAXED);
     *m = __atomic_load_n(&misses, __ATOMIC_RELAXED);
-    *en = __atomic_load_n(&enabled, __ATOMIC_RELAXED);
+    *en = __atomic_load_n(&enabled, __ATOMIC_RELAXED) && __atomic_load_n(&lost_at, __ATOMIC_RELAXED) == 0;
 }

@@ -31,7 +31,8 @@ int berth_cache_get(berth_cache_kind_t kind, const char *repo, const char *ref, 
 void berth_cache_put(berth_cache_kind_t kind, const char *repo, const char *ref, uint64_t epoch, const berth_cache_val_t *val);
 /** A write to `repo` committed (NULL: anything may have changed). */
 void berth_cache_invalidate(const char *repo);
-/** Turn the cache on (notifications flow) or off (channel lost); turning it on starts from empty. */
+/** The invalidation channel is up (on: the cache starts from empty and fills) or lost (off: entries cached before
+ * answer for 30 s more, nothing new is kept). Off until the first call with on. */
 void berth_cache_set_enabled(int enabled);
 void berth_cache_val_dispose(berth_cache_val_t *v);
 /** Hits and misses for /metrics. */
