@@ -71,4 +71,14 @@ const berth_db__stmt_t berth_db__gateway_stmts[BERTH_SQL__COUNT] = {
                    "JOIN repositories r ON r.id = m.repository_id WHERE r.name = $1::text AND v.digest = $2::text "
                    "ORDER BY v.level LIMIT 1), ''))::text",
                    2),
+    /* $1 hours: tags of converting-on-push projects set within the window whose manifest has no job, itself or (an
+     * index) any child: pushes whose in-memory hand-off a crash lost. [[repo, tag, digest], ...], newest first */
+    BERTH_DB__STMT(BERTH_Q_SQFS_MISSED,
+                   "SELECT coalesce(json_agg(json_build_array(x.repo, x.tag, x.digest)), '[]')::text FROM (SELECT r.name AS "
+                   "repo, t.name AS tag, m.digest FROM projects p JOIN repositories r ON r.project_id = p.id JOIN tags t ON "
+                   "t.repository_id = r.id JOIN manifests m ON m.id = t.manifest_id WHERE p.hpc_squashfs = 'push' AND "
+                   "t.updated_at > now() - make_interval(hours => $1::int) AND NOT EXISTS (SELECT 1 FROM sqfs_jobs j WHERE "
+                   "j.repository_id = r.id AND (j.digest = m.digest OR j.digest IN (SELECT x.digest FROM manifest_refs x WHERE "
+                   "x.manifest_id = m.id AND x.kind = 1))) ORDER BY t.updated_at DESC LIMIT 1000) x",
+                   1),
 };

@@ -79,6 +79,7 @@
     X(BERTH_Q_SQFS_FORGET) \
     X(BERTH_Q_SQFS_COUNTS) \
     X(BERTH_Q_SQFS_LEVEL) \
+    X(BERTH_Q_SQFS_MISSED) \
     /* sql/users.c: principals, sessions, tokens, audit */ \
     X(BERTH_SQL_USER_GET) \
     X(BERTH_SQL_USER_BOOTSTRAP) \

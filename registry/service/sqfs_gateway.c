@@ -230,6 +230,40 @@ static void on_delete(berth_dbconn_t *c, const pending_t *pe)
     free(js);
 }
 
+/*
+ * Push events reach the dispatcher through memory (after the push's commit), so a berthd that dies in between
+ * loses them: at start, tags set within the last CATCH_UP_HOURS in projects converting on push whose manifest has
+ * no job are handled as if just pushed (on_push applies the tag pattern; ENSURE is idempotent).
+ */
+#define CATCH_UP_HOURS "24"
+static void catch_up(berth_dbconn_t *c)
+{
+    const char *p[] = {CATCH_UP_HOURS};
+    char *js = NULL;
+    berth_err_t err;
+    if (q(c, BERTH_Q_SQFS_MISSED, p, &js, &err) != 0 || js == NULL)
+        return;
+    json_t *rows = json_loads(js, 0, NULL), *row;
+    size_t i;
+    int n = 0;
+    json_array_foreach(rows, i, row)
+    {
+        const char *repo = json_string_value(json_array_get(row, 0)), *tag = json_string_value(json_array_get(row, 1)),
+                   *digest = json_string_value(json_array_get(row, 2));
+        if (repo == NULL || tag == NULL || digest == NULL)
+            continue;
+        pending_t pe = {.kind = BERTH_EVENT_TAG_PUSH, .has_tag = 1};
+        snprintf(pe.repo, sizeof(pe.repo), "%s", repo);
+        snprintf(pe.tag, sizeof(pe.tag), "%s", tag);
+        snprintf(pe.digest, sizeof(pe.digest), "%s", digest);
+        n += on_push(c, &pe);
+    }
+    if (n > 0)
+        berth_log_info("squashfs: %d conversion(s) of pushes not queued before the last stop", n);
+    json_decref(rows);
+    free(js);
+}
+
 static void dispatcher_tick(void *data, int stopping)
 {
     (void)data;
@@ -243,6 +277,8 @@ static void dispatcher_tick(void *data, int stopping)
     if (!G.reset_done) {
         const char *p[] = {G.instance};
         G.reset_done = q(c, BERTH_Q_SQFS_RESET, p, NULL, &err) == 0;
+        if (G.reset_done)
+            catch_up(c);
     }
     int wake = 1; /* at least once per tick: jobs of others whose lease ran out, retries now due */
     for (;;) {

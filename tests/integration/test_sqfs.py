@@ -771,6 +771,35 @@ class CrashTest(unittest.TestCase):
             b.cleanup()
             subprocess.run(["rm", "-rf", pub])
 
+    def test_push_not_queued_before_a_stop_is_converted_at_start(self):
+        # a push's hand-off to the converter lives in memory after the commit: a berthd gone in between must not
+        # lose the conversion. Stand-in for that moment: pushes made while the project did not convert, then
+        # switched to "on push" (which queues nothing by itself) and a restart.
+        b = harness.Berthd().start()
+        try:
+            b.project("hpc")
+            blobs = [gzip.compress(tar_bytes([("f", "file", b"catch me")]), 1, mtime=0)]
+            digest, _ = push_layers(b, "hpc/app", "v1", blobs)
+            push_layers(b, "hpc/app", "dev", [gzip.compress(tar_bytes([("g", "file", b"not me")]), 1, mtime=0)])
+            self.assertEqual(set_mode(b, "hpc", "push", "v*")[0], 200)
+            jobs = lambda: sum(int(line.rsplit(" ", 1)[1]) for line in b.request("GET", "/metrics")[2].decode().splitlines()
+                               if line.startswith("berth_sqfs_jobs{"))
+            time.sleep(1.5)  # a dispatcher tick or more: nothing is queued by the switch alone
+            self.assertEqual(jobs(), 0)
+            b.stop(signal.SIGKILL)
+            b.start()
+            deadline = time.time() + 60
+            while time.time() < deadline and "conversion(s) of pushes not queued" not in b.logs():
+                time.sleep(0.1)
+            self.assertIn("squashfs: 1 conversion(s) of pushes not queued before the last stop", b.logs())
+            deadline = time.time() + 60
+            while time.time() < deadline and jobs() != 1:
+                time.sleep(0.2)
+            self.assertEqual(jobs(), 1, "v1 queued, dev (outside the tag pattern) not")
+            self.assertEqual(wait_status(b, "hpc/app", digest)["status"], "done")
+        finally:
+            b.cleanup()
+
 
 if __name__ == "__main__":
     harness.main()
