@@ -115,6 +115,34 @@ class TwoSites(BerthTestCase):
         cls.b.cleanup()
         shutil.rmtree(cls.tmp, ignore_errors=True)
 
+    def test_replication_webhook_event(self):
+        """A real execution's end sends REPLICATION to the source project's webhook policies, with Harbor's
+        event_data.replication (status, execution, the artifacts copied), written in the execution's last statement."""
+        from test_webhook import Receiver, policy  # the receiver written for the webhook tests
+        rx = Receiver()
+        try:
+            self.a.project("hookrepl")
+            self.a.push_image("hookrepl/app", "1")
+            st, _, out = api(self.a, "POST", "/projects/hookrepl/webhook/policies", policy(rx.url("/repl"), ["REPLICATION"]))
+            self.assertEqual(st, 201, out)
+            pid = add_policy(self.a, {"name": "push-hooked", "dest_registry": {"id": self.reg_b}, "trigger": {"type": "manual"},
+                                      "filters": [{"type": "name", "value": "hookrepl/**"}]})
+            eid = run_policy(self.a, pid)
+            e = wait_execution(self.a, eid)
+            self.assertEqual((e["status"], e["succeed"]), ("Succeed", 1), e)
+            reqs = rx.wait("/repl", timeout=30)
+            self.assertTrue(reqs, "no REPLICATION delivered")
+            ev = reqs[0]["json"]
+            self.assertEqual(ev["type"], "REPLICATION")
+            r = ev["event_data"]["replication"]
+            self.assertEqual((r["job_status"], r["execution_id"], r["policy_id"]), ("Succeed", eid, pid), r)
+            self.assertEqual([a["name_tag"] for a in r["successful_artifact"]], ["hookrepl/app:1"], r)
+            self.assertEqual((r["failed_artifact"], r["dest_resource"]["registry_name"]), ([], "site-b"), r)
+            time.sleep(1.0)  # deliberate: a second delivery of the same execution would have arrived by now
+            self.assertEqual(len(rx.got("/repl")), 1, "one event per execution and project")
+        finally:
+            rx.close()
+
     def push(self, site, repo, tag, files, plats=None):
         layout = os.path.join(self.tmp, "l-%s-%s" % (repo.replace("/", "_"), tag))
         shutil.rmtree(layout, ignore_errors=True)
