@@ -22,7 +22,6 @@
 #include "sql/webhook.h"
 
 #define MAX_WORKERS 16
-#define LATER_MAX 1024
 #define DISPATCH_BATCH "200"
 #define POLL_MS 1000 /* pulls (queued by the audit writer) and other berthd's changes are found by polling */
 
@@ -226,84 +225,6 @@ static int deliver_one(int idx)
     return 1;
 }
 
-/* ---- events without a transaction of their own (webhook.h) ---- */
-
-typedef struct later_t {
-    struct later_t *next;
-    char *f[7]; /* project, type, operator, repo, digest, tag, extra */
-} later_t;
-
-static pthread_mutex_t later_mu = PTHREAD_MUTEX_INITIALIZER;
-static later_t *later_head, **later_tail = &later_head;
-static int later_n;
-
-void berth_webhook_enqueue_later(const char *project, const char *type, const char *operator_name, const char *repo,
-                                 const char *digest, const char *tag, const char *extra_json)
-{
-    later_t *l = calloc(1, sizeof(*l));
-    const char *v[7] = {project, type, operator_name, repo, digest, tag, extra_json};
-    for (int i = 0; i < 7; i++)
-        l->f[i] = v[i] != NULL ? strdup(v[i]) : NULL;
-    pthread_mutex_lock(&later_mu);
-    int full = later_n >= LATER_MAX;
-    if (!full) {
-        *later_tail = l;
-        later_tail = &l->next;
-        later_n++;
-    }
-    pthread_mutex_unlock(&later_mu);
-    if (full) {
-        berth_log_warn("webhook: %s event of %s dropped: %d events wait for the database", type, repo != NULL ? repo : "?",
-                       LATER_MAX);
-        for (int i = 0; i < 7; i++)
-            free(l->f[i]);
-        free(l);
-        return;
-    }
-    berth_webhook_wake();
-}
-
-/* Write what waits into the outbox; what the database refuses stays queued for the next round */
-static void drain_later(void)
-{
-    pthread_mutex_lock(&later_mu);
-    later_t *l = later_head;
-    later_head = NULL;
-    later_tail = &later_head;
-    later_n = 0;
-    pthread_mutex_unlock(&later_mu);
-    if (l == NULL)
-        return;
-    berth_err_t err;
-    berth_err_clear(&err);
-    berth_dbconn_t *c = berth_db_acquire(W.conf.db, &err);
-    while (l != NULL) {
-        later_t *next = l->next;
-        if (c == NULL) { /* put it back, in order, ahead of newer ones */
-            pthread_mutex_lock(&later_mu);
-            later_t **end = &l;
-            int n = 0;
-            for (later_t *x = l; x != NULL; x = x->next, n++)
-                end = &x->next;
-            *end = later_head;
-            if (later_head == NULL)
-                later_tail = end;
-            later_head = l;
-            later_n += n;
-            pthread_mutex_unlock(&later_mu);
-            return;
-        }
-        berth_db_set_actor(c, l->f[2]);
-        if (berth_db_webhook_enqueue(c, l->f[0], l->f[1], l->f[3], l->f[4], l->f[5], l->f[6], &err) != 0)
-            berth_log_warn("webhook: %s event of %s not queued: %s", l->f[1], l->f[3] != NULL ? l->f[3] : "?", err.msg);
-        for (int i = 0; i < 7; i++)
-            free(l->f[i]);
-        free(l);
-        l = next;
-    }
-    berth_db_release(W.conf.db, c);
-}
-
 typedef struct {
     int idx;
 } worker_t;
@@ -314,7 +235,6 @@ static void tick(void *data, int stopping)
     worker_t *w = data;
     if (stopping)
         return; /* what is queued stays queued: the next start (or another berthd) delivers it */
-    drain_later();
     const char *dp[] = {DISPATCH_BATCH};
     long n = 0;
     do { /* every thread may fan out: SKIP LOCKED gives each event to one of them */

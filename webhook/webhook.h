@@ -44,15 +44,6 @@ void berth_webhook_stop(void);
 /** Look for work now (a change committed, a redelivery was asked for); from any thread, never blocks. */
 void berth_webhook_wake(void);
 
-/**
- * Queue an event that has no transaction of its own to ride in (QUOTA_EXCEED: the refused push rolled back): kept
- * in memory until a delivery thread writes it to the outbox, a moment later. Unlike the outbox path it is lost if
- * berthd dies in that moment, or when 1024 are already waiting (logged). Never blocks. Strings are copied; any but
- * `type` may be NULL (project NULL: the repository's).
- */
-void berth_webhook_enqueue_later(const char *project, const char *type, const char *operator_name, const char *repo,
-                                 const char *digest, const char *tag, const char *extra_json);
-
 /** "sha256=<64 hex>" for `body` signed at `timestamp` with `secret` (the X-Berth-Signature value). */
 void berth_webhook_sign(char out[72], const char *secret, const char *timestamp, const char *body, size_t len);
 

@@ -88,17 +88,6 @@ static void on_change_isa_scan(const berth_event_t *ev, void *ctx)
 static void on_change_webhook(const berth_event_t *ev, void *ctx)
 {
     (void)ctx;
-    /* quota events have no transaction to ride in (an exceeded push rolled back): queued for a moment in memory */
-    if (ev->kind == BERTH_EVENT_QUOTA_EXCEED || ev->kind == BERTH_EVENT_QUOTA_WARNING) {
-        json_t *x = json_pack("{s:{s:s?, s:I, s:I, s:I}}", "custom_attributes", "Details", ev->detail, "used",
-                              (json_int_t)ev->quota_used, "hard", (json_int_t)ev->quota_hard, "adding", (json_int_t)ev->size);
-        char *extra = x != NULL ? json_dumps(x, JSON_COMPACT) : NULL;
-        berth_webhook_enqueue_later(ev->project, ev->kind == BERTH_EVENT_QUOTA_EXCEED ? "QUOTA_EXCEED" : "QUOTA_WARNING",
-                                    ev->principal, ev->repo, ev->digest, ev->tag, extra);
-        free(extra);
-        json_decref(x);
-        return;
-    }
     if (ev->kind != BERTH_EVENT_BLOB_PUSH && ev->kind != BERTH_EVENT_BLOB_DELETE)
         berth_webhook_wake();
 }

@@ -23,8 +23,10 @@ int64_t berth_quota_default_limit(void);
 int berth_quota_warns(int64_t used, int64_t hard);
 /**
  * After a manifest PUT: QUOTA_EXCEED for a push the quota refused, QUOTA_WARNING for one that took usage across
- * the warning line. `ev` says where and by whom (kind, size, figures and detail are filled here).
+ * the warning line: each written to the webhook outbox on `c` (outside any transaction, before the push is
+ * answered) and emitted as a change event. `ev` says where and by whom (kind, size, figures and detail are filled
+ * here).
  */
-void berth_quota_push_events(const berth_db_quota_t *q, berth_event_t *ev);
+void berth_quota_push_events(berth_dbconn_t *c, const berth_db_quota_t *q, berth_event_t *ev);
 
 #endif

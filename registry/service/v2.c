@@ -314,7 +314,7 @@ static int do_manifest_put(berth_registry_t *reg, berth_dbconn_t *c, const berth
                             .media_type = info.media_type,
                             .principal = rq->who,
                             .remote = rq->remote};
-        berth_quota_push_events(&quota, &qe);
+        berth_quota_push_events(c, &quota, &qe);
     }
     free(isa_rows);
     if (rc != 0)

@@ -528,6 +528,39 @@ class Restart(unittest.TestCase):
             rx.close()
 
 
+class QuotaExceedSurvives(unittest.TestCase):
+    def test_sigkill_right_after_the_refusal(self):
+        """A refused push rolled back, so its QUOTA_EXCEED rides in no transaction: it is written to the outbox before
+        the 403 is sent. The only delivery thread is held by another event and berthd is SIGKILLed as soon as the
+        client has its 403: after the restart the receiver still gets QUOTA_EXCEED (an event waiting in memory for
+        a delivery thread would be gone)."""
+        rx = Receiver()
+        release = threading.Event()
+        rx.plans["/busy"] = [("hang", release), 200]
+        b = Berthd(env={"BERTH_WEBHOOK_WORKERS": "1"}).start()
+        try:
+            st, _, raw = api(b, "POST", "/projects", {"project_name": "hqk", "storage_limit": 30000})
+            self.assertEqual(st, 201, raw)
+            for path, types in (("/busy", ["PUSH_ARTIFACT"]), ("/quota", ["QUOTA_EXCEED"])):
+                st, _, raw = api(b, "POST", "/projects/hqk/webhook/policies", policy(rx.url(path), types))
+                self.assertEqual(st, 201, raw)
+            b.push_image("hqk/app", "a", size=20000)
+            self.assertTrue(rx.wait("/busy"), "the delivery thread was never taken")
+            with self.assertRaises(AssertionError):  # refused: 403
+                b.push_image("hqk/app", "c", size=20000)
+            b.stop(signal.SIGKILL)
+            release.set()
+            b.start()
+            reqs = rx.wait("/quota", timeout=40)
+            self.assertTrue(reqs, "QUOTA_EXCEED lost with the process:\n" + b.logs())
+            self.assertEqual(reqs[0]["json"]["type"], "QUOTA_EXCEED")
+            self.assertEqual(reqs[0]["json"]["event_data"]["resources"][0]["tag"], "c")
+        finally:
+            release.set()
+            b.cleanup()
+            rx.close()
+
+
 class DeliverySettings(unittest.TestCase):
     def test_attempts_backoff_cap_and_timeout_from_the_environment(self):
         """BERTH_WEBHOOK_MAX_ATTEMPTS=4 with back-off 1 s capped at 1 s: a receiver that always answers 500 gets
