@@ -333,7 +333,7 @@ class GcRace(H.BerthTestCase):
             pool = [os.urandom(2000 + i) for i in range(6)]  # the blobs every push reuses
             stop = threading.Event()
             live, lock, errors = {}, threading.Lock(), []
-            stats = {"runs": 0, "links": 0, "blobs": 0, "pushes": 0, "retries": 0}
+            stats = {"runs": 0, "links": 0, "blobs": 0, "pushes": 0, "retries": 0, "starved": 0}
 
             def pusher(n):
                 rnd = random.Random(n)
@@ -350,9 +350,9 @@ class GcRace(H.BerthTestCase):
                         if st == 201:
                             break
                         stats["retries"] += 1  # MANIFEST_BLOB_UNKNOWN: the sweep won; HEAD again and re-upload
-                    else:
-                        errors.append("push never succeeded")
-                        return
+                    else:  # grace 0 makes an uploaded, not yet referenced blob garbage at once: a push can
+                        stats["starved"] += 1  # lose every round (liveness); the safety checks below must hold
+                        continue
                     stats["pushes"] += 1
                     if rnd.random() < 0.6:  # delete it again: its layers become garbage in this repository
                         st2 = b.request("DELETE", "/v2/%s/manifests/%s" % (repo, d))[0]
@@ -386,6 +386,7 @@ class GcRace(H.BerthTestCase):
             print("race: %s; final run swept %d link(s), %d blob(s)" % (stats, final["progress"]["links_deleted"],
                                                                        final["progress"]["blobs_deleted"]))
             self.assertGreater(stats["runs"], 3)
+            self.assertLessEqual(stats["starved"], stats["pushes"] // 4, "most pushes must get through: %s" % stats)
             self.assertGreater(stats["links"] + stats["blobs"], 0, "the collector swept nothing: no race happened")
             self.assertGreater(len(live), 10)
             for (repo, d), (raw, blobs) in live.items():
