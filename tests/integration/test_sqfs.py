@@ -630,19 +630,7 @@ class GatewayTest(unittest.TestCase):
 
 
 QEMU = shutil.which("qemu-x86_64")
-ISA_PAYLOAD = r"""
-#include <stdio.h>
-int main(void)
-{
-#if defined(LEVEL_V4)
-    __asm__ volatile("vpxord %%zmm1, %%zmm1, %%zmm1" ::: "xmm1"); /* AVX-512: SIGILL below v4 */
-#elif defined(LEVEL_V3)
-    __asm__ volatile("vpxor %%ymm1, %%ymm1, %%ymm1" ::: "xmm1"); /* AVX2-class: SIGILL below v3 */
-#endif
-    puts("payload ran");
-    return 0;
-}
-"""
+from test_isa import PAYLOAD as ISA_PAYLOAD  # noqa: E402  the one ISA test program (SIGILL below its level)
 # (level, index variant, gcc flags) as in test_isa.py; and simulated nodes: (qemu CPU model, what must be picked)
 ISA_LEVELS = [("x86-64", None, ["-march=x86-64"]), ("x86-64-v3", "v3", ["-march=x86-64-v3", "-DLEVEL_V3"]),
               ("x86-64-v4", "v4", ["-march=x86-64-v4", "-DLEVEL_V4"])]
