@@ -27,9 +27,12 @@ static int per_principal, per_address, max_held, held; /* held: streams in fligh
 
 void berth_upload_limits_configure(int principal, int address, int max_streams, int max_total)
 {
-    per_principal = principal;
-    per_address = address;
     max_held = max_total > 0 && max_total < max_streams ? max_total : max_streams;
+    /* one principal never holds more than half of all streams: with a small cap (s3: half the database pool) the
+     * configured share could exceed the cap, and one pusher's stalled bodies would turn every other push into 429 */
+    int half = max_held / 2 > 0 ? max_held / 2 : 1;
+    per_principal = principal < half ? principal : half;
+    per_address = address;
     nkeys = 2 * (size_t)max_streams + 2;
     counters = calloc(nkeys, sizeof(*counters)); /* lives as long as the upload listener, i.e. the process */
 }

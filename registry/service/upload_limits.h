@@ -9,7 +9,8 @@
 /**
  * Set the shares (uploads.max_per_principal, uploads.max_per_address) for a listener of `max_streams`
  * connections (uploads.max_connections), and how many bodies may stream at once in all (`max_total`; 0: as many
- * as the listener has connections); once, before the upload server starts. Unconfigured: no limits.
+ * as the listener has connections); once, before the upload server starts. A principal's share is at most half of
+ * the streams in all (at least one). Unconfigured: no limits.
  */
 void berth_upload_limits_configure(int per_principal, int per_address, int max_streams, int max_total);
 

@@ -135,27 +135,45 @@ class Shares(BerthTestCase):
 
 class PoolShare(BerthTestCase):
     """Slow uploaders cannot take the database from everybody else. With the s3 driver a streaming body holds a
-    pooled connection (its session row locked): such bodies may hold at most half the pool, the rest get 429."""
+    pooled connection (its session row locked): such bodies may hold at most half the pool, the rest get 429; and
+    one principal at most half of that, whatever its configured share, so one pusher cannot 429 everybody."""
     START = False
+
+    def hold(self, b, user, n):
+        held, refused = [], []
+        for _ in range(n):
+            s = SlowUpload(b, user)
+            held.append(s)
+            a = s.answer(1.0)
+            if a is not None:
+                refused.append(a)
+        return held, refused
 
     def test_slow_uploads_leave_the_database_to_others(self):
         b = Berthd(env={"BERTH_DATABASE_POOL": "12", "BERTH_UPLOAD_MAX_PER_PRINCIPAL": "100",
                         "BERTH_UPLOAD_MAX_PER_ADDRESS": "100"}).start()
         held = []
         try:
-            setup_users(b, ["mallory"])
-            refused = []
-            for _ in range(14):  # more than the pool has connections
-                s = SlowUpload(b, "mallory")
-                held.append(s)
-                a = s.answer(1.0)
-                if a is not None:
-                    refused.append(a)
+            setup_users(b, ["mallory", "bob", "carol", "dave"])
             s3 = b.env.get("BERTH_STORAGE_DRIVER") == "s3"
-            self.assertEqual([a[0] for a in refused], [429] * (8 if s3 else 0), refused[:2])
+            h, refused = self.hold(b, "mallory", 14)  # more than the pool has connections
+            held += h
+            # s3: 6 streams in all (half of 12), of which mallory's share is 3 (half of 6), not the configured 100
+            self.assertEqual([a[0] for a in refused], [429] * (11 if s3 else 0), refused[:2])
             for _, head in refused:
                 self.assertRegex(head.lower(), rb"\r\nretry-after: \d+\r\n")
-            self.assertEqual(streams(b), 6 if s3 else 14)
+            self.assertEqual(streams(b), 3 if s3 else 14)
+            t0 = time.time()
+            st, body = push_small_image(b, "bob", "up/bob")
+            self.assertEqual(st, 201, body)
+            self.assertLess(time.time() - t0, 10, "bob's push waited for mallory's uploads")
+            h, refused = self.hold(b, "carol", 3)
+            held += h
+            self.assertEqual(refused, [])
+            h, refused = self.hold(b, "dave", 1)  # the cap in all still holds: 6 streams
+            held += h
+            self.assertEqual([a[0] for a in refused], [429] if s3 else [], refused)
+            self.assertEqual(streams(b), 6 if s3 else 18)
             t0 = time.time()
             st, _, body = b.request("GET", "/api/v2.0/projects/up")
             self.assertEqual(st, 200, body)
