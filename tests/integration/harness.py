@@ -99,6 +99,77 @@ def s3_env(storage):
     return env
 
 
+class PausableRelay:
+    """A TCP relay in front of a server (the shared test Ceph gateway) that can stop relaying as a SIGSTOPped
+    server stops: connections are still taken by the kernel's backlog, bytes stay unread and unanswered until
+    resume(). Outage tests pause their own relay, so suites beside them on the same gateway are not paused."""
+
+    def __init__(self, url):
+        import threading
+        m = re.match(r"https?://([^:/]+):(\d+)", url)
+        self.target = (m.group(1), int(m.group(2)))
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(128)
+        self.url = "http://127.0.0.1:%d" % self.sock.getsockname()[1]
+        self.running = threading.Event()
+        self.running.set()
+        self.closed = False
+        self.conns = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def pause(self):
+        self.running.clear()
+
+    def resume(self):
+        self.running.set()
+
+    def close(self):
+        self.closed = True
+        self.running.set()
+        for c in [self.sock] + self.conns:
+            try:
+                c.close()
+            except OSError:
+                pass
+
+    def _accept(self):
+        import threading
+        while not self.closed:
+            self.running.wait()
+            try:
+                c, _ = self.sock.accept()
+            except OSError:
+                return
+            try:
+                u = socket.create_connection(self.target, timeout=10)
+                u.settimeout(None)
+            except OSError:
+                c.close()
+                continue
+            self.conns += [c, u]
+            for a, b in ((c, u), (u, c)):
+                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+
+    def _pump(self, src, dst):
+        try:
+            while True:
+                self.running.wait()  # paused: read nothing, so nothing is answered
+                data = src.recv(65536)
+                self.running.wait()
+                if not data or self.closed:
+                    break
+                dst.sendall(data)
+        except OSError:
+            pass
+        for x in (src, dst):
+            try:
+                x.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+
 class Berthd:
     """One berthd process with its own database, storage and ports."""
 

@@ -254,9 +254,9 @@ class Many(unittest.TestCase):
         self.assertEqual(st, 201, out)
         pid = int(h["location"].rsplit("/", 1)[1])
         deadline = time.time() + 140
-        while time.time() < deadline and time.localtime().tm_min != (fire + 1) % 60:
-            time.sleep(1)
-        time.sleep(12)  # every instance's scheduler (a 5 s loop) has looked at minute `fire` and the next
+        while time.time() < deadline and not (time.localtime().tm_min == fire and time.localtime().tm_sec >= 16):
+            time.sleep(0.5)
+        # each instance's scheduler (a 5 s loop) has looked at minute `fire` three times by now: one run in all
         execs = self.api(a, "GET", "/replication/executions?policy_id=%d" % pid)[2]
         self.assertEqual(len(execs), 1, execs)
         deadline = time.time() + 60

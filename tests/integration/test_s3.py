@@ -2,7 +2,8 @@
 
 One chunked upload continued by another berthd sharing the database and the bucket; blobs pulled through the
 edge from presigned URLs (Range, HEAD, digest headers) or redirected with storage.s3.redirect; the gateway paused
-with SIGSTOP (503 with a clear error, no half-visible blob, recovery after SIGCONT); start-up refused with one line
+(a relay in front of it stops relaying, as a SIGSTOPped gateway stops answering: 503 with a clear error, no
+half-visible blob, recovery once resumed); start-up refused with one line
 for a missing bucket or wrong credentials; abandoned sessions' multipart uploads aborted by the janitor.
 """
 import hashlib
@@ -10,21 +11,14 @@ import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import tempfile
 import time
 import unittest
 
-from harness import BERTHD, Berthd, BerthTestCase, error_code, main, sha256
+from harness import BERTHD, Berthd, BerthTestCase, PausableRelay, error_code, main, sha256
 
 os.environ["BERTH_TEST_STORAGE_DRIVER"] = "s3"  # this suite is about the s3 driver: every Berthd here uses it
-CEPH = os.environ.get("BERTH_TEST_CEPH_DIR", "")
-
-
-def rgw_pid():
-    with open(os.path.join(CEPH, "run", "client.rgw.pid")) as f:
-        return int(f.read().strip())
 
 
 def s3_curl(b, method, query):
@@ -110,52 +104,61 @@ class S3(BerthTestCase):
         finally:
             b.cleanup()
 
+    def paused_gateway(self):
+        """A berthd whose gateway is behind a relay of its own (paused, the shared gateway goes on serving the
+        suites that run beside this one)."""
+        relay = PausableRelay(self.b.env["BERTH_S3_ENDPOINT"])
+        self.addCleanup(relay.close)
+        b = Berthd(dbname=self.b.dbname, storage=self.b.storage, env={"BERTH_S3_ENDPOINT": relay.url}).start()
+        self.addCleanup(b.cleanup)
+        return relay, b
+
     def test_gateway_paused(self):
+        relay, b = self.paused_gateway()
         data = os.urandom(100000)
-        d = self.b.push_blob("s3/pause", data)
-        pid = rgw_pid()
-        os.kill(pid, signal.SIGSTOP)
+        d = b.push_blob("s3/pause", data)
+        relay.pause()
         try:
             t0 = time.time()
-            st, h, body = self.b.request("GET", "/v2/s3/pause/blobs/" + d, timeout=60)
+            st, h, body = b.request("GET", "/v2/s3/pause/blobs/" + d, timeout=60)
             t_get = time.time() - t0
             self.assertEqual(st, 503, body)
             self.assertEqual(error_code(body), "UNAVAILABLE")
             new = os.urandom(50000)
             t0 = time.time()
-            st, h, body = self.b.request("POST", "/v2/s3/pause/blobs/uploads/?digest=" + sha256(new), new, timeout=60)
+            st, h, body = b.request("POST", "/v2/s3/pause/blobs/uploads/?digest=" + sha256(new), new, timeout=60)
             t_put = time.time() - t0
             self.assertEqual(st, 503, body)
-            self.assertIn("object store", json.loads(body)["errors"][0]["message"] + self.b.logs())
+            self.assertIn("object store", json.loads(body)["errors"][0]["message"] + b.logs())
             print("\ngateway paused: blob GET 503 after %.1f s, monolithic upload 503 after %.1f s (storage.s3.timeout_ms %s)"
-                  % (t_get, t_put, self.b.env["BERTH_S3_TIMEOUT_MS"]))
+                  % (t_get, t_put, b.env["BERTH_S3_TIMEOUT_MS"]))
         finally:
-            os.kill(pid, signal.SIGCONT)
-        st, _, _ = self.b.request("HEAD", "/v2/s3/pause/blobs/" + sha256(new))
+            relay.resume()
+        st, _, _ = b.request("HEAD", "/v2/s3/pause/blobs/" + sha256(new))
         self.assertEqual(st, 404, "no half-visible blob")
-        st, _, got = self.b.request("GET", "/v2/s3/pause/blobs/" + d)
+        st, _, got = b.request("GET", "/v2/s3/pause/blobs/" + d)
         self.assertEqual((st, got), (200, data), "recovered once resumed")
-        self.assertEqual(self.b.push_blob("s3/pause", new), sha256(new))
+        self.assertEqual(b.push_blob("s3/pause", new), sha256(new))
 
     def test_health_asks_the_bucket(self):
         """GET /api/v2.0/health (deploy/k8s's readiness probe) reports the bucket: healthy while it answers, 503 with
         the reason while the gateway is paused, healthy again once it is back."""
-        st, _, body = self.b.request("GET", "/api/v2.0/health", auth=None)
+        relay, b = self.paused_gateway()
+        st, _, body = b.request("GET", "/api/v2.0/health", auth=None)
         comp = {c["name"]: c for c in json.loads(body)["components"]}
         self.assertEqual((st, json.loads(body)["status"], comp["storage"]["status"]), (200, "healthy", "healthy"), body)
         self.assertNotIn("free_bytes", comp["storage"], "an object store has no free-space figures")
-        pid = rgw_pid()
-        os.kill(pid, signal.SIGSTOP)
+        relay.pause()
         try:
-            st, h, body = self.b.request("GET", "/api/v2.0/health", auth=None, timeout=60)
+            st, h, body = b.request("GET", "/api/v2.0/health", auth=None, timeout=60)
         finally:
-            os.kill(pid, signal.SIGCONT)
+            relay.resume()
         comp = {c["name"]: c for c in json.loads(body)["components"]}
         self.assertEqual((st, comp["storage"]["status"], comp["database"]["status"]), (503, "unhealthy", "healthy"), body)
         self.assertIn("retry-after", h)
         self.assertTrue(comp["storage"].get("error"), body)
         for _ in range(50):
-            st, _, body = self.b.request("GET", "/api/v2.0/health", auth=None)
+            st, _, body = b.request("GET", "/api/v2.0/health", auth=None)
             if st == 200:
                 break
             time.sleep(0.2)
