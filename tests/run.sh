@@ -10,9 +10,9 @@ webui/build.sh  # npm ci + esbuild into webui/dist: served by integration_webui'
 jobs=$(nproc)
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j"$jobs"
-cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DBERTH_SANITIZE=ON -DBERTH_TEST_PG_PORT=55434 >/dev/null
+cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DBERTH_SANITIZE=ON -DBERTH_TEST_PG_PORT=25434 >/dev/null
 cmake --build build-asan -j"$jobs"
-cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DBERTH_TSAN=ON -DBERTH_TEST_PG_PORT=55435 >/dev/null
+cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DBERTH_TSAN=ON -DBERTH_TEST_PG_PORT=25435 >/dev/null
 cmake --build build-tsan -j"$jobs"
 cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug -DBERTH_BUILD_FUZZERS=ON >/dev/null
 cmake --build build-fuzz -j"$jobs" --target fuzzers

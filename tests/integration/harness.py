@@ -25,7 +25,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 BERTHD = os.environ.get("BERTHD", os.path.join(ROOT, "build", "registry", "berthd"))
 BERTH_PG = os.path.join(ROOT, "deploy", "berth-pg")
 PG_DIR = os.environ.get("BERTH_TEST_PG_DIR", "/tmp/berth-test-pg")
-PG_PORT = os.environ.get("BERTH_TEST_PG_PORT", "55433")
+PG_PORT = os.environ.get("BERTH_TEST_PG_PORT", "25433")
 
 # CI runs the tests as root, and berthd refuses to run its internet-facing edge as root unless told (every
 # berthd a test starts inherits this; test_firstrun.py checks the refusal without it)
