@@ -2,6 +2,7 @@
 
 #include <openssl/evp.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,10 @@
  * disabled account, a removed membership or a changed password stops working within the window. The surface is part of the key
  * because what a credential proves differs: a registry token is a /v2 credential only, so a decision remembered for it on /v2 must
  * never be found by the REST API, which takes Basic credentials (and sessions) alone.
+ *
+ * Sooner than the window, all decisions are forgotten when any instance commits a change that can take a right
+ * away (sql/migrations/0191: triggers NOTIFY "!auth"; berth_gate_forget_all). A decision belongs to the epoch read
+ * before the database was asked for it, so one taken from a read that a revocation overtook is never found.
  */
 #define SLOTS 4096
 
@@ -31,10 +36,22 @@ typedef enum { SURFACE_V2 = 'v', SURFACE_API = 'a' } surface_t;
 typedef struct {
     unsigned char key[32];
     time_t until;
+    uint64_t epoch;               /* `epoch` when the decision was read: forgotten once it moved */
     char who[BERTH_GATE_WHO_MAX]; /* who the decision was for ("" anonymous), for the audit log */
 } slot_t;
 static slot_t slots[SLOTS];
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t epoch = 1; /* __atomic: bumped by berth_gate_forget_all from the listener thread */
+
+void berth_gate_forget_all(void)
+{
+    __atomic_add_fetch(&epoch, 1, __ATOMIC_ACQ_REL);
+}
+
+static uint64_t epoch_now(void)
+{
+    return __atomic_load_n(&epoch, __ATOMIC_ACQUIRE);
+}
 
 static void decision_key(unsigned char out[32], surface_t surface, const char *authz, size_t len, const berth_scope_t *need,
                          size_t n)
@@ -73,7 +90,7 @@ static int remembered(const unsigned char key[32], char *who)
 {
     slot_t *s = &slots[(key[0] | key[1] << 8) % SLOTS];
     pthread_mutex_lock(&mu);
-    int hit = memcmp(s->key, key, 32) == 0 && s->until > time(NULL);
+    int hit = memcmp(s->key, key, 32) == 0 && s->until > time(NULL) && s->epoch == epoch_now();
     if (hit && who != NULL)
         memcpy(who, s->who, BERTH_GATE_WHO_MAX);
     pthread_mutex_unlock(&mu);
@@ -89,7 +106,7 @@ static int remembered_stale(const unsigned char key[32], char *who)
 {
     slot_t *s = &slots[(key[0] | key[1] << 8) % SLOTS];
     pthread_mutex_lock(&mu);
-    int hit = memcmp(s->key, key, 32) == 0 && s->until != 0;
+    int hit = memcmp(s->key, key, 32) == 0 && s->until != 0 && s->epoch == epoch_now(); /* not if revoked since */
     if (hit && who != NULL)
         memcpy(who, s->who, BERTH_GATE_WHO_MAX);
     pthread_mutex_unlock(&mu);
@@ -98,12 +115,13 @@ static int remembered_stale(const unsigned char key[32], char *who)
 
 static void flight_done(const unsigned char key[32]);
 
-static void remember(const unsigned char key[32], time_t until, const char *who)
+static void remember(const unsigned char key[32], uint64_t read_at, time_t until, const char *who)
 {
     slot_t *s = &slots[(key[0] | key[1] << 8) % SLOTS];
     pthread_mutex_lock(&mu);
     memcpy(s->key, key, 32);
     s->until = until;
+    s->epoch = read_at;
     snprintf(s->who, sizeof(s->who), "%s", who);
     pthread_mutex_unlock(&mu);
     flight_done(key); /* requests waiting for this very verification find it now */
@@ -259,6 +277,7 @@ berth_gate_t berth_gate_check_all(berth_authsvc_t *a, const char *authz, size_t 
     if (n > BERTH_GATE_SCOPES_MAX)
         n = BERTH_GATE_SCOPES_MAX;
     decision_key(key, SURFACE_V2, authz, len, need, n);
+    uint64_t read_at = epoch_now(); /* before anything is read: a revocation committed since forgets this decision */
     if (who != NULL)
         who[0] = '\0';
     if (remembered(key, who))
@@ -317,7 +336,7 @@ berth_gate_t berth_gate_check_all(berth_authsvc_t *a, const char *authz, size_t 
                 scopes_str(lacking, nl, missing, sizeof(missing));
                 out = refuse(a, resp, 401, need, n, "insufficient_scope", missing, "token does not grant the scope");
             } else {
-                remember(key, c.expires_at < decided_until(a, now) ? c.expires_at : decided_until(a, now), c.subject);
+                remember(key, read_at, c.expires_at < decided_until(a, now) ? c.expires_at : decided_until(a, now), c.subject);
             }
             if (out == BERTH_GATE_ALLOW && who != NULL)
                 snprintf(who, BERTH_GATE_WHO_MAX, "%s", c.subject);
@@ -353,7 +372,7 @@ berth_gate_t berth_gate_check_all(berth_authsvc_t *a, const char *authz, size_t 
     if (n == 0) { /* the base endpoint: tell anonymous callers where tokens come from */
         if (!authenticated)
             return refuse(a, resp, 401, NULL, 0, NULL, NULL, "anonymous");
-        remember(key, decided_until(a, now), user.username);
+        remember(key, read_at, decided_until(a, now), user.username);
         if (who != NULL)
             snprintf(who, BERTH_GATE_WHO_MAX, "%s", user.username);
         return BERTH_GATE_ALLOW;
@@ -377,7 +396,7 @@ berth_gate_t berth_gate_check_all(berth_authsvc_t *a, const char *authz, size_t 
             flight_done(key);
         return refuse(a, resp, authenticated ? 403 : 401, need, n, NULL, NULL, "not permitted");
     }
-    remember(key, decided_until(a, now), authenticated ? user.username : "");
+    remember(key, read_at, decided_until(a, now), authenticated ? user.username : "");
     if (who != NULL)
         snprintf(who, BERTH_GATE_WHO_MAX, "%s", authenticated ? user.username : "");
     return BERTH_GATE_ALLOW;
@@ -397,6 +416,7 @@ int berth_gate_identity(berth_authsvc_t *a, const char *authz, size_t len, const
         return BERTH_EINVAL;
     }
     decision_key(key, SURFACE_API, authz, len, NULL, 0);
+    uint64_t read_at = epoch_now();
     if (remembered(key, who) && who[0] != '\0') {
         berth_auth_header_dispose(&h);
         return berth_authsvc_principal(a, who, out);
@@ -404,6 +424,6 @@ int berth_gate_identity(berth_authsvc_t *a, const char *authz, size_t len, const
     int rc = berth_authsvc_login(a, h.user, h.secret, remote, out);
     berth_auth_header_dispose(&h);
     if (rc == 0)
-        remember(key, decided_until(a, time(NULL)), out->username);
+        remember(key, read_at, decided_until(a, time(NULL)), out->username);
     return rc;
 }

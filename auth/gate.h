@@ -45,6 +45,11 @@ berth_gate_t berth_gate_check_all(berth_authsvc_t *a, const char *authorization,
  */
 int berth_gate_identity(berth_authsvc_t *a, const char *authorization, size_t len, const char *remote, berth_db_user_t *out);
 /**
+ * Forget every remembered decision (any thread): a change that can take a right away committed, here or on another
+ * instance (the NOTIFY "!auth", sql/migrations/0191), or notifications may have been missed (the channel was down).
+ */
+void berth_gate_forget_all(void);
+/**
  * The scope a routed /v2 request needs, from its row of the route table (core/route.h); returns 0 when it needs
  * none beyond a valid caller (base endpoint).
  */

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "auth/audit.h"
+#include "auth/gate.h"
 #include "auth/ldap.h"
 #include "auth/password.h"
 #include "auth/realm.h"
@@ -220,6 +221,24 @@ static int open_store(const berth_config_t *cfg, berth_store_t **out, berth_err_
                                .part_size = (int64_t)cfg->s3_part_size_mib << 20,
                                .redirect = cfg->s3_redirect};
     return berth_store_open_s3(out, &c, err);
+}
+
+/* A NOTIFY on the invalidation channel (sql/listen.c): "!auth" when a right may have been taken away (the triggers of
+ * sql/migrations/0191), otherwise the repository whose content changed ('!' starts no repository name). */
+static void on_invalidate(const char *payload)
+{
+    if (strcmp(payload, "!auth") == 0)
+        berth_gate_forget_all();
+    else
+        berth_cache_invalidate(payload);
+}
+
+/* The channel is up again: revocations may have been missed while it was down, so no decision taken before counts */
+static void on_channel(int up)
+{
+    if (up)
+        berth_gate_forget_all();
+    berth_cache_set_enabled(up);
 }
 
 int main(int argc, char **argv)
@@ -464,8 +483,8 @@ static int serve(berth_config_t *cfgp, berth_db_t *db, berth_store_t *store, ber
         failed = "the audit log writer";
         goto Fail;
     }
-    /* other instances' writes arrive as NOTIFY, not as events here: they only invalidate the cache */
-    if ((st.listener = berth_db_listen_start(cfg.database_url, berth_cache_invalidate, berth_cache_set_enabled)) == NULL) {
+    /* other instances' writes arrive as NOTIFY, not as events here: they only invalidate the caches */
+    if ((st.listener = berth_db_listen_start(cfg.database_url, on_invalidate, on_channel)) == NULL) {
         failed = "the cache invalidation listener";
         goto Fail;
     }
