@@ -18,7 +18,7 @@ typedef struct st_berth_resp_t {
     const char *content_type; /* static or owned by body's lifetime holder; NULL for no body type */
     char *ct_owned;
     char *body; /* owned, malloc'd */
-    size_t len;
+    size_t len; /* with body NULL and len > 0: a HEAD answer whose Content-Length is len (no body is sent) */
 } berth_resp_t;
 
 void berth_resp_init(berth_resp_t *r);

@@ -225,7 +225,7 @@ static int perform(berth_client_t *c, const char *method, const char *url, struc
         curl_easy_setopt(h, CURLOPT_MAX_SEND_SPEED_LARGE, (curl_off_t)c->max_send);
     if (c->max_recv > 0)
         curl_easy_setopt(h, CURLOPT_MAX_RECV_SPEED_LARGE, (curl_off_t)c->max_recv);
-    if (x->sink != NULL) {
+    if (x->sink != NULL || strcmp(method, "HEAD") == 0) { /* a blob's HEAD may be redirected to storage too */
         curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 1L);
         curl_easy_setopt(h, CURLOPT_MAXREDIRS, 5L);
     }
@@ -238,6 +238,9 @@ static int perform(berth_client_t *c, const char *method, const char *url, struc
     }
     CURLcode rc = curl_easy_perform(h);
     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &x->out->status);
+    curl_off_t cl = -1;
+    curl_easy_getinfo(h, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &cl);
+    x->out->content_length = (long long)cl;
     curl_off_t up = 0;
     curl_easy_getinfo(h, CURLINFO_SIZE_UPLOAD_T, &up);
     x->out->sent += (long long)up;

@@ -25,7 +25,8 @@ typedef struct st_berth_http_t {
     char *body; /* NUL-terminated, malloc'd (may be NULL) */
     size_t len;
     char location[2048], content_type[256], digest[160], range[64];
-    long long sent; /* request body bytes put on the wire */
+    long long sent;           /* request body bytes put on the wire */
+    long long content_length; /* the answer's Content-Length (a HEAD's too), -1 unknown */
 } berth_http_t;
 void berth_http_dispose(berth_http_t *r);
 

@@ -149,7 +149,7 @@ static void send_resp(h2o_req_t *req, berth_resp_t *resp, berth_route_kind_t rou
     berth_metrics_request(route, method, resp->status, req->entity.len, is_head ? 0 : resp->len);
     berth_access_log(remote, method, path, resp->status, req->entity.len, is_head ? 0 : resp->len, ms_since(t0),
                      berth_route_label(route));
-    h2o_send_inline(req, resp->body != NULL ? resp->body : "", resp->len);
+    h2o_send_inline(req, resp->body != NULL ? resp->body : "", resp->body != NULL ? resp->len : 0); /* a length alone: HEAD */
 }
 
 static void on_guard_dispose(void *p)

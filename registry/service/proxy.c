@@ -61,11 +61,52 @@ static struct {
     berth_proxy_stats_t st;
 } P = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER, .ttl = 60};
 
+/* Upstream HEAD answers for blobs not held: direct-mapped, a newer answer takes the slot */
+#define HEAD_SLOTS 512
+static struct {
+    char key[BERTH_NAME_MAX + BERTH_REF_MAX + 4]; /* repo|digest */
+    int64_t size;
+    time_t until;
+} H[HEAD_SLOTS];
+
 #define COUNT(field, n) __atomic_add_fetch(&P.st.field, (uint64_t)(n), __ATOMIC_RELAXED)
 
 int berth_proxy_manifest_ttl(void)
 {
     return P.ttl;
+}
+
+static size_t head_slot(const char *key)
+{
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    for (const unsigned char *p = (const unsigned char *)key; *p; p++)
+        h = (h ^ *p) * 1099511628211ull;
+    return (size_t)(h % HEAD_SLOTS);
+}
+
+static void head_put(const char *repo, const char *digest, int64_t size)
+{
+    char key[sizeof(H[0].key)];
+    snprintf(key, sizeof(key), "%s|%s", repo, digest);
+    size_t i = head_slot(key);
+    pthread_mutex_lock(&P.mu);
+    snprintf(H[i].key, sizeof(H[i].key), "%s", key);
+    H[i].size = size;
+    H[i].until = time(NULL) + P.ttl;
+    pthread_mutex_unlock(&P.mu);
+}
+
+int berth_proxy_head_lookup(const char *repo, const char *digest, int64_t *size)
+{
+    char key[sizeof(H[0].key)];
+    snprintf(key, sizeof(key), "%s|%s", repo, digest);
+    size_t i = head_slot(key);
+    pthread_mutex_lock(&P.mu);
+    int found = strcmp(H[i].key, key) == 0 && H[i].until > time(NULL);
+    if (found)
+        *size = H[i].size;
+    pthread_mutex_unlock(&P.mu);
+    return found;
 }
 
 void berth_proxy_check_name(berth_proxy_kind_t kind, const char *ref, char *out, size_t outsz)
@@ -395,6 +436,33 @@ static int fetch_blob(fetch_t *f, berth_err_t *err)
     return 0;
 }
 
+/* A HEAD of a blob not held: the upstream's HEAD says whether it exists and its size; the body is fetched only
+ * when a client GETs it */
+static int fetch_blob_head(fetch_t *f, berth_err_t *err)
+{
+    const berth_proxy_need_t *n = f->need;
+    char path[700];
+    berth_http_t r;
+    snprintf(path, sizeof(path), "/v2/%s/blobs/%s", f->upname, n->ref);
+    COUNT(upstream_requests, 1);
+    int t = berth_client_do(f->client, "HEAD", path, NULL, NULL, 0, &r);
+    long st = r.status;
+    long long len = r.content_length;
+    int other = r.digest[0] != '\0' && strcmp(r.digest, n->ref) != 0;
+    berth_http_dispose(&r);
+    if (t == 0 && st == 404)
+        return berth_err_set(err, BERTH_OCI_BLOB_UNKNOWN, "%s is not known upstream", n->ref);
+    if (t != 0 || st != 200 || len < 0 || other)
+        return berth_err_set(err, BERTH_OCI_UNAVAILABLE, "proxy: upstream %s %s%ld%s for HEAD of blob %s/%s", f->url,
+                             t != 0 ? "failed after HTTP " : "answered HTTP ", st,
+                             other     ? " with another digest"
+                             : len < 0 ? " without a length"
+                                       : "",
+                             f->upname, n->ref);
+    head_put(n->repo, n->ref, (int64_t)len);
+    return 0;
+}
+
 /* Referrers pass through: the upstream's list names manifests; those not held are fetched and stored by digest
  * (their subject is the digest asked), so the answer is built from what is held, filters included. An upstream
  * without the referrers API, or one that fails, leaves what is held. */
@@ -444,6 +512,8 @@ static int already_done(berth_dbconn_t *c, const berth_proxy_need_t *n)
     berth_db_proxy_t facts;
     switch (n->kind) {
     case BERTH_PROXY_BLOB: return berth_db_blob_stat(c, n->repo, n->ref, &size, NULL) == 0;
+    case BERTH_PROXY_BLOB_HEAD:
+        return berth_db_blob_stat(c, n->repo, n->ref, &size, NULL) == 0 || berth_proxy_head_lookup(n->repo, n->ref, &size);
     case BERTH_PROXY_DIGEST:
     case BERTH_PROXY_TAG: {
         if (n->kind == BERTH_PROXY_TAG &&
@@ -490,6 +560,7 @@ static int run_flight(flight_t *fl, berth_err_t *err)
             rc = open_upstream(&f, fl->need.kind == BERTH_PROXY_BLOB ? -1 : MANIFEST_TIMEOUT_S, err);
             if (rc == 0)
                 rc = fl->need.kind == BERTH_PROXY_BLOB        ? fetch_blob(&f, err)
+                     : fl->need.kind == BERTH_PROXY_BLOB_HEAD ? fetch_blob_head(&f, err)
                      : fl->need.kind == BERTH_PROXY_REFERRERS ? fetch_referrers(&f, err)
                                                               : fetch_manifest(&f, err);
             berth_client_free(f.client);
@@ -552,7 +623,7 @@ void berth_proxy_fetch(const berth_proxy_need_t *need, berth_proxy_done_fn done,
 void berth_proxy_fetch_stream(const berth_proxy_need_t *need, berth_proxy_start_fn start, berth_proxy_done_fn done, void *ctx)
 {
     char key[sizeof(((flight_t *)0)->key)];
-    static const char kind_letter[] = "-tdbr"; /* by berth_proxy_kind_t */
+    static const char kind_letter[] = "-tdbrh"; /* by berth_proxy_kind_t */
     snprintf(key, sizeof(key), "%c|%s|%s", kind_letter[need->kind], need->repo, need->ref);
     waiter_t *w = calloc(1, sizeof(*w));
     w->done = done;

@@ -32,6 +32,7 @@ typedef enum {
     BERTH_PROXY_DIGEST,    /* a manifest by digest, absent here */
     BERTH_PROXY_BLOB,      /* a blob, absent from the repository */
     BERTH_PROXY_REFERRERS, /* the referrers of a digest: the upstream's list, at most every TTL; those not held are stored */
+    BERTH_PROXY_BLOB_HEAD, /* a HEAD of a blob absent from the repository: the upstream's HEAD, nothing fetched or stored */
 } berth_proxy_kind_t;
 
 /** What a request needs from the upstream. Plain data: the request's job carries it to the fetch. */
@@ -52,6 +53,11 @@ typedef struct st_berth_proxy_conf_t {
 int berth_proxy_start(struct st_berth_registry_t *reg, const berth_proxy_conf_t *conf, berth_err_t *err);
 /** Finish fetches in flight (their waiters get their answer), then join the threads. */
 void berth_proxy_stop(void);
+/**
+ * What an upstream HEAD said of a blob not held here (BERTH_PROXY_BLOB_HEAD): 1 with *size while the answer is
+ * younger than proxy.manifest_ttl, 0 none. A HEAD is answered from it without fetching the body.
+ */
+int berth_proxy_head_lookup(const char *repo, const char *digest, int64_t *size);
 /** proxy.manifest_ttl in seconds. */
 int berth_proxy_manifest_ttl(void);
 /** The name under which the upstream check of `kind` on `ref` is timed (the tag; "referrers/<digest>"); "" none. */

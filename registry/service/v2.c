@@ -355,9 +355,18 @@ static int do_blob_get(berth_registry_t *reg, berth_dbconn_t *c, const berth_v2_
         return rc;
     uint64_t epoch = berth_cache_epoch(rq->route.name);
     if ((rc = berth_db_blob_stat(c, rq->route.name, d.str, &size, err)) != 0) {
+        int head = is(rq->method, "HEAD");
+        if (head && is_miss(rc, err) && berth_proxy_head_lookup(rq->route.name, d.str, &size)) {
+            /* what the upstream's HEAD said, within the TTL: a length and no body (core/resp.h) */
+            berth_resp_header(resp, "docker-content-digest", "%s", d.str);
+            berth_resp_body(resp, 200, NULL, (size_t)size, "application/octet-stream");
+            return 0;
+        }
         berth_err_t perr;
         berth_err_clear(&perr);
-        int proxied, need = is_miss(rc, err) ? needs_upstream(c, rq, BERTH_PROXY_BLOB, NULL, &proxied, &perr) : 0;
+        int proxied, need = is_miss(rc, err)
+                                ? needs_upstream(c, rq, head ? BERTH_PROXY_BLOB_HEAD : BERTH_PROXY_BLOB, NULL, &proxied, &perr)
+                                : 0;
         if (need < 0)
             *err = perr;
         return need == 0 ? rc : need < 0 ? need : 0;

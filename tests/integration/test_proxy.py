@@ -89,7 +89,8 @@ class Upstream:
                 for k, v in r.getheaders():
                     if k.lower() not in ("connection", "transfer-encoding", "content-length"):
                         self.send_header(k, v)
-                self.send_header("Content-Length", str(len(data)))
+                # a HEAD answer has no body: its length is the upstream's
+                self.send_header("Content-Length", r.getheader("Content-Length", "0") if method == "HEAD" else str(len(data)))
                 self.end_headers()
                 if method == "HEAD":
                     return
@@ -424,6 +425,38 @@ class ProxyDistribution(BerthTestCase):
         self.assertGreaterEqual(self.up.count("HEAD", "/v2/library/moving/manifests/latest"), 1)
         # the older manifest stays (by digest), as after any push that moves a tag
         self.assertEqual(pull_manifest(self.b, "hub/library/moving", d1)[1], d1)
+
+    def test_head_of_a_missing_blob_asks_the_upstream_head_and_fetches_nothing(self):
+        data = os.urandom(3 << 20)
+        digest = dist_blob(self.dport, "library/headonly", data)
+        url = "http://%s:%d/v2/hub/library/headonly/blobs/%s" % (self.b.ip, self.b.port, digest)
+
+        def curl_head():  # a stock client
+            out = subprocess.run(["curl", "-sS", "-I", "-H", "Authorization: " + ADMIN_AUTH, url], capture_output=True, text=True,
+                                 timeout=60, check=True).stdout
+            lines = out.strip().splitlines()
+            hdrs = {k.strip().lower(): v.strip() for k, _, v in (l.partition(":") for l in lines[1:])}
+            return int(lines[0].split()[1]), hdrs
+
+        for _ in range(2):  # the second within the TTL: from the first one's answer
+            st, h = curl_head()
+            self.assertEqual(st, 200, h)
+            self.assertEqual(int(h["content-length"]), len(data))
+            self.assertEqual(h["docker-content-digest"], digest)
+        self.assertEqual(self.up.count("HEAD", "/v2/library/headonly/blobs/" + digest), 1)
+        self.assertEqual(self.up.count("GET", "/v2/library/headonly/blobs/" + digest), 0)  # the body was never fetched
+        self.assertFalse(os.path.exists(self.blob_path(digest)))
+        self.assertEqual(psql("SELECT count(*) FROM blobs WHERE digest = '%s'" % digest, dbname=self.b.dbname), "0")
+        # a GET then fetches it, once
+        st, _, blob = self.b.request("GET", "/v2/hub/library/headonly/blobs/" + digest)
+        self.assertEqual((st, sha256(blob)), (200, digest))
+        self.assertEqual(self.up.count("GET", "/v2/library/headonly/blobs/" + digest), 1)
+        # unknown upstream: 404, and an upstream that fails: 503, neither a 200 with no length
+        st, _, _ = self.b.request("HEAD", "/v2/hub/library/headonly/blobs/" + sha256(b"nothing here"))
+        self.assertEqual(st, 404)
+        self.up.mode = "503"
+        st, _, _ = self.b.request("HEAD", "/v2/hub/library/headonly/blobs/" + sha256(b"nor here"))
+        self.assertEqual(st, 503)
 
     def test_corrupted_upstream_bytes_are_refused_and_nothing_stored(self):
         data = os.urandom(200000)
