@@ -59,7 +59,7 @@ static int write_conf(const berth_edge_conf_t *c, const char *path)
             "  upstream berth_upload { server 127.0.0.1:%d max_conns=%d; keepalive %d; keepalive_timeout %ds; }\n"
             "  server {\n"
             "    listen %s backlog=%d;\n",
-            geteuid() == 0 ? "user root;\n" : "", c->workers, c->run_dir, c->limits->nofile, c->limits->worker_connections,
+            geteuid() == 0 ? "user root;\n" : "", c->workers, c->run_dir, c->limits->worker_nofile, c->limits->worker_connections,
             c->run_dir, c->run_dir, c->run_dir, c->run_dir, c->run_dir, c->api_port, c->limits->upstream_max_conns, c->upload_port,
             c->limits->upstream_max_conns, upload_keepalive, c->upload_idle_timeout, c->listen, c->limits->backlog);
     if (c->tls_listen != NULL)

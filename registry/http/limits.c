@@ -31,6 +31,30 @@ static int read_somaxconn(void)
     return v > 0 ? (int)v : 4096;
 }
 
+long berth_limits_size(berth_limits_t *out, long nofile, int edge_workers)
+{
+    int workers = edge_workers > 0 ? edge_workers : 1;
+    /* More connection slots than a worker has descriptors, so descriptors always run out first: that is EMFILE
+     * on accept (nginx pauses accepting and clients wait in the backlog) or on an upstream connect (a 503 with
+     * Retry-After). Slots running low is worse: below 1/16 free, nginx closes idle keep-alive clients to reuse
+     * their slots ("worker_connections are not enough, reusing connections"), and a client whose request is
+     * on its way sees a reset. The slots are the descriptor limit itself (nginx warns at start when they
+     * exceed the limit it was started with) and each worker gets an eighth fewer descriptors than that
+     * (worker_rlimit_nofile, a lowering, so unprivileged): 1/9 of the slots stay free when the descriptors are
+     * gone. More slots would only cost memory, as nginx touches every slot of every worker at start (~450 bytes:
+     * 40,000 slots held 17 MiB per worker). */
+    long wc = nofile > WORKER_CONNECTIONS_MAX ? WORKER_CONNECTIONS_MAX : nofile;
+    out->worker_connections = (int)(wc < 64 ? 64 : wc);
+    out->worker_nofile = out->worker_connections - out->worker_connections / 9;
+    if (out->worker_nofile > nofile)
+        out->worker_nofile = nofile; /* a tiny limit: never ask for more than there is */
+    long up = (nofile - FILE_RESERVE) / workers;
+    out->upstream_max_conns = (int)(up < 64 ? 64 : up > WORKER_CONNECTIONS_MAX ? WORKER_CONNECTIONS_MAX : up);
+    /* every client costs a worker a downstream and (while proxied) an upstream descriptor */
+    long per_worker = out->worker_nofile - FILE_RESERVE;
+    return per_worker > 0 ? (long)workers * per_worker / 2 : 0;
+}
+
 void berth_limits_init(berth_limits_t *out, int edge_workers)
 {
     struct rlimit rl;
@@ -44,25 +68,11 @@ void berth_limits_init(berth_limits_t *out, int edge_workers)
     out->nofile_hard = rl.rlim_max == RLIM_INFINITY ? -1 : (long)rl.rlim_max;
     backlog = read_somaxconn();
     out->backlog = backlog;
-    /* More connection slots than descriptors, so descriptors always run out first: that is EMFILE on accept
-     * (nginx pauses accepting and clients wait in the backlog) or on an upstream connect (a 503 with
-     * Retry-After). Slots running low is worse: below 1/16 free, nginx closes idle keep-alive clients to reuse
-     * their slots ("worker_connections are not enough, reusing connections"), and a client whose request is
-     * on its way sees a reset. An eighth more slots than descriptors keeps 1/9 of them free when descriptors
-     * are gone; more would only cost memory, as nginx touches every slot of every worker at start (~450 bytes:
-     * twice the descriptors, 40,000 slots, held 17 MiB per worker). nginx warns at start that the slots exceed
-     * the descriptor limit; that is meant. */
-    long wc = out->nofile + out->nofile / 8;
-    if (wc > WORKER_CONNECTIONS_MAX)
-        wc = WORKER_CONNECTIONS_MAX;
-    out->worker_connections = (int)(wc < 1024 ? 1024 : wc);
-    long up = (out->nofile - FILE_RESERVE) / (edge_workers > 0 ? edge_workers : 1);
-    out->upstream_max_conns = (int)(up < 64 ? 64 : up > WORKER_CONNECTIONS_MAX ? WORKER_CONNECTIONS_MAX : up);
-    /* every client costs the edge a downstream and (while proxied) an upstream descriptor */
-    long clients = (long)edge_workers * (out->nofile - FILE_RESERVE) / 2;
-    berth_log_info("limits: %ld descriptors (hard %ld), edge worker_connections %d, upstream max_conns %d per worker, "
-                   "listen backlog %d (net.core.somaxconn): about %ld clients at once",
-                   out->nofile, out->nofile_hard, out->worker_connections, out->upstream_max_conns, out->backlog, clients);
+    long clients = berth_limits_size(out, out->nofile, edge_workers);
+    berth_log_info("limits: %ld descriptors (hard %ld), edge worker_connections %d, worker_rlimit_nofile %ld, upstream "
+                   "max_conns %d per worker, listen backlog %d (net.core.somaxconn): about %ld clients at once",
+                   out->nofile, out->nofile_hard, out->worker_connections, out->worker_nofile, out->upstream_max_conns,
+                   out->backlog, clients);
     if (clients < CLIENTS_EXPECTED)
         berth_log_warn("limits: the descriptor limit (ulimit -n / LimitNOFILE=, now %ld) holds about %ld clients at once; "
                        "raise its hard limit to hold more (README, Operations)",

@@ -9,7 +9,8 @@ typedef struct st_berth_limits_t {
     long nofile; /* descriptor limit after raising the soft limit to the hard one */
     long nofile_hard;
     int backlog;            /* for every listen(): net.core.somaxconn (the kernel caps any larger value to it) */
-    int worker_connections; /* per nginx worker: downstream + upstream connections */
+    long worker_nofile;     /* per nginx worker (worker_rlimit_nofile): below nofile, so it needs no privilege */
+    int worker_connections; /* per nginx worker: downstream + upstream connections, at most nofile */
     int upstream_max_conns; /* per nginx worker and internal listener: keeps berthd under its own descriptor limit */
 } berth_limits_t;
 
@@ -19,6 +20,11 @@ typedef struct st_berth_limits_t {
  * to raise when they hold fewer clients than a large burst needs.
  */
 void berth_limits_init(berth_limits_t *out, int edge_workers);
+/**
+ * Size the edge for a descriptor limit `nofile` and `edge_workers` nginx workers (no system calls, no log):
+ * fills worker_nofile, worker_connections and upstream_max_conns; returns how many clients it holds at once.
+ */
+long berth_limits_size(berth_limits_t *out, long nofile, int edge_workers);
 /** The backlog for listen(2) (berth_limits_init must have run; 4096 before). */
 int berth_limits_backlog(void);
 
