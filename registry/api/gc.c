@@ -155,9 +155,12 @@ static int set_schedule(berth_api_t *a, int status)
     }
     berth_api_audit(a, manual ? "create" : "update", manual ? "garbage_collection" : "garbage_collection_schedule", type, NULL,
                     rc == 0);
-    json_decref(body); /* `type` points into it */
-    if (rc == BERTH_EEXISTS)
+    json_decref(body);         /* `type` points into it */
+    if (rc == BERTH_EEXISTS) { /* the active run may be a dead instance's: this collector looks now whether its lease ran
+                                * out and takes it over, instead of at its next tick (gc.c, every 20 s) */
+        berth_gc_wake();
         return berth_api_fail(a, BERTH_OCI_CONFLICT, "a garbage collection run is already pending or running");
+    }
     if (rc != 0)
         return berth_api_err(a, &err);
     if (!manual) {

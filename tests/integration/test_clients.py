@@ -212,12 +212,78 @@ class TLSAndLargeUploads(unittest.TestCase):
         st, h, _ = self.b.request("HEAD", "/v2/large/blob/blobs/" + digest)
         self.assertEqual((st, int(h["content-length"])), (200, size))
         # streamed, not buffered: berthd's peak memory stays far below the body size
-        status = open("/proc/%d/status" % self.b.proc.pid).read()
+        with open("/proc/%d/status" % self.b.proc.pid) as f:
+            status = f.read()
         hwm_kib = int([line for line in status.splitlines() if line.startswith("VmHWM")][0].split()[1])
         print("\nlarge upload over TLS HTTP/1.1: %d bytes in %.1f s (%.0f MiB/s), berthd VmHWM %.1f MiB"
               % (size, elapsed, size / elapsed / 2 ** 20, hwm_kib / 1024))
         self.assertLess(hwm_kib, 256 * 1024, "berthd peak RSS %d KiB" % hwm_kib)
+        # and pulled back through the edge (s3: proxied from the gateway; filesystem: sendfile), hashed as it
+        # streams, while the resident memory of berthd and of its edge processes is sampled
+        sampler = RssSampler(self.b.proc.pid)
+        t0 = time.time()
+        pull = subprocess.Popen(["curl", "-sS", "--http1.1", "--cacert", self.cert, "-u", ADMIN_CREDS, "-L", "--fail",
+                                 self.url + "/v2/large/blob/blobs/" + digest], stdout=subprocess.PIPE)
+        got, n = hashlib.sha256(), 0
+        while True:
+            block = pull.stdout.read(1 << 20)
+            if not block:
+                break
+            got.update(block)
+            n += len(block)
+        pull.stdout.close()
+        self.assertEqual(pull.wait(TIMEOUT), 0)
+        elapsed = time.time() - t0
+        peak = sampler.stop()
+        self.assertEqual((n, "sha256:" + got.hexdigest()), (size, digest))
+        print("large pull: %d bytes in %.1f s (%.0f MiB/s), peak RSS berthd %.1f MiB, edge %.1f MiB (%d samples)"
+              % (size, elapsed, size / elapsed / 2 ** 20, peak["berthd"] / 1024, peak["edge"] / 1024, peak["samples"]))
+        self.assertGreater(peak["samples"], 3, "the transfer was sampled")
+        self.assertLess(peak["berthd"], 256 * 1024, "berthd peak RSS during the pull (KiB)")
+        self.assertLess(peak["edge"], 128 * 1024, "edge (nginx) peak RSS during the pull, all its processes (KiB)")
         self.b.remove_blob(digest)  # reclaim the disk now; the test is over
+
+
+def _rss_kib(pid):
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            return int([line for line in f if line.startswith("VmRSS")][0].split()[1])
+    except (OSError, IndexError):
+        return 0
+
+
+def _children(pid):
+    try:
+        with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
+            return [int(x) for x in f.read().split()]
+    except OSError:
+        return []
+
+
+class RssSampler:
+    """Peak resident memory of a berthd and, apart, of its descendants (the edge nginx), every 50 ms in a thread."""
+
+    def __init__(self, pid):
+        import threading
+        self.pid, self.peak, self.done = pid, {"berthd": 0, "edge": 0, "samples": 0}, threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self):
+        while not self.done.wait(0.05):
+            todo, edge = _children(self.pid), 0
+            while todo:
+                c = todo.pop()
+                edge += _rss_kib(c)
+                todo.extend(_children(c))
+            self.peak["berthd"] = max(self.peak["berthd"], _rss_kib(self.pid))
+            self.peak["edge"] = max(self.peak["edge"], edge)
+            self.peak["samples"] += 1
+
+    def stop(self):
+        self.done.set()
+        self.thread.join()
+        return self.peak
 
 
 if __name__ == "__main__":

@@ -404,5 +404,108 @@ class Many(unittest.TestCase):
             shutil.rmtree(tmp, ignore_errors=True)
 
 
+def object_status(node, digest):
+    """HEAD of a blob's object in the bucket, signed with the test gateway's key (curl's SigV4): 200 or 404."""
+    e = node.env
+    url = "%s/%s/%s/blobs/sha256/%s/%s" % (e["BERTH_S3_ENDPOINT"], e["BERTH_S3_BUCKET"], e["BERTH_S3_PREFIX"], digest[7:9], digest[7:])
+    return int(run(["curl", "-s", "-I", "-o", "/dev/null", "-w", "%{http_code}", "--aws-sigv4", "aws:amz:%s:s3" % e["BERTH_S3_REGION"],
+                    "--user", "%s:%s" % (e["BERTH_S3_ACCESS_KEY"], e["BERTH_S3_SECRET_KEY"]), "-H",
+                    "x-amz-content-sha256: UNSIGNED-PAYLOAD", url]))
+
+
+class ManyGc(unittest.TestCase):
+    """GC on the s3 driver with two berthd on one database and bucket: the instance running it is killed with
+    SIGKILL in the blob sweep, the other takes the run over when its lease runs out and finishes it where it
+    stopped; nothing referenced is lost (every blob byte-verified), the garbage objects are gone from the bucket."""
+    N = 1500  # garbage rows (no objects) besides the real garbage: a sweep long enough to be killed in the middle
+    ENV = {"BERTH_GC_GRACE_SECONDS": "0", "BERTH_GC_LEASE_SECONDS": "2", "BERTH_GC_BATCH": "20"}
+
+    def setUp(self):
+        a = Berthd(env=self.ENV).start().project("gc")
+        self.nodes = [a, Berthd(dbname=a.dbname, storage=a.storage, env=self.ENV).start()]
+
+    def tearDown(self):
+        for n in self.nodes:
+            n.cleanup()
+
+    def run(self, result=None):
+        res = super().run(result)
+        if result is not None and any(t is self for t, _ in result.failures + result.errors):
+            for i, n in enumerate(self.nodes):
+                print("\n--- berthd %d log ---\n%s" % (i, n.logs()[-6000:]))
+        return res
+
+    def gc_run(self, node, rid):
+        st, _, body = node.request("GET", "/api/v2.0/system/gc/%d" % rid)
+        self.assertEqual(st, 200, body)
+        return json.loads(body)
+
+    def test_kill_9_during_gc_another_instance_finishes_it(self):
+        a, b = self.nodes
+        keep = []
+        for i in range(3):  # referenced: three images of two 300 KiB layers each (their config shared)
+            keep.append(a.push_image("gc/keep", "v%d" % i, layers=2, size=300 * 1024, seed=100 + i))
+        garbage = [a.push_blob("gc/keep", os.urandom(4096 + i)) for i in range(30)]  # unreferenced, real objects
+        salt = os.urandom(4).hex()
+        psql("WITH g AS (SELECT 'sha256:' || encode(sha256(convert_to('garbage-%s-' || i, 'UTF8')), 'hex') AS d, "
+             "length('garbage-%s-' || i) AS s FROM generate_series(0, %d) i), b AS (INSERT INTO blobs (digest, size, created_at) "
+             "SELECT d, s, now() - interval '1 day' FROM g) INSERT INTO repository_blobs (repository_id, digest, created_at) "
+             "SELECT (SELECT id FROM repositories WHERE name = 'gc/keep'), d, now() - interval '1 day' FROM g"
+             % (salt, salt, self.N - 1), a.dbname)
+        for d in garbage[:3]:
+            self.assertEqual(object_status(a, d), 200)
+        referenced = {}
+        for n in range(3):
+            st, _, body = a.request("GET", "/v2/gc/keep/manifests/v%d" % n, headers={"Accept": ACCEPT_ALL})
+            m = json.loads(body)
+            for l in m["layers"] + [m["config"]]:
+                referenced[l["digest"]] = None
+        st, h, body = a.request("POST", "/api/v2.0/system/gc/schedule", json.dumps(
+            {"schedule": {"type": "Manual"}, "parameters": {"delete_untagged": False, "dry_run": False}}).encode(),
+                                {"Content-Type": "application/json"})
+        self.assertEqual(st, 201, body)
+        rid = int(h["location"].rsplit("/", 1)[1])
+        deadline = time.time() + 60
+        while True:  # in the blob sweep, after some rows went and before all did
+            p = self.gc_run(a, rid)["progress"]
+            if p["phase"] == 6 and p["blobs_deleted"] > 0 or p["phase"] > 6:
+                break
+            self.assertLess(time.time(), deadline)
+            time.sleep(0.01)
+        a.stop(signal.SIGKILL)
+        t_kill = time.time()
+        killed = json.loads(psql("SELECT row_to_json(r) FROM gc_runs r WHERE id = %d" % rid, a.dbname))
+        self.assertEqual(killed["status"], "Running")
+        self.assertLess(killed["blobs_deleted"], self.N, "the run ended before the kill: raise N")
+        time.sleep(2.2)  # the lease; then a run asked for on b (409: one is active) makes b's collector look now
+        st, _, body = b.request("POST", "/api/v2.0/system/gc/schedule", json.dumps(
+            {"schedule": {"type": "Manual"}, "parameters": {"delete_untagged": False, "dry_run": False}}).encode(),
+                                {"Content-Type": "application/json"})
+        self.assertEqual(st, 409, body)
+        deadline = time.time() + 30
+        while True:
+            r = self.gc_run(b, rid)
+            if r["job_status"] in ("Success", "Error", "Stopped"):
+                break
+            self.assertLess(time.time(), deadline, r)
+            time.sleep(0.1)
+        st, _, log = b.request("GET", "/api/v2.0/system/gc/%d/log" % rid)
+        log = log.decode()
+        print("\ngc run killed with %d of %d blob rows deleted; finished by the other instance %.1f s after the kill"
+              % (killed["blobs_deleted"], self.N + len(garbage), time.time() - t_kill))
+        self.assertEqual(r["job_status"], "Success", log)
+        self.assertEqual(log.count("started:"), 1, log)  # continued, not started over
+        self.assertEqual(r["progress"]["blobs_deleted"], self.N + len(garbage), log)
+        for d in garbage:  # gone from the bucket, rows deleted before the kill included (the orphan sweep)
+            self.assertEqual(object_status(b, d), 404, d)
+        for n in range(3):
+            st, h, body = b.request("GET", "/v2/gc/keep/manifests/v%d" % n, headers={"Accept": ACCEPT_ALL})
+            self.assertEqual((st, h["docker-content-digest"], body), (200, keep[n][0], keep[n][1]))
+        for d in referenced:  # every referenced blob whole
+            st, _, body = b.request("GET", "/v2/gc/keep/blobs/" + d)
+            self.assertEqual((st, sha256(body)), (200, d))
+        a.start()  # the killed instance comes back to a finished run
+        self.assertEqual(self.gc_run(a, rid)["job_status"], "Success")
+
 if __name__ == "__main__":
     main()
