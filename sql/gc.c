@@ -135,7 +135,7 @@ const berth_db__stmt_t berth_db__gc_stmts[BERTH_SQL__COUNT] = {
                   "marks_id = coalesce(u.marks_id, u.id) WHERE u.id = (SELECT id FROM gc_runs WHERE status IN ('Pending', "
                   "'Running', 'Stopping') AND (status = 'Pending' OR lease_until IS NULL OR lease_until < now() OR "
                   "lease_owner = $1::text) ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING json_build_object('id', "
-                  "u.id, 'dry_run', u.dry_run, 'delete_untagged', u.delete_untagged, 'marks', u.marks_id, 'grace', "
+                  "u.id, 'dry_run', u.dry_run, 'delete_untagged', u.delete_untagged, 'workers', u.workers, 'marks', u.marks_id, 'grace', "
                   "u.grace_seconds, 'state', " RUN_STATE ")::text",
         3),
     /* $1 id, $2 owner, $3 lease: heartbeat; answers the status ('Stopping' asks the collector to stop) */

@@ -54,9 +54,11 @@ typedef struct {
     char idbuf[24], marks[24], grace[24], lease[24], batch[24];
     int dry, untagged;
     long grace_s;
-    int listed;          /* digests named in the log so far */
-    long long pass_done; /* manifests deleted in the current pass (another pass follows when > 0) */
-    json_t *state;       /* the run's row as the last statement returned it */
+    int workers;            /* threads that unlink the files of swept blobs (the run's `workers`, 1..UNLINK_MAX) */
+    int listed;             /* digests named in the log so far */
+    long long pass_done;    /* manifests deleted in the current pass (another pass follows when > 0) */
+    json_t *state;          /* the run's row as the last statement returned it */
+    struct unlinker *files; /* started by the first blob batch */
 } run_t;
 
 typedef enum { GO_ON, DONE, HALT } step_t; /* HALT: stopped, lost the lease, or an error: leave this run */
@@ -263,6 +265,116 @@ static int remove_files(berth_dbconn_t *c, json_t *digests, json_t *sizes, long 
     return (rc = berth_db_commit(c, err)) != 0 ? rc : removed;
 }
 
+/*
+ * The files of committed blob batches are unlinked on the run's `workers` threads, each with its own connection
+ * for the batch's file locks (remove_files: the same rule as before), while the collector sweeps the next batch:
+ * at a million rows the unlinks, not the SQL, were most of the blob sweep (docs/benchmarks.md). The queue is short
+ * (the sweep waits when it is full) and drained before the phase moves on, so the orphan phase and the log see
+ * every file of the sweep gone.
+ */
+#define UNLINK_MAX 5   /* Harbor's workers: 1..5 */
+#define UNLINK_QUEUE 2 /* batches waiting per thread */
+
+typedef struct unlinker {
+    pthread_mutex_t mu;
+    pthread_cond_t more, room;
+    json_t *queue; /* batches: JSON arrays of {digest} objects */
+    int n, busy, quit;
+    long long run_id;
+    pthread_t th[UNLINK_MAX];
+} unlinker_t;
+
+static void *unlinker_main(void *data)
+{
+    unlinker_t *u = data;
+    pthread_mutex_lock(&u->mu);
+    for (;;) {
+        while (json_array_size(u->queue) == 0 && !u->quit)
+            pthread_cond_wait(&u->more, &u->mu);
+        if (json_array_size(u->queue) == 0)
+            break;
+        json_t *batch = json_incref(json_array_get(u->queue, 0));
+        json_array_remove(u->queue, 0);
+        u->busy++;
+        pthread_cond_broadcast(&u->room);
+        pthread_mutex_unlock(&u->mu);
+        berth_err_t err;
+        berth_err_clear(&err);
+        berth_dbconn_t *c = berth_db_acquire(gc.db, &err);
+        if (c == NULL || remove_files(c, batch, NULL, NULL, &err) < 0)
+            berth_log_warn("gc run %lld: files of %zu deleted blob(s) left for the orphan sweep: %s", u->run_id,
+                           json_array_size(batch), err.msg);
+        if (c != NULL)
+            berth_db_release(gc.db, c);
+        json_decref(batch);
+        pthread_mutex_lock(&u->mu);
+        u->busy--;
+        pthread_cond_broadcast(&u->room);
+    }
+    pthread_mutex_unlock(&u->mu);
+    return NULL;
+}
+
+/* NULL when no thread starts: the caller then unlinks in line */
+static unlinker_t *unlinker_start(long long run_id, int n)
+{
+    unlinker_t *u = calloc(1, sizeof(*u));
+    if (u == NULL)
+        return NULL;
+    pthread_mutex_init(&u->mu, NULL);
+    pthread_cond_init(&u->more, NULL);
+    pthread_cond_init(&u->room, NULL);
+    u->queue = json_array();
+    u->run_id = run_id;
+    for (; u->n < n && u->n < UNLINK_MAX; u->n++)
+        if (pthread_create(&u->th[u->n], NULL, unlinker_main, u) != 0)
+            break;
+    if (u->n > 0)
+        return u;
+    json_decref(u->queue);
+    free(u);
+    return NULL;
+}
+
+/* takes `batch` (the threads' own copy: jansson's values are not shared across threads here) */
+static void unlinker_push(unlinker_t *u, json_t *batch)
+{
+    pthread_mutex_lock(&u->mu);
+    while (json_array_size(u->queue) >= (size_t)u->n * UNLINK_QUEUE)
+        pthread_cond_wait(&u->room, &u->mu);
+    json_array_append_new(u->queue, batch);
+    pthread_cond_signal(&u->more);
+    pthread_mutex_unlock(&u->mu);
+}
+
+/* every batch handed over so far is done */
+static void unlinker_drain(unlinker_t *u)
+{
+    if (u == NULL)
+        return;
+    pthread_mutex_lock(&u->mu);
+    while (json_array_size(u->queue) > 0 || u->busy > 0)
+        pthread_cond_wait(&u->room, &u->mu);
+    pthread_mutex_unlock(&u->mu);
+}
+
+static void unlinker_stop(unlinker_t *u)
+{
+    if (u == NULL)
+        return;
+    pthread_mutex_lock(&u->mu);
+    u->quit = 1; /* the threads finish the queue first */
+    pthread_cond_broadcast(&u->more);
+    pthread_mutex_unlock(&u->mu);
+    for (int i = 0; i < u->n; i++)
+        pthread_join(u->th[i], NULL);
+    json_decref(u->queue);
+    pthread_cond_destroy(&u->more);
+    pthread_cond_destroy(&u->room);
+    pthread_mutex_destroy(&u->mu);
+    free(u);
+}
+
 /* ---- phases --------------------------------------------------------------------------------------------- */
 
 /* One mark statement in its own transaction, committed only while this berthd still holds the run: a berthd
@@ -401,7 +513,11 @@ static step_t sweep_batch(berth_dbconn_t *c, run_t *r, int kind, berth_err_t *er
             lines_add(&l, r, line("deleted manifest %s@%s", repo, dg));
         }
     } else if (kind == 3) {
-        if (remove_files(c, deleted, NULL, NULL, err) < 0)
+        if (r->files == NULL && json_array_size(deleted) > 0)
+            r->files = unlinker_start(r->id, r->workers > 1 ? r->workers : 1);
+        if (r->files != NULL)
+            unlinker_push(r->files, json_deep_copy(deleted));
+        else if (remove_files(c, deleted, NULL, NULL, err) < 0)
             berth_log_warn("gc run %lld: files of %zu deleted blob(s) left for the orphan sweep: %s", r->id,
                            json_array_size(deleted), err->msg);
         for (size_t i = 0; i < json_array_size(deleted) && r->listed < LOG_LIST_MAX; i++) {
@@ -503,12 +619,13 @@ static step_t orphans(berth_dbconn_t *c, run_t *r, berth_err_t *err)
 }
 
 /* Work on a claimed run until it finishes, is stopped, loses its lease or meets an error */
-static void execute(berth_dbconn_t *c, run_t *r)
+static void execute_run(berth_dbconn_t *c, run_t *r)
 {
     berth_err_t err;
     berth_err_clear(&err);
     for (;;) {
         if (strcmp(status_of(r), "Stopping") == 0) {
+            unlinker_drain(r->files);
             end(c, r, "Stopped",
                 line("stopped at phase %lld; a new run with the same parameters resumes here", jint(r->state, "phase")), NULL);
             return;
@@ -540,6 +657,7 @@ static void execute(berth_dbconn_t *c, run_t *r)
                 r->pass_done = 0;
                 rc = phase(c, r, PH_SWEEP_MANIFESTS, NULL, &err);
             } else if (s == DONE) {
+                unlinker_drain(r->files); /* the count and the orphan phase come after the last file */
                 rc = phase(c, r, ph + 1,
                            kind == 1   ? line("deleted %lld manifest(s)", jint(r->state, "manifests_deleted"))
                            : kind == 2 ? line("deleted %lld blob link(s)", jint(r->state, "links_deleted"))
@@ -579,6 +697,13 @@ static void execute(berth_dbconn_t *c, run_t *r)
             return;
         }
     }
+}
+
+static void execute(berth_dbconn_t *c, run_t *r)
+{
+    execute_run(c, r);
+    unlinker_stop(r->files); /* a run left in the middle still unlinks what it committed */
+    r->files = NULL;
 }
 
 /* ---- the thread ----------------------------------------------------------------------------------------- */
@@ -632,7 +757,8 @@ static void tick(void *data, int stopping)
         run_t r = {.id = jint(claimed, "id"),
                    .dry = json_is_true(json_object_get(claimed, "dry_run")),
                    .untagged = json_is_true(json_object_get(claimed, "delete_untagged")),
-                   .grace_s = (long)jint(claimed, "grace")};
+                   .grace_s = (long)jint(claimed, "grace"),
+                   .workers = (int)jint(claimed, "workers")};
         snprintf(r.idbuf, sizeof(r.idbuf), "%lld", r.id);
         snprintf(r.marks, sizeof(r.marks), "%lld", jint(claimed, "marks"));
         snprintf(r.grace, sizeof(r.grace), "%ld", r.grace_s);
@@ -673,7 +799,7 @@ int berth_gc_start(berth_registry_t *reg, const berth_gc_conf_t *conf, berth_err
     snprintf(gc.owner, sizeof(gc.owner), "%.39s/%d/%02x%02x%02x%02x%02x%02x", host, (int)getpid(), rnd[0], rnd[1], rnd[2], rnd[3],
              rnd[4], rnd[5]);
     /* its own connection without the request deadline: a mark over a million rows takes longer than a request may */
-    int rc = berth_db_open(&gc.db, conf->database_url, 2, err);
+    int rc = berth_db_open(&gc.db, conf->database_url, 2 + UNLINK_MAX, err); /* + the unlinkers' (opened on first use) */
     if (rc != 0)
         return rc;
     if (berth_bgloop_start(&gc.loop, "berth-gc", gc.conf.interval_ms, tick, NULL) != 0) {

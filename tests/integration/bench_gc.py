@@ -7,7 +7,7 @@ during the run is compared with the same load while idle.
     BERTH_TEST_PG_DIR=… BERTH_TEST_PG_PORT=… python3 tests/integration/bench_gc.py
 
 Sizes: GC_BENCH_BLOBS (1000000), GC_BENCH_MANIFESTS (100000), GC_BENCH_GARBAGE (percent of manifests untagged, 20),
-GC_BENCH_LOAD_SECONDS (idle load phase, 20).
+GC_BENCH_LOAD_SECONDS (idle load phase, 20), GC_BENCH_WORKERS (the run's `workers`: threads unlinking files, 1).
 """
 import hashlib
 import json
@@ -24,6 +24,7 @@ BLOBS = int(os.environ.get("GC_BENCH_BLOBS", "1000000"))
 MANIFESTS = int(os.environ.get("GC_BENCH_MANIFESTS", "100000"))
 GARBAGE_PCT = int(os.environ.get("GC_BENCH_GARBAGE", "20"))
 LOAD_S = float(os.environ.get("GC_BENCH_LOAD_SECONDS", "20"))
+WORKERS = int(os.environ.get("GC_BENCH_WORKERS", "1"))
 REPOS = 1000
 PER_MANIFEST = BLOBS // MANIFESTS  # blobs each manifest lists (10)
 
@@ -109,7 +110,7 @@ try:
     time.sleep(1)
     t0 = time.time()
     st, h, _ = b.request("POST", "/api/v2.0/system/gc/schedule", json.dumps(
-        {"schedule": {"type": "Manual"}, "parameters": {"delete_untagged": True}}).encode(), {"Content-Type": "application/json"})
+        {"schedule": {"type": "Manual"}, "parameters": {"delete_untagged": True, "workers": WORKERS}}).encode(), {"Content-Type": "application/json"})
     assert st == 201, st
     rid = h["location"].rsplit("/", 1)[1]
     while True:

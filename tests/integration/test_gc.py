@@ -18,16 +18,17 @@ GC_ENV = {"BERTH_GC_GRACE_SECONDS": "0", "BERTH_GC_LEASE_SECONDS": "2"}
 JSON = {"Content-Type": "application/json"}
 
 
-def start_gc(b, delete_untagged=False, dry_run=False, auth=H.ADMIN_AUTH):
-    body = json.dumps({"schedule": {"type": "Manual"}, "parameters": {"delete_untagged": delete_untagged, "dry_run": dry_run}})
+def start_gc(b, delete_untagged=False, dry_run=False, auth=H.ADMIN_AUTH, workers=1):
+    body = json.dumps({"schedule": {"type": "Manual"},
+                       "parameters": {"delete_untagged": delete_untagged, "dry_run": dry_run, "workers": workers}})
     return b.request("POST", "/api/v2.0/system/gc/schedule", body.encode(), JSON, auth=auth)
 
 
-def run_gc(b, delete_untagged=False, dry_run=False, timeout=120):
+def run_gc(b, delete_untagged=False, dry_run=False, timeout=120, workers=1):
     """Start a run (waiting while another one is active) and wait for it; returns its JSON."""
     deadline = time.time() + timeout
     while True:
-        st, h, body = start_gc(b, delete_untagged, dry_run)
+        st, h, body = start_gc(b, delete_untagged, dry_run, workers=workers)
         if st == 201:
             break
         assert st == 409, (st, body)
@@ -364,7 +365,8 @@ class GcRace(H.BerthTestCase):
 
             def collector():
                 while not stop.is_set():
-                    run = run_gc(b, delete_untagged=False)
+                    # workers 1, 2, 3 in turn: the files of the batches are unlinked on that many threads of their own
+                    run = run_gc(b, delete_untagged=False, workers=1 + stats["runs"] % 3)
                     if run["job_status"] != "Success":
                         errors.append("run %s" % run)
                         return
