@@ -84,10 +84,18 @@ static void entry_clear(entry_t *e)
     memset(e, 0, sizeof(*e));
 }
 
+double berth_cache_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
 static void copy_val(berth_cache_val_t *dst, const berth_cache_val_t *src)
 {
     memcpy(dst->digest, src->digest, sizeof(dst->digest));
     dst->len = src->len;
+    dst->until = src->until;
     dst->media_type = src->media_type != NULL ? strdup(src->media_type) : NULL;
     dst->link = src->link != NULL ? strdup(src->link) : NULL;
     dst->content = NULL;
@@ -117,7 +125,7 @@ int berth_cache_get(berth_cache_kind_t kind, const char *repo, const char *ref, 
         entry_t *e = &table[b][w];
         if (e->key == NULL || e->key_len != klen || memcmp(e->key, key, klen) != 0)
             continue;
-        if (e->epoch != ep || now - e->born > TTL_SECONDS) {
+        if (e->epoch != ep || now - e->born > TTL_SECONDS || (e->val.until != 0 && berth_cache_now() >= e->val.until)) {
             entry_clear(e);
             break;
         }

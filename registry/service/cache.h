@@ -21,7 +21,11 @@ typedef struct st_berth_cache_val_t {
     char *content;    /* manifests, tag lists */
     char *link;       /* tag lists: the Link header of the page, or NULL */
     size_t len;       /* content bytes, or blob size */
+    double until;     /* 0, or the monotonic second (berth_cache_now) from which the entry is a miss */
 } berth_cache_val_t;
+
+/** Seconds on the monotonic clock, for `until`. */
+double berth_cache_now(void);
 
 /** Epoch of a repository's slot and of the whole cache; read it before the query whose result you will insert. */
 uint64_t berth_cache_epoch(const char *repo);

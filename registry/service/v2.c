@@ -152,10 +152,12 @@ static void emit(const berth_v2_req_t *rq, berth_event_t *ev)
  * what is held (also when this is no proxy project), <0 on a database error. *proxied says whether it is one.
  */
 static int needs_upstream(berth_dbconn_t *c, const berth_v2_req_t *rq, berth_proxy_kind_t kind, const char *held, int *proxied,
-                          berth_err_t *err)
+                          double *fresh_for, berth_err_t *err)
 {
     berth_db_proxy_t f;
     *proxied = 0;
+    if (fresh_for != NULL)
+        *fresh_for = 0;
     if (rq->need == NULL || strchr(rq->route.name, '/') == NULL) /* "<project>/<upstream name>": a bare project has none */
         return 0;
     char checked[BERTH_REF_MAX + 16]; /* what proxy_tag_checks names: a tag, or the referrers of a digest */
@@ -165,6 +167,8 @@ static int needs_upstream(berth_dbconn_t *c, const berth_v2_req_t *rq, berth_pro
         return rc;
     *proxied = 1;
     int fresh = f.tag_age >= 0 && f.tag_age < berth_proxy_manifest_ttl();
+    if (fresh && fresh_for != NULL)
+        *fresh_for = berth_proxy_manifest_ttl() - f.tag_age;
     if (rq->proxy_done || (held != NULL && (checked[0] == '\0' || fresh)))
         return 0;
     berth_proxy_need_t *n = rq->need;
@@ -191,11 +195,12 @@ static int do_manifest_get(berth_registry_t *reg, berth_dbconn_t *c, const berth
     uint64_t epoch = berth_cache_epoch(rq->route.name); /* before the read: see cache.h */
     int rc = berth_db_manifest_get(c, rq->route.name, rq->route.ref, rq->route.ref_is_digest, &m, err);
     int proxied = 0;
+    double fresh_for = 0; /* a proxied tag: seconds until its next upstream check is due */
     if (rc == 0 || is_miss(rc, err)) {
         berth_err_t perr;
         berth_err_clear(&perr);
         int need = needs_upstream(c, rq, rq->route.ref_is_digest ? BERTH_PROXY_DIGEST : BERTH_PROXY_TAG, rc == 0 ? m.digest : NULL,
-                                  &proxied, &perr);
+                                  &proxied, &fresh_for, &perr);
         if (need != 0) {
             berth_db_manifest_dispose(&m);
             if (need < 0)
@@ -207,9 +212,12 @@ static int do_manifest_get(berth_registry_t *reg, berth_dbconn_t *c, const berth
         return rc;
     berth_cache_val_t v = {.media_type = m.media_type, .content = m.content, .len = m.len};
     snprintf(v.digest, sizeof(v.digest), "%s", m.digest);
-    /* a proxied tag is never answered from memory: its lookups must come here to be revalidated after the TTL */
-    if (!proxied || rq->route.ref_is_digest)
+    /* a proxied tag is answered from memory only until its next upstream check is due (proxy.manifest_ttl after
+     * the last one); then its lookups come here again to be revalidated */
+    if (!proxied || rq->route.ref_is_digest || fresh_for > 0) {
+        v.until = proxied && !rq->route.ref_is_digest ? berth_cache_now() + fresh_for : 0;
         berth_cache_put(BERTH_CACHE_MANIFEST, rq->route.name, rq->route.ref, epoch, &v);
+    }
     /* An index only goes to clients that say they understand it; single manifests are always served. */
     if (is_index_type(m.media_type) && !berth_manifest_accepts(rq->accept, rq->accept_len, m.media_type)) {
         berth_db_manifest_dispose(&m);
@@ -364,9 +372,9 @@ static int do_blob_get(berth_registry_t *reg, berth_dbconn_t *c, const berth_v2_
         }
         berth_err_t perr;
         berth_err_clear(&perr);
-        int proxied, need = is_miss(rc, err)
-                                ? needs_upstream(c, rq, head ? BERTH_PROXY_BLOB_HEAD : BERTH_PROXY_BLOB, NULL, &proxied, &perr)
-                                : 0;
+        int proxied, need = is_miss(rc, err) ? needs_upstream(c, rq, head ? BERTH_PROXY_BLOB_HEAD : BERTH_PROXY_BLOB, NULL,
+                                                              &proxied, NULL, &perr)
+                                             : 0;
         if (need < 0)
             *err = perr;
         return need == 0 ? rc : need < 0 ? need : 0;
@@ -402,7 +410,7 @@ static int do_referrers(berth_registry_t *reg, berth_dbconn_t *c, const berth_v2
     }
     berth_err_t perr;
     berth_err_clear(&perr);
-    int proxied, need = needs_upstream(c, rq, BERTH_PROXY_REFERRERS, "", &proxied, &perr); /* what is held always answers */
+    int proxied, need = needs_upstream(c, rq, BERTH_PROXY_REFERRERS, "", &proxied, NULL, &perr); /* what is held always answers */
     if (need != 0) {
         if (need < 0)
             *err = perr;
