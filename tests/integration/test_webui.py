@@ -152,7 +152,10 @@ class WebUI(BerthTestCase):
         self.assertEqual(self.api("POST", "/projects", {"project_name": "qroomy", "storage_limit": 1024 ** 3})[0], 201)
         self.b.push_image("qfull/app", "v1", size=17500)
         self.b.push_image("qroomy/app", "v1", size=2048)
-        self.run_browser("quota.e2e.mjs", {"admin_password": ADMIN_PASSWORD})
+        # the upstream a proxy-cache project is created with in the New project dialog (this Berth itself will do)
+        st, _, body = self.api("POST", "/registries", {"name": "upstream-hub", "type": "berth", "url": "http://" + self.b.host, "insecure": True})
+        self.assertEqual(st, 201, body)
+        self.run_browser("quota.e2e.mjs", {"admin_password": ADMIN_PASSWORD, "upstream": "upstream-hub"})
 
     def test_squashfs_in_the_browser(self):
         """The HPC squashfs on the artifact page and in the project settings (issue 15)."""

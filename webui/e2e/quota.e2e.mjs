@@ -1,5 +1,6 @@
 // Storage quotas: the admin's quota list with a usage bar per project, the limit editor (a bad value is refused in
 // the form, a good one is saved through PUT /quotas/{id}), and the bar on the project page and the projects list.
+// The New project dialog's other admin-only fields: a proxy cache's upstream registry and bandwidth limit.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { BASE, checkPage, close, openBrowser, settled } from "./lib.mjs";
@@ -66,4 +67,38 @@ test("a system admin sets the storage limit when creating a project", async () =
   await page.getByText(/of 5\.00 GiB/).waitFor();
   const q = await (await page.request.get(BASE + "/api/v2.0/quotas?page_size=100")).json();
   assert.equal(q.find((x) => x.ref.name === "qnew").hard.storage, 5 * 1024 ** 3);
+});
+
+test("a system admin creates a proxy-cache project with its upstream and bandwidth limit, then changes the limit", async () => {
+  await page.goto(BASE + "/projects");
+  await settled(page);
+  await page.getByRole("button", { name: "New project" }).click();
+  await page.getByLabel("Name").fill("pcache");
+  await page.getByRole("checkbox", { name: /Proxy cache/ }).check();
+  const regs = await (await page.request.get(BASE + "/api/v2.0/registries")).json();
+  const reg = regs.find((r) => r.name === F.upstream);
+  await page.getByLabel("Upstream registry").selectOption({ label: `${reg.name} (${reg.url})` });
+  await page.getByLabel(/^Upstream bandwidth limit/).fill("abc");
+  await page.getByRole("button", { name: "Create", exact: true }).click();
+  await page.getByText(/bandwidth limit must be a whole number/).waitFor();
+  await page.getByLabel(/^Upstream bandwidth limit/).fill("512");
+  await checkPage(page, "project-create-proxy", { settle: false });
+  await page.getByRole("button", { name: "Create", exact: true }).click();
+  await page.waitForURL(/\/projects\/pcache/);
+  await page.getByText("Proxy cache", { exact: true }).waitFor();
+  let p = await (await page.request.get(BASE + "/api/v2.0/projects/pcache")).json();
+  assert.equal(p.registry_id, reg.id);
+  assert.equal(p.metadata.proxy_speed_kb, "512");
+
+  await page.goto(BASE + "/projects/pcache/settings");
+  await settled(page);
+  await page.getByText(new RegExp("Proxy cache of " + F.upstream)).waitFor();
+  const speed = page.getByLabel(/^Upstream bandwidth limit/);
+  assert.equal(await speed.inputValue(), "512");
+  await checkPage(page, "project-settings-proxy");
+  await speed.fill("");
+  await page.getByRole("button", { name: "Save" }).click();
+  await page.getByText("Saved.").waitFor();
+  p = await (await page.request.get(BASE + "/api/v2.0/projects/pcache")).json();
+  assert.equal(p.metadata.proxy_speed_kb, "-1");
 });

@@ -5,6 +5,7 @@ import { ApiError, get, list, send } from "../api";
 import { formatAgo, formatTime, robotExpiry, ROLES, roleName } from "../format";
 import { Perms, ROBOT_PERMISSIONS, type Permission } from "../perms";
 import { listUrl, repoInProject } from "../query";
+import { parseSpeed } from "../proxy";
 import { navigate } from "../router";
 import { me } from "../session";
 import { copyText, Dialog } from "../ui/dialog";
@@ -12,7 +13,7 @@ import { ErrorBox, FormButtons, FormError, Loading, useAction, useLoad } from ".
 import { PagedTable } from "../ui/table";
 import { ImmutableRules, RetentionRules } from "./policies";
 import { ProjectQuota } from "./quotas";
-import type { Project } from "./projects";
+import type { Endpoint, Project } from "./projects";
 import { Webhooks } from "./webhooks";
 
 export function useProjectPerms(name: string) {
@@ -53,6 +54,7 @@ export function ProjectPage({ name, tab }: { name: string; tab: string }) {
         <span class={`badge ${p.metadata.public === "true" ? "ok" : ""}`}>{p.metadata.public === "true" ? "Public" : "Private"}</span>
         {p.current_user_role_id > 0 && <span class="badge">{roleName(p.current_user_role_id)}</span>}
         <span class="badge" title="ISA policy">ISA: {p.metadata.isa_policy ?? "off"}</span>
+        {p.registry_id != null && <span class="badge">Proxy cache</span>}
         {!anon && (
           <span class="head-quota">
             Storage: <ProjectQuota project={p.name} />
@@ -534,16 +536,33 @@ function Settings({ project, perms, onSaved }: { project: Project; perms: Perms;
   const [scan, setScan] = useState(project.metadata.isa_require_scan_pass === "true");
   const [sqfs, setSqfs] = useState(project.metadata.hpc_squashfs ?? "off");
   const [sqfsTags, setSqfsTags] = useState(project.metadata.hpc_squashfs_tags ?? "");
+  const proxied = project.registry_id != null;
+  const sp = project.metadata.proxy_speed_kb;
+  const [speed, setSpeed] = useState(sp && sp !== "-1" ? sp : "");
+  const upstream = useLoad(proxied ? `endpoint-${project.registry_id}` : null, () => get<Endpoint>(`/registries/${project.registry_id}`));
   const [msg, setMsg] = useState("");
   const [err, setErr] = useState("");
   const save = async (e: Event) => {
     e.preventDefault();
     setErr("");
     setMsg("");
+    const metadata: Record<string, string> = {
+      public: String(pub),
+      isa_policy: isa,
+      isa_require_scan_pass: String(scan),
+      hpc_squashfs: sqfs,
+      hpc_squashfs_tags: sqfsTags.trim(),
+    };
+    if (proxied) {
+      const r = parseSpeed(speed);
+      if ("error" in r) {
+        setErr(r.error);
+        return;
+      }
+      metadata.proxy_speed_kb = r.value;
+    }
     try {
-      await send("PUT", `/projects/${encodeURIComponent(project.name)}`, {
-        metadata: { public: String(pub), isa_policy: isa, isa_require_scan_pass: String(scan), hpc_squashfs: sqfs, hpc_squashfs_tags: sqfsTags.trim() },
-      });
+      await send("PUT", `/projects/${encodeURIComponent(project.name)}`, { metadata });
       setMsg("Saved.");
       onSaved();
     } catch (x) {
@@ -576,6 +595,23 @@ function Settings({ project, perms, onSaved }: { project: Project; perms: Perms;
         Owner {project.owner_name || "—"} · created{" "}
         {formatTime(project.creation_time)}
       </p>
+      {proxied && (
+        <>
+          <p>
+            Proxy cache of{" "}
+            {upstream.data ? (
+              <strong>
+                {upstream.data.name} ({upstream.data.url})
+              </strong>
+            ) : (
+              `registry ${project.registry_id}`
+            )}
+            : pulls of what is missing fetch it from there; pushes are refused.
+          </p>
+          <label for="ps-speed">Upstream bandwidth limit in KiB/s (empty: no limit)</label>
+          <input id="ps-speed" inputMode="numeric" disabled={!editable} value={speed} onInput={(e) => setSpeed((e.target as HTMLInputElement).value)} />
+        </>
+      )}
       <label class="check">
         <input type="checkbox" disabled={!editable} checked={pub} onChange={(e) => setPub((e.target as HTMLInputElement).checked)} /> Public: anyone may pull
       </label>

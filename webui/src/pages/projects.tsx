@@ -4,6 +4,7 @@ import { useState } from "preact/hooks";
 import { ApiError, get, list, send } from "../api";
 import { formatTime, roleName } from "../format";
 import { listUrl } from "../query";
+import { parseSpeed } from "../proxy";
 import { LIMIT_UNITS, type LimitUnit, parseLimit } from "../quota";
 import { loc, navigate, setSearch } from "../router";
 import { me } from "../session";
@@ -20,6 +21,8 @@ export interface Project {
   update_time: string;
   repo_count: number;
   current_user_role_id: number;
+  /** a proxy cache: the registry endpoint it pulls from (null: an ordinary project) */
+  registry_id?: number | null;
   metadata: {
     public: string;
     isa_policy?: string;
@@ -28,8 +31,18 @@ export interface Project {
     /** the HPC squashfs gateway: off | push | pull, and an optional doublestar tag pattern */
     hpc_squashfs?: string;
     hpc_squashfs_tags?: string | null;
+    /** a proxy cache's upstream bandwidth cap in KiB/s, "-1": none */
+    proxy_speed_kb?: string;
   };
 }
+
+/** A registry endpoint, as a proxy cache's upstream */
+export interface Endpoint {
+  id: number;
+  name: string;
+  url: string;
+}
+
 
 interface SystemInfo {
   project_creation_restriction: string;
@@ -108,10 +121,30 @@ function CreateProject({ open, onClose }: { open: boolean; onClose: () => void }
   const [unit, setUnit] = useState<LimitUnit>("GiB");
   const [err, setErr] = useState("");
   const [busy, setBusy] = useState(false);
+  const [proxy, setProxy] = useState(false);
+  const [registry, setRegistry] = useState("");
+  const [speed, setSpeed] = useState("");
   const admin = !!me.value?.sysadmin_flag; // only a system admin's storage_limit counts (Harbor): others get the default
+  // a proxy cache pulls with an endpoint's credentials: endpoints, and so proxy projects, are the system admin's
+  const endpoints = useLoad(admin && open ? "endpoints" : null, () => list<Endpoint>("/registries?page_size=100"));
   const submit = async (e: Event) => {
     e.preventDefault();
     setErr("");
+    const meta: Record<string, string> = { public: String(pub), isa_policy: isa };
+    let registry_id: number | undefined;
+    if (admin && proxy) {
+      if (registry === "") {
+        setErr("Choose the registry this project caches.");
+        return;
+      }
+      const sp = parseSpeed(speed);
+      if ("error" in sp) {
+        setErr(sp.error);
+        return;
+      }
+      registry_id = Number(registry);
+      meta.proxy_speed_kb = sp.value;
+    }
     let storage_limit: number | undefined;
     if (admin && limit.trim() !== "") {
       const r = parseLimit(limit, unit);
@@ -123,7 +156,7 @@ function CreateProject({ open, onClose }: { open: boolean; onClose: () => void }
     }
     setBusy(true);
     try {
-      await send("POST", "/projects", { project_name: name, metadata: { public: String(pub), isa_policy: isa }, storage_limit });
+      await send("POST", "/projects", { project_name: name, metadata: meta, storage_limit, registry_id });
       if (isa !== "off") await send("PUT", `/projects/${encodeURIComponent(name)}`, { metadata: { isa_policy: isa } });
       onClose();
       navigate(`/projects/${encodeURIComponent(name)}`);
@@ -165,6 +198,29 @@ function CreateProject({ open, onClose }: { open: boolean; onClose: () => void }
                 ))}
               </select>
             </span>
+          </>
+        )}
+        {admin && (
+          <>
+            <label class="check">
+              <input type="checkbox" checked={proxy} onChange={(e) => setProxy((e.target as HTMLInputElement).checked)} /> Proxy cache: pulls of
+              what is missing fetch it from another registry (pushes are refused)
+            </label>
+            {proxy && (
+              <>
+                <label for="np-registry">Upstream registry</label>
+                <select id="np-registry" required value={registry} onChange={(e) => setRegistry((e.target as HTMLSelectElement).value)}>
+                  <option value="">{endpoints.data?.items.length === 0 ? "— no registries: add one under Administration —" : "— choose —"}</option>
+                  {(endpoints.data?.items ?? []).map((r) => (
+                    <option value={String(r.id)}>
+                      {r.name} ({r.url})
+                    </option>
+                  ))}
+                </select>
+                <label for="np-speed">Upstream bandwidth limit in KiB/s (empty: no limit)</label>
+                <input id="np-speed" inputMode="numeric" value={speed} onInput={(e) => setSpeed((e.target as HTMLInputElement).value)} />
+              </>
+            )}
           </>
         )}
         <FormError msg={err} />
