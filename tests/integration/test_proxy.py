@@ -584,6 +584,35 @@ class ProxyDistribution(BerthTestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(self.up.count("GET", "/v2/library/pod/manifests/1"), 1)
 
+    def test_retention_removes_cached_tags_and_a_later_pull_fetches_again(self):
+        from test_retention import rule
+        proxy_project(self.b, "retained", self.reg)  # its own project: the policy must not touch hub's
+        pid = api(self.b, "GET", "/projects/retained")[2]["project_id"]
+        keep, _, _ = dist_image(self.dport, "library/ret", "keep", [os.urandom(500)])
+        old, _, _ = dist_image(self.dport, "library/ret", "old", [os.urandom(500)])
+        for tag, d in (("keep", keep), ("old", old)):
+            self.assertEqual(pull_manifest(self.b, "retained/library/ret", tag)[1], d)
+        st, h, body = api(self.b, "POST", "/retentions", {"algorithm": "or", "rules": [rule("always", tag="keep")],
+                                                          "scope": {"level": "project", "ref": pid},
+                                                          "trigger": {"kind": "Schedule", "settings": {"cron": ""}}})
+        self.assertEqual(st, 201, body)
+        rid = int(h["location"].rsplit("/", 1)[1])
+        st, h, body = api(self.b, "POST", "/retentions/%d/executions" % rid, {"dry_run": False})
+        self.assertEqual(st, 201, body)
+        eid = int(h["location"].rsplit("/", 1)[1])
+        status = lambda: [e for e in api(self.b, "GET", "/retentions/%d/executions" % rid)[2] if e["id"] == eid][0]["status"]
+        self.assertFalse(eventually(lambda: status() in ("Pending", "Running"), False, timeout=60, interval=0.1))
+        self.assertEqual(status(), "Success")
+        # what is held here now: the artifact tagged keep only
+        st, _, arts = api(self.b, "GET", "/projects/retained/repositories/library%252Fret/artifacts")
+        self.assertEqual((st, [a["digest"] for a in arts]), (200, [keep]), arts)
+        # a later pull of the removed tag fetches it from the upstream again
+        self.assertEqual(self.up.count("GET", "/v2/library/ret/manifests/old"), 1)
+        self.assertEqual(pull_manifest(self.b, "retained/library/ret", "old")[1], old)
+        self.assertEqual(self.up.count("GET", "/v2/library/ret/manifests/old"), 2)
+        self.assertEqual(sorted(a["digest"] for a in api(self.b, "GET", "/projects/retained/repositories/library%252Fret/artifacts")[2]),
+                         sorted([keep, old]))
+
     def test_z_cached_content_counts_against_quota_and_gc_collects_it(self):
         """Named to run last in the class: its GC (grace 0) collects what the other tests pulled blob by blob."""
         from test_gc import run_gc
