@@ -3,6 +3,7 @@ stores it and serves it; later pulls are local. Upstreams are a stock Distributi
 small forwarding proxy written here, which counts what reaches the upstream (its access log) and can answer 503 or
 429, drop connections, or flip a byte of blob bodies; and a second Berth (token dance, its own access log)."""
 import collections
+import gzip
 import hashlib
 import http.client
 import json
@@ -583,6 +584,57 @@ class ProxyDistribution(BerthTestCase):
                            capture_output=True, text=True, timeout=180)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(self.up.count("GET", "/v2/library/pod/manifests/1"), 1)
+
+    @unittest.skipUnless(shutil.which("dockerd") and shutil.which("docker") and os.geteuid() == 0, "dockerd (as root) missing")
+    def test_docker_pulls_through_the_proxy_and_from_a_local_project(self):
+        """The docker CLI with a private dockerd (no network setup, vfs: pulls only)."""
+        root = os.path.join(self.tmp, "docker")
+        sock = os.path.join(root, "d.sock")
+        os.makedirs(os.path.join(root, "cfg"))
+        log = open(os.path.join(root, "dockerd.log"), "w")
+        dockerd = subprocess.Popen(["dockerd", "--iptables=false", "--ip6tables=false", "--bridge=none", "--storage-driver=vfs",
+                                    "--data-root", root + "/data", "--exec-root", root + "/exec", "--pidfile", root + "/d.pid",
+                                    "-H", "unix://" + sock], stdout=log, stderr=log)
+        env = dict(os.environ, DOCKER_HOST="unix://" + sock, DOCKER_CONFIG=root + "/cfg")
+
+        def daemon_log():
+            with open(log.name) as f:
+                return f.read()[-3000:]
+
+        def docker(*args, stdin=None):
+            return subprocess.run(["docker"] + list(args), env=env, input=stdin, capture_output=True, text=True, timeout=180)
+        try:
+            self.assertTrue(eventually(lambda: docker("version").returncode == 0, True, timeout=30, interval=0.2),
+                            daemon_log())
+            r = docker("login", "-u", "admin", "--password-stdin", self.b.host, stdin=ADMIN_PASSWORD)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            # docker checks the config's diff_ids against the layers, so a real image
+            layer = make_layer({"hello": os.urandom(4000)})
+            cfg = json.dumps({"architecture": "amd64", "os": "linux", "config": {},
+                              "rootfs": {"type": "layers", "diff_ids": [sha256(gzip.decompress(layer))]}}).encode()
+            m = {"schemaVersion": 2, "mediaType": OCI_MANIFEST,
+                 "config": {"mediaType": OCI_CONFIG, "digest": dist_blob(self.dport, "library/dock", cfg), "size": len(cfg)},
+                 "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar+gzip", "digest": dist_blob(self.dport, "library/dock", layer),
+                             "size": len(layer)}]}
+            raw = json.dumps(m).encode()
+            self.assertEqual(dist_request(self.dport, "PUT", "/v2/library/dock/manifests/1", raw, {"Content-Type": OCI_MANIFEST})[0], 201)
+            r = docker("pull", "%s/hub/library/dock:1" % self.b.host)
+            self.assertEqual(r.returncode, 0, r.stderr + daemon_log())
+            self.assertIn("Digest: " + sha256(raw), r.stdout)
+            self.assertEqual(self.up.count("GET", "/v2/library/dock/manifests/1"), 1)
+            self.assertEqual(self.up.count("GET", "/v2/library/dock/blobs/" + m["layers"][0]["digest"]), 1)
+            # and from an ordinary project of the same Berth
+            self.b.project("docklocal")
+            for blob in (cfg, layer):
+                self.b.push_blob("docklocal/app", blob)
+            self.assertEqual(self.b.push_manifest("docklocal/app", "1", raw)[0], 201)
+            r = docker("pull", "%s/docklocal/app:1" % self.b.host)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("Digest: " + sha256(raw), r.stdout)
+        finally:
+            dockerd.terminate()
+            dockerd.wait(30)
+            log.close()
 
     def test_retention_removes_cached_tags_and_a_later_pull_fetches_again(self):
         from test_retention import rule
