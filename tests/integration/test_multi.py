@@ -100,7 +100,18 @@ def finish(s, rest):
     return int(head.split(" ", 2)[1]), {k.lower(): v.strip() for k, _, v in (l.partition(":") for l in head.split("\r\n")[1:])}
 
 
-class Many(unittest.TestCase):
+class NodeLogsOnFailure:
+    """A failed test prints the end of every node's log (self.nodes): which instance did what."""
+
+    def run(self, result=None):
+        res = super().run(result)
+        if result is not None and any(t is self for t, _ in result.failures + result.errors):
+            for i, n in enumerate(self.nodes):
+                print("\n--- berthd %d log ---\n%s" % (i, n.logs()[-6000:]))
+        return res
+
+
+class Many(NodeLogsOnFailure, unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         first = Berthd()
@@ -117,12 +128,6 @@ class Many(unittest.TestCase):
         for n in cls.nodes:
             n.cleanup()
 
-    def run(self, result=None):
-        res = super().run(result)
-        if result is not None and any(t is self for t, _ in result.failures + result.errors):
-            for i, n in enumerate(self.nodes):
-                print("\n--- berthd %d log ---\n%s" % (i, n.logs()))
-        return res
 
     def row(self, loc):
         return psql("SELECT coalesce(state, '') || '|' || coalesce(hash_state, '') FROM upload_sessions WHERE id = '%s'"
@@ -413,7 +418,7 @@ def object_status(node, digest):
                     "x-amz-content-sha256: UNSIGNED-PAYLOAD", url]))
 
 
-class ManyGc(unittest.TestCase):
+class ManyGc(NodeLogsOnFailure, unittest.TestCase):
     """GC on the s3 driver with two berthd on one database and bucket: the instance running it is killed with
     SIGKILL in the blob sweep, the other takes the run over when its lease runs out and finishes it where it
     stopped; nothing referenced is lost (every blob byte-verified), the garbage objects are gone from the bucket."""
@@ -428,12 +433,6 @@ class ManyGc(unittest.TestCase):
         for n in self.nodes:
             n.cleanup()
 
-    def run(self, result=None):
-        res = super().run(result)
-        if result is not None and any(t is self for t, _ in result.failures + result.errors):
-            for i, n in enumerate(self.nodes):
-                print("\n--- berthd %d log ---\n%s" % (i, n.logs()[-6000:]))
-        return res
 
     def gc_run(self, node, rid):
         st, _, body = node.request("GET", "/api/v2.0/system/gc/%d" % rid)
