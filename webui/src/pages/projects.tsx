@@ -127,6 +127,11 @@ function CreateProject({ open, onClose }: { open: boolean; onClose: () => void }
   const admin = !!me.value?.sysadmin_flag; // only a system admin's storage_limit counts (Harbor): others get the default
   // a proxy cache pulls with an endpoint's credentials: endpoints, and so proxy projects, are the system admin's
   const endpoints = useLoad(admin && open ? "endpoints" : null, () => list<Endpoint>("/registries?page_size=100"));
+  // a value edited after a refusal makes the refusal stale: it goes, and the next submit checks again
+  const edited = (set: (v: string) => void, e: Event) => {
+    set((e.target as HTMLInputElement).value);
+    setErr("");
+  };
   const submit = async (e: Event) => {
     e.preventDefault();
     setErr("");
@@ -191,7 +196,7 @@ function CreateProject({ open, onClose }: { open: boolean; onClose: () => void }
           <>
             <label for="np-limit">Storage limit (empty: the registry's default)</label>
             <span class="inline">
-              <input id="np-limit" inputMode="decimal" value={limit} onInput={(e) => setLimit((e.target as HTMLInputElement).value)} />
+              <input id="np-limit" inputMode="decimal" value={limit} onInput={(e) => edited(setLimit, e)} />
               <select aria-label="Storage limit unit" value={unit} onChange={(e) => setUnit((e.target as HTMLSelectElement).value as LimitUnit)}>
                 {LIMIT_UNITS.map((u) => (
                   <option value={u}>{u}</option>
@@ -218,7 +223,7 @@ function CreateProject({ open, onClose }: { open: boolean; onClose: () => void }
                   ))}
                 </select>
                 <label for="np-speed">Upstream bandwidth limit in KiB/s (empty: no limit)</label>
-                <input id="np-speed" inputMode="numeric" value={speed} onInput={(e) => setSpeed((e.target as HTMLInputElement).value)} />
+                <input id="np-speed" inputMode="numeric" value={speed} onInput={(e) => edited(setSpeed, e)} />
               </>
             )}
           </>
