@@ -466,8 +466,10 @@ class GcResume(H.BerthTestCase):
         log = run_log(b, rid)
         self.assertEqual(log.count("started:"), 1, log)  # continued, not started over
         self.assertEqual(run["progress"]["blobs_deleted"], self.N, log)
-        # rows deleted in the batch the kill interrupted had their files left behind: the orphan sweep took them
-        self.assertLessEqual(run["progress"]["orphan_files"], 20, log)
+        # rows whose batch was committed but not yet unlinked had their files left behind: the orphan sweep took them.
+        # With workers 1 that is the batch the unlink thread held and the two waiting for it (UNLINK_QUEUE in
+        # registry/service/gc.c): at most 3 batches of 20 (the fresh-clone run saw 40, two batches)
+        self.assertLessEqual(run["progress"]["orphan_files"], 3 * 20, log)
         self.assertEqual(before - self.files_left(), self.N)
         self.intact()
 
