@@ -3,6 +3,7 @@
 Each test gets a fresh database cloned from a migrated template and its own storage directory, so tests never
 see each other's data. Everything listens on 127.0.0.1 only.
 """
+import atexit
 import gzip
 import hashlib
 import http.client
@@ -26,6 +27,27 @@ BERTHD = os.environ.get("BERTHD", os.path.join(ROOT, "build", "registry", "berth
 BERTH_PG = os.path.join(ROOT, "deploy", "berth-pg")
 PG_DIR = os.environ.get("BERTH_TEST_PG_DIR", "/tmp/berth-test-pg")
 PG_PORT = os.environ.get("BERTH_TEST_PG_PORT", "25433")
+
+# Every directory a test makes with tempfile.mkdtemp (berthd's storage and logs, clusters, client roots) goes when
+# the test process exits: repeated runs used to leave tens of GB under /tmp. BERTH_TEST_KEEP_TMP=1 keeps them.
+_made_dirs = []
+_mkdtemp = tempfile.mkdtemp
+
+
+def _mkdtemp_tracked(*args, **kwargs):
+    d = _mkdtemp(*args, **kwargs)
+    _made_dirs.append(d)
+    return d
+
+
+def _remove_made_dirs():
+    if os.environ.get("BERTH_TEST_KEEP_TMP") != "1":
+        for d in reversed(_made_dirs):
+            shutil.rmtree(d, ignore_errors=True)
+
+
+tempfile.mkdtemp = _mkdtemp_tracked
+atexit.register(_remove_made_dirs)
 
 # CI runs the tests as root, and berthd refuses to run its internet-facing edge as root unless told (every
 # berthd a test starts inherits this; test_firstrun.py checks the refusal without it)
