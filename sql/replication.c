@@ -35,6 +35,39 @@
     "t.execution_id = e.id AND t.status IN ('Pending', 'InProgress')), 'stopped', (SELECT count(*) FROM "                          \
     "replication_tasks t WHERE t.execution_id = e.id AND t.status = 'Stopped'))"
 
+/*
+ * The end of an execution, for every statement that ends one (finish, stop, fail): after a CTE `e` that moved the
+ * execution to its final status (RETURNING e.*), queue the REPLICATION webhook event of each local project the
+ * execution touched, in the same statement, so it commits with the status (berth_webhook_enqueue: nothing without
+ * a policy wanting it). The projects are the tasks' source side for a push policy (src_registry_id NULL: this
+ * Berth is the source) and destination side for a pull policy; an execution without tasks (refused, stopped or
+ * failed before listing anything) names the policy's: dest_namespace for a pull policy, else its project_scope or
+ * the first name filter's first path segment. Harbor's event_data.replication, artifacts listed up to 100 each.
+ * Answers the new status, no row when the execution was not InProgress.
+ */
+#define EXEC_HOOK                                                                                                                  \
+    "h AS (SELECT berth_webhook_enqueue(x.project, 'REPLICATION', NULL, NULL, NULL, NULL, jsonb_build_object('replication', "      \
+    "jsonb_build_object('harbor_hostname', '', 'job_status', e.status, 'execution_id', e.id, 'policy_id', pol.id, "                \
+    "'policy_name', pol.name, 'policy_creator', pol.creator, 'trigger_type', e.trigger, 'override_mode', pol.override, "           \
+    "'artifact_type', 'image', 'authentication_type', 'basic', 'execution_timestamp', "                                            \
+    "floor(extract(epoch FROM e.start_time))::bigint, 'src_resource', jsonb_build_object('registry_name', coalesce(sr.name, "      \
+    "'local'), 'endpoint', coalesce(sr.url, ''), 'registry_type', coalesce(sr.type, 'berth')), 'dest_resource', "                  \
+    "jsonb_build_object('registry_name', coalesce(dr.name, 'local'), 'endpoint', coalesce(dr.url, ''), 'registry_type', "          \
+    "coalesce(dr.type, 'berth'), 'namespace', pol.dest_namespace), 'successful_artifact', (SELECT coalesce(jsonb_agg("             \
+    "jsonb_build_object('type', 'image', 'status', 'Success', 'name_tag', a.dst_resource)), '[]') FROM (SELECT dst_resource "      \
+    "FROM replication_tasks WHERE execution_id = e.id AND status = 'Succeed' ORDER BY id LIMIT 100) a), 'failed_artifact', "       \
+    "(SELECT coalesce(jsonb_agg(jsonb_build_object('type', 'image', 'status', 'Failed', 'name_tag', a.dst_resource)), '[]') "      \
+    "FROM (SELECT dst_resource FROM replication_tasks WHERE execution_id = e.id AND status = 'Failed' ORDER BY id LIMIT 100) "     \
+    "a)))) AS n FROM e JOIN replication_policies pol ON pol.id = e.policy_id LEFT JOIN registries sr ON sr.id = "                  \
+    "pol.src_registry_id LEFT JOIN registries dr ON dr.id = pol.dest_registry_id CROSS JOIN LATERAL (SELECT "                      \
+    "split_part(CASE WHEN pol.src_registry_id IS NULL THEN t.src_resource ELSE t.dst_resource END, '/', 1) AS project FROM "       \
+    "replication_tasks t WHERE t.execution_id = e.id UNION SELECT split_part(CASE WHEN pol.src_registry_id IS NOT NULL AND "       \
+    "pol.dest_namespace <> '' THEN pol.dest_namespace ELSE coalesce(nullif(pol.project_scope, ''), (SELECT f->>'value' FROM "      \
+    "jsonb_array_elements(CASE WHEN jsonb_typeof(pol.filters) = 'array' THEN pol.filters ELSE '[]' END) f WHERE "                  \
+    "f->>'type' = 'name' LIMIT 1), '') END, '/', 1) WHERE NOT EXISTS (SELECT 1 FROM replication_tasks t WHERE "                    \
+    "t.execution_id = e.id)) x) "                                                                                                  \
+    "SELECT to_json(e.status)::text FROM e WHERE (SELECT count(*) FROM h) >= 0"
+
 #define TASK_JSON                                                                                                                  \
     "json_build_object('id', t.id, 'execution_id', t.execution_id, 'resource_type', t.resource_type, 'src_resource', "             \
     "t.src_resource, 'dst_resource', t.dst_resource, 'operation', t.operation, 'status', t.status, 'attempts', "                   \
@@ -136,46 +169,26 @@ const berth_db__stmt_t berth_db__replication_stmts[BERTH_SQL__COUNT] = {
         "FROM replication_executions e WHERE e.policy_id = $1::bigint AND e.status = 'InProgress') RETURNING "
         "json_build_object('id', id)::text",
         3),
+    /* $1 execution: it and its waiting or running tasks end Stopped (a task in flight notices and gives up) */
     BERTH_DB__STMT(
         BERTH_Q_EXEC_STOP,
-        "WITH t AS (UPDATE replication_tasks SET status = 'Stopped', end_time = now() WHERE execution_id = $1::bigint AND status "
-        "IN ('Pending', 'InProgress')) UPDATE replication_executions SET status = 'Stopped', end_time = now() WHERE id = "
-        "$1::bigint AND status = 'InProgress'",
+        "WITH t AS (UPDATE replication_tasks SET status = 'Stopped', end_time = now() WHERE execution_id = $1::bigint AND "
+        "status IN ('Pending', 'InProgress')), e AS (UPDATE replication_executions e SET status = 'Stopped', end_time = "
+        "now() WHERE e.id = $1::bigint AND e.status = 'InProgress' RETURNING e.*), " EXEC_HOOK,
         1),
-    /* $1 execution, $2 status text: done when no task waits or runs. The REPLICATION webhook event of each local
-     * project the execution touched (the source side of a push policy, the destination side of a pull policy) is
-     * queued in the same statement (berth_webhook_enqueue: nothing without a policy wanting it); Harbor's
-     * event_data.replication, artifacts listed up to 100 each */
+    /* $1 execution, $2 status text: done when no task waits or runs */
     BERTH_DB__STMT(
         BERTH_Q_EXEC_FINISH,
         "WITH e AS (UPDATE replication_executions e SET status = CASE WHEN EXISTS (SELECT 1 FROM replication_tasks t WHERE "
         "t.execution_id = e.id AND t.status = 'Failed') THEN 'Failed' ELSE 'Succeed' END, status_text = coalesce($2::text, "
         "status_text), end_time = now() WHERE e.id = $1::bigint AND e.status = 'InProgress' AND NOT EXISTS (SELECT 1 FROM "
-        "replication_tasks t WHERE t.execution_id = e.id AND t.status IN ('Pending', 'InProgress')) RETURNING e.*), "
-        "h AS (SELECT berth_webhook_enqueue(x.project, 'REPLICATION', NULL, NULL, NULL, NULL, jsonb_build_object('replication', "
-        "jsonb_build_object('harbor_hostname', '', 'job_status', e.status, 'execution_id', e.id, 'policy_id', pol.id, "
-        "'policy_name', pol.name, 'policy_creator', pol.creator, 'trigger_type', e.trigger, 'override_mode', pol.override, "
-        "'artifact_type', 'image', 'authentication_type', 'basic', 'execution_timestamp', "
-        "floor(extract(epoch FROM e.start_time))::bigint, 'src_resource', jsonb_build_object('registry_name', coalesce(sr.name, "
-        "'local'), 'endpoint', coalesce(sr.url, ''), 'registry_type', coalesce(sr.type, 'berth')), 'dest_resource', "
-        "jsonb_build_object('registry_name', coalesce(dr.name, 'local'), 'endpoint', coalesce(dr.url, ''), 'registry_type', "
-        "coalesce(dr.type, 'berth'), 'namespace', pol.dest_namespace), 'successful_artifact', (SELECT coalesce(jsonb_agg("
-        "jsonb_build_object('type', 'image', 'status', 'Success', 'name_tag', a.dst_resource)), '[]') FROM (SELECT dst_resource "
-        "FROM replication_tasks WHERE execution_id = e.id AND status = 'Succeed' ORDER BY id LIMIT 100) a), 'failed_artifact', "
-        "(SELECT coalesce(jsonb_agg(jsonb_build_object('type', 'image', 'status', 'Failed', 'name_tag', a.dst_resource)), '[]') "
-        "FROM (SELECT dst_resource FROM replication_tasks WHERE execution_id = e.id AND status = 'Failed' ORDER BY id LIMIT 100) "
-        "a)))) AS n FROM e JOIN replication_policies pol ON pol.id = e.policy_id LEFT JOIN registries sr ON sr.id = "
-        "pol.src_registry_id LEFT JOIN registries dr ON dr.id = pol.dest_registry_id CROSS JOIN LATERAL (SELECT DISTINCT "
-        "split_part(CASE WHEN pol.src_registry_id IS NULL THEN t.src_resource ELSE t.dst_resource END, '/', 1) AS project "
-        "FROM replication_tasks t WHERE t.execution_id = e.id) x) "
-        "SELECT to_json(e.status)::text FROM e WHERE (SELECT count(*) FROM h) >= 0",
+        "replication_tasks t WHERE t.execution_id = e.id AND t.status IN ('Pending', 'InProgress')) RETURNING e.*), " EXEC_HOOK,
         2),
     /* $1 execution, $2 why: a run refused before it copied anything */
-    BERTH_DB__STMT(
-        BERTH_Q_EXEC_FAIL,
-        "UPDATE replication_executions SET status = 'Failed', status_text = $2::text, end_time = now() WHERE id = $1::bigint "
-        "AND status = 'InProgress'",
-        2),
+    BERTH_DB__STMT(BERTH_Q_EXEC_FAIL,
+                   "WITH e AS (UPDATE replication_executions e SET status = 'Failed', status_text = $2::text, end_time = now() "
+                   "WHERE e.id = $1::bigint AND e.status = 'InProgress' RETURNING e.*), " EXEC_HOOK,
+                   2),
     BERTH_DB__STMT(BERTH_Q_EXEC_RUNNING,
                    "SELECT to_json(status = 'InProgress')::text FROM replication_executions WHERE id = $1::bigint", 1),
     BERTH_DB__STMT(

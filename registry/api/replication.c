@@ -451,6 +451,7 @@ static int stop_execution(berth_api_t *a)
     berth_db_json_t s;
     if (berth_api_query(a, BERTH_Q_EXEC_STOP, p, &s) != 0)
         return -1;
+    free(s.json); /* the new status; none when it had already ended */
     return berth_api_empty(a, 200);
 }
 

@@ -346,6 +346,12 @@ class TwoSites(BerthTestCase):
         self.assertEqual(self.a.push_manifest("ref/slow", "1", m3)[0], 201)
         slow = add_policy(self.a, {"name": "slow", "dest_registry": {"id": self.reg_b}, "speed": 1024,
                                    "filters": [{"type": "name", "value": "ref/slow"}]})
+        # the stop is announced like an end: REPLICATION to the source project, queued with the Stopped status
+        from test_webhook import Receiver, policy
+        rx = Receiver()
+        self.addCleanup(rx.close)
+        st, _, out = api(self.a, "POST", "/projects/ref/webhook/policies", policy(rx.url("/stop"), ["REPLICATION"]))
+        self.assertEqual(st, 201, out)
         eid = run_policy(self.a, slow)
         self.assertEqual(api(self.a, "POST", "/replication/executions", {"policy_id": slow})[0], 409)  # still running: skipped
         tasks = lambda: api(self.a, "GET", "/replication/executions/%d/tasks" % eid)[2]
@@ -356,6 +362,13 @@ class TwoSites(BerthTestCase):
         self.assertEqual(e["status"], "Stopped")
         self.assertEqual(eventually(lambda: tasks()[0]["status"], "Stopped", timeout=60), "Stopped")
         self.assertEqual(manifest(self.b, "ref/slow", "1")[0], 404)
+        mine = lambda r: json.loads(r["body"])["event_data"]["replication"]["execution_id"] == eid
+        reqs = rx.wait("/stop", pred=mine, timeout=30)
+        self.assertTrue(reqs, "no REPLICATION for the stopped execution: %r" % rx.got("/stop"))
+        r = reqs[0]["json"]["event_data"]["replication"]
+        self.assertEqual((r["job_status"], r["policy_id"], r["successful_artifact"]), ("Stopped", slow, []), r)
+        time.sleep(1.0)  # deliberate: a second event (the task in flight ending after the stop) would have arrived
+        self.assertEqual(len(rx.got("/stop", mine)), 1, rx.got("/stop"))
         # delegation (beyond Harbor): a project admin manages policies confined to the project
         for u in ("pa", "dev"):
             api(self.a, "POST", "/users", {"username": u, "password": "Passw0rd!x"})
@@ -411,13 +424,24 @@ class TwoSites(BerthTestCase):
         st, _, out = api(self.a, "PUT", "/replication/policies/%d" % pid, dict(push, dest_namespace="vict"))
         self.assertEqual(st, 403, out)  # the owner's rights count, not the editor's
         self.assertEqual(api(self.a, "GET", "/replication/policies/%d" % pid)[2]["dest_namespace"], "mine2")
-        # the owner loses push on mine2: the next run is refused before anything is written
+        # the owner loses push on mine2: the next run is refused before anything is written, and the refusal is
+        # announced to the source project (no task: the project comes from the policy) in the Failed statement
+        from test_webhook import Receiver, policy
+        rx = Receiver()
+        self.addCleanup(rx.close)
+        st, _, out = api(self.a, "POST", "/projects/dlg/webhook/policies", policy(rx.url("/refused"), ["REPLICATION"]))
+        self.assertEqual(st, 201, out)
         self.assertEqual(api(self.a, "DELETE", "/projects/mine2/members/" + mid)[0], 200)
         st, h, _ = api(self.a, "POST", "/replication/executions", {"policy_id": pid})
         self.assertEqual(st, 201)
         e = wait_execution(self.a, int(h["location"].rsplit("/", 1)[1]))
         self.assertEqual(e["status"], "Failed", e)
         self.assertIn("may not push to project mine2", e["status_text"])
+        reqs = rx.wait("/refused", timeout=30)
+        self.assertTrue(reqs, "no REPLICATION for the refused execution")
+        r = reqs[0]["json"]["event_data"]["replication"]
+        self.assertEqual((r["job_status"], r["execution_id"], r["policy_id"]), ("Failed", e["id"], pid), r)
+        self.assertEqual((r["successful_artifact"], r["failed_artifact"]), ([], []), r)
         self.assertEqual(e["total"], 0)
         self.assertEqual(manifest(self.b, "mine2/app", "1")[0], 404)
 
