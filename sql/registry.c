@@ -479,7 +479,7 @@ static int quota_check(berth_dbconn_t *c, const char *qidbuf, berth_db_quota_t *
 
 int berth_db_manifest_put(berth_dbconn_t *c, const char *repo, const char *tag, const berth_digest_t *digest,
                           const berth_manifest_info_t *info, const char *body, size_t len, const char *isa_rows,
-                          berth_db_quota_t *quota, berth_err_t *err)
+                          berth_db_quota_t *quota, berth_db_push_hook_fn hook, void *hook_arg, berth_err_t *err)
 {
     int64_t rid = 0, mid = 0; /* set on every path that reaches their use; gcc -O2 cannot see it */
     char ridbuf[24], midbuf[24], sizebuf[24], qidbuf[24];
@@ -546,8 +546,8 @@ int berth_db_manifest_put(berth_dbconn_t *c, const char *repo, const char *tag, 
         goto Fail;
     const char *tp[] = {ridbuf};
     const char *np[] = {repo};
-    if ((rc = quota_check(c, qidbuf, q, err)) != 0 || (rc = run_count(c, BERTH_SQL_REPO_TOUCH, tp, err)) < 0 ||
-        (rc = run_count(c, BERTH_SQL_NOTIFY, np, err)) < 0 ||
+    if ((rc = quota_check(c, qidbuf, q, err)) != 0 || (hook != NULL && (rc = hook(c, q, hook_arg, err)) != 0) ||
+        (rc = run_count(c, BERTH_SQL_REPO_TOUCH, tp, err)) < 0 || (rc = run_count(c, BERTH_SQL_NOTIFY, np, err)) < 0 ||
         (rc = berth_db_webhook_enqueue(c, NULL, "PUSH_ARTIFACT", repo, digest->str, tag, NULL, err)) != 0)
         goto Fail;
     return berth_db_commit(c, err);

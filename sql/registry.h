@@ -63,16 +63,24 @@ typedef struct st_berth_db_quota_t {
 void berth_db_quota_default(int64_t limit);
 
 /**
+ * Run by berth_db_manifest_put inside its transaction once the quota allowed the push, before the commit, with the
+ * figures: whatever it writes on `c` commits with the push or not at all (the QUOTA_WARNING webhook event). Nonzero
+ * (err set) rolls the push back.
+ */
+typedef int (*berth_db_push_hook_fn)(berth_dbconn_t *c, const berth_db_quota_t *q, void *arg, berth_err_t *err);
+
+/**
  * Store a validated manifest and (if `tag` is not NULL) point the tag at it; `isa_rows` (JSON, may be NULL) are
  * the index's ISA variant rows, stored in the same transaction. Every referenced blob must be
  * linked into `repo` and every child manifest stored there, else MANIFEST_BLOB_UNKNOWN. The project's quota row is
  * locked for the transaction, so concurrent pushes into one project are charged one after the other; a push
  * that adds bytes beyond the limit is DENIED (403) with the limit, the usage and what it would add. `quota`
- * (may be NULL) receives the figures, also on that refusal.
+ * (may be NULL) receives the figures, also on that refusal. `hook` (may be NULL) runs with `hook_arg` before the
+ * commit.
  */
 int berth_db_manifest_put(berth_dbconn_t *c, const char *repo, const char *tag, const berth_digest_t *digest,
                           const berth_manifest_info_t *info, const char *body, size_t len, const char *isa_rows,
-                          berth_db_quota_t *quota, berth_err_t *err);
+                          berth_db_quota_t *quota, berth_db_push_hook_fn hook, void *hook_arg, berth_err_t *err);
 /** Fetch by tag or digest; MANIFEST_UNKNOWN / NAME_UNKNOWN when absent. Caller disposes `out`. */
 int berth_db_manifest_get(berth_dbconn_t *c, const char *repo, const char *ref, int ref_is_digest, berth_db_manifest_t *out,
                           berth_err_t *err);

@@ -107,7 +107,7 @@ int berth_artifact_push_referrer(berth_registry_t *reg, berth_dbconn_t *c, const
     int rc = berth_manifest_parse(&info, body, strlen(body), BERTH_MT_OCI_MANIFEST, err);
     if (rc == 0) {
         berth_digest_of(digest_out, BERTH_DIGEST_SHA256, body, strlen(body));
-        rc = berth_db_manifest_put(c, repo, NULL, digest_out, &info, body, strlen(body), NULL, NULL, err);
+        rc = berth_db_manifest_put(c, repo, NULL, digest_out, &info, body, strlen(body), NULL, NULL, NULL, NULL, err);
         berth_manifest_info_dispose(&info);
         if (rc == 0) /* a new referrer changes what the subject's referrers list shows */
             berth_event_emit(&(berth_event_t){.kind = BERTH_EVENT_MANIFEST_PUSH,

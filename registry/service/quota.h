@@ -22,10 +22,16 @@ int64_t berth_quota_default_limit(void);
 /** 1 if usage `used` of a limit `hard` is at or beyond the warning line. */
 int berth_quota_warns(int64_t used, int64_t hard);
 /**
- * After a manifest PUT: QUOTA_EXCEED for a push the quota refused, QUOTA_WARNING for one that took usage across
- * the warning line: each written to the webhook outbox on `c` (outside any transaction, before the push is
- * answered) and emitted as a change event. `ev` says where and by whom (kind, size, figures and detail are filled
- * here).
+ * berth_db_manifest_put's hook (sql/registry.h), `push` the push's berth_event_t (where and by whom): a push that
+ * takes usage across the warning line queues QUOTA_WARNING in the push's transaction, so it commits with the push
+ * or not at all.
+ */
+int berth_quota_warning_outbox(berth_dbconn_t *c, const berth_db_quota_t *q, void *push, berth_err_t *err);
+/**
+ * After a manifest PUT, for a push the quota refused (QUOTA_EXCEED) or one that took usage across the warning line
+ * (QUOTA_WARNING): the change event is emitted, and QUOTA_EXCEED is written to the webhook outbox on `c` (outside
+ * any transaction, before the refusal is answered; QUOTA_WARNING was queued by the hook above). `ev` says where and
+ * by whom (kind, size, figures and detail are filled here).
  */
 void berth_quota_push_events(berth_dbconn_t *c, const berth_db_quota_t *q, berth_event_t *ev);
 

@@ -305,8 +305,15 @@ static int do_manifest_put(berth_registry_t *reg, berth_dbconn_t *c, const berth
         (rc = berth_isa_push_check(reg, c, rq->route.name, rq->body, rq->body_len, &isa_rows, resp, err)) != 0)
         goto Exit;
     berth_db_quota_t quota;
+    berth_event_t qe = {.surface = BERTH_EVENT_V2,
+                        .repo = rq->route.name,
+                        .digest = d.str,
+                        .tag = rq->route.ref_is_digest ? NULL : rq->route.ref,
+                        .media_type = info.media_type,
+                        .principal = rq->who,
+                        .remote = rq->remote};
     rc = berth_db_manifest_put(c, rq->route.name, rq->route.ref_is_digest ? NULL : rq->route.ref, &d, &info, rq->body, rq->body_len,
-                               isa_rows, &quota, err);
+                               isa_rows, &quota, berth_quota_warning_outbox, &qe, err);
     if (rc == 0)
         emit(rq, &(berth_event_t){.kind = BERTH_EVENT_MANIFEST_PUSH,
                                   .digest = d.str,
@@ -314,16 +321,8 @@ static int do_manifest_put(berth_registry_t *reg, berth_dbconn_t *c, const berth
                                   .media_type = info.media_type,
                                   .size = (int64_t)rq->body_len,
                                   .isa_rows = isa_rows});
-    if (rc == 0 || quota.refused) {
-        berth_event_t qe = {.surface = BERTH_EVENT_V2,
-                            .repo = rq->route.name,
-                            .digest = d.str,
-                            .tag = rq->route.ref_is_digest ? NULL : rq->route.ref,
-                            .media_type = info.media_type,
-                            .principal = rq->who,
-                            .remote = rq->remote};
+    if (rc == 0 || quota.refused)
         berth_quota_push_events(c, &quota, &qe);
-    }
     free(isa_rows);
     if (rc != 0)
         goto Exit;

@@ -467,6 +467,37 @@ class Webhooks(BerthTestCase):
         self.assertEqual(by["QUOTA_WARNING"]["event_data"]["resources"][0]["tag"], "b")
         self.assertEqual(by["QUOTA_EXCEED"]["operator"], "admin")
 
+    def test_quota_warning_commits_with_the_push(self):
+        """QUOTA_WARNING is queued in the push's transaction: a crossing push that rolls back after the quota check
+        (a fault injected when its PUSH_ARTIFACT event is written) leaves no warning, and the same push made again
+        sends exactly one, written in the same transaction as its PUSH_ARTIFACT (same now(): same occur_at)."""
+        from harness import OCI_CONFIG, OCI_LAYER
+        st, _, raw = api(self.b, "POST", "/projects", {"project_name": "hqtx", "storage_limit": 30000})
+        self.assertEqual(st, 201, raw)
+        self.create(policy(self.rx.url("/qtx"), ["QUOTA_WARNING", "PUSH_ARTIFACT"]), project="hqtx")
+        layer = os.urandom(27000)
+        cfg = json.dumps({"architecture": "amd64", "os": "linux", "rootfs": {"type": "layers", "diff_ids": []}}).encode()
+        m = {"schemaVersion": 2, "mediaType": OCI_MANIFEST,
+             "config": {"mediaType": OCI_CONFIG, "digest": self.b.push_blob("hqtx/app", cfg), "size": len(cfg)},
+             "layers": [{"mediaType": OCI_LAYER, "digest": self.b.push_blob("hqtx/app", layer), "size": len(layer)}]}
+        psql("CREATE FUNCTION hqtx_fault() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'injected'; END $$; "
+             "CREATE TRIGGER hqtx_fault BEFORE INSERT ON webhook_events FOR EACH ROW WHEN (NEW.type = 'PUSH_ARTIFACT' "
+             "AND NEW.repo = 'hqtx/app') EXECUTE FUNCTION hqtx_fault()", self.b.dbname)
+        try:
+            st, _, body, _ = self.b.push_manifest("hqtx/app", "1", m)
+        finally:
+            psql("DROP TRIGGER hqtx_fault ON webhook_events; DROP FUNCTION hqtx_fault()", self.b.dbname)
+        self.assertNotEqual(st, 201, body)
+        count = "SELECT count(*) FROM webhook_events WHERE repo = 'hqtx/app' AND type = '%s'"
+        self.assertEqual(psql(count % "QUOTA_WARNING", self.b.dbname), "0", "a rolled-back push left its warning")
+        st, _, body, _ = self.b.push_manifest("hqtx/app", "1", m)
+        self.assertEqual(st, 201, body)
+        reqs = self.rx.wait("/qtx", count=2)
+        self.assertEqual(sorted(r["json"]["type"] for r in reqs), ["PUSH_ARTIFACT", "QUOTA_WARNING"], reqs)
+        self.assertEqual(psql(count % "QUOTA_WARNING", self.b.dbname), "1")
+        self.assertEqual(psql("SELECT count(DISTINCT occur_at) FROM webhook_events WHERE repo = 'hqtx/app'", self.b.dbname),
+                         "1", "QUOTA_WARNING and PUSH_ARTIFACT were written in different transactions")
+
     def test_other_event_types_through_the_seam(self):
         """QUOTA_*, TAG_RETENTION and REPLICATION are queued by other features through berth_webhook_enqueue,
         inside their transactions; the seam itself: what they pass arrives, merged into event_data."""
