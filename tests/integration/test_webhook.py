@@ -691,6 +691,17 @@ class Browser(unittest.TestCase):
             st, _, raw = api(b, "POST", "/projects/hooks/webhook/policies", body)
             self.assertEqual(st, 201, raw)
             pid = json.loads(raw)["id"]
+            # edited in the browser: disabled, two targets with auth headers (the dialog edits the first, keeps the second)
+            edit = policy(rx.url("/before"), ["PUSH_ARTIFACT"], name="edit-me", enabled=False)
+            edit["targets"][0]["auth_header"] = "Bearer old"
+            edit["targets"].append({"type": "http", "address": rx.url("/second"), "auth_header": "Bearer two"})
+            st, _, raw = api(b, "POST", "/projects/hooks/webhook/policies", edit)
+            self.assertEqual(st, 201, raw)
+            eid = json.loads(raw)["id"]
+            st, _, raw = api(b, "POST", "/users", {"username": "maint1", "password": PW, "email": "maint1@example.org"})
+            self.assertEqual(st, 201, raw)
+            st, _, raw = api(b, "POST", "/projects/hooks/members", {"role_id": 4, "member_user": {"username": "maint1"}})
+            self.assertEqual(st, 201, raw)
             b.push_image("hooks/app", "1")
             self.assertTrue(rx.wait("/ci"))
             self.assertEqual(eventually(lambda: json.loads(api(b, "GET", "/projects/hooks/webhook/policies/%d/executions" % pid)[2])[0]["status"],
@@ -698,7 +709,8 @@ class Browser(unittest.TestCase):
             os.makedirs(ARTIFACTS, exist_ok=True)
             env = dict(os.environ, BERTH_UI_BASE="http://" + b.host, WEBUI_ARTIFACTS=ARTIFACTS, CHROMIUM=CHROMIUM,
                        BERTH_UI_FIXTURE=json.dumps({"admin_password": "Harbor12345", "project": "hooks",
-                                                    "receiver": "http://127.0.0.1:%d" % rx.port}))
+                                                    "receiver": "http://127.0.0.1:%d" % rx.port,
+                                                    "maintainer": "maint1", "maintainer_password": PW}))
             webui = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "webui")
             r = subprocess.run(["node", "--test", "--test-reporter=spec", os.path.join(webui, "e2e", "webhook.e2e.mjs")],
                                cwd=webui, env=env, capture_output=True, text=True, timeout=600)
@@ -712,6 +724,26 @@ class Browser(unittest.TestCase):
             self.assertEqual(len(made), 1, raw)
             self.assertEqual((made[0]["enabled"], made[0]["targets"][0]["payload_format"]), (False, "CloudEvents"))
             self.assertIn("PULL_ARTIFACT", made[0]["event_types"])
+            # the edit dialog's PUT, read back through the API
+            st, _, raw = api(b, "GET", "/projects/hooks/webhook/policies/%d" % eid)
+            got = json.loads(raw)
+            self.assertEqual((got["name"], got["description"], got["enabled"]), ("edited-in-browser", "changed in the edit dialog", True))
+            self.assertEqual(got["event_types"], ["PUSH_ARTIFACT", "DELETE_ARTIFACT"])
+            t = got["targets"][0]
+            self.assertEqual((t["address"], t["payload_format"], t["skip_cert_verify"], t["auth_header"]),
+                             (rx.url("/edited"), "CloudEvents", True, "*****"), got)
+            self.assertEqual((got["targets"][1]["address"], got["targets"][1]["auth_header"]), (rx.url("/second"), "*****"), got)
+            self.assertEqual(len(got["targets"]), 2, got)
+            # a maintainer may read policies, not change them: the API refuses what the page does not offer
+            st, _, raw = api(b, "PUT", "/projects/hooks/webhook/policies/%d" % eid, {"enabled": False}, auth=basic("maint1", PW))
+            self.assertEqual(st, 403, raw)
+            # delivered with the new header to the new address; the second target kept its stored header
+            b.push_image("hooks/app", "2")
+            for path, header in (("/edited", "Bearer edited"), ("/second", "Bearer two")):
+                reqs = rx.wait(path)
+                self.assertTrue(reqs, path)
+                self.assertEqual(reqs[0]["headers"].get("authorization"), header, path)
+            self.assertEqual(rx.got("/before"), [])
         finally:
             b.cleanup()
             rx.close()

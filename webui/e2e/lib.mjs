@@ -15,9 +15,9 @@ export const ARTIFACTS = process.env.WEBUI_ARTIFACTS || "webui-artifacts";
 export const CHROMIUM = process.env.CHROMIUM || "/usr/bin/chromium";
 mkdirSync(ARTIFACTS, { recursive: true });
 
-let profile;
+const profiles = new Map(); // context -> its profile directory: two browsers may be open at once
 export async function launch() {
-  profile = mkdtempSync(join(tmpdir(), "berth-chromium-"));
+  const profile = mkdtempSync(join(tmpdir(), "berth-chromium-"));
   // launchPersistentContext gives a fresh --user-data-dir we own and remove
   const ctx = await chromium.launchPersistentContext(profile, {
     executablePath: CHROMIUM,
@@ -29,12 +29,14 @@ export async function launch() {
     viewport: { width: 1440, height: 900 },
     baseURL: BASE,
   });
+  profiles.set(ctx, profile);
   return ctx;
 }
 
 export async function close(ctx) {
   await ctx.close();
-  rmSync(profile, { recursive: true, force: true });
+  rmSync(profiles.get(ctx), { recursive: true, force: true });
+  profiles.delete(ctx);
 }
 
 /** A new page that records CSP violations and uncaught errors. */

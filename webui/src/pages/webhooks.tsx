@@ -1,6 +1,6 @@
-// A project's webhooks tab: policies (create, enable/disable, delete; the signing secret shown once) and each
+// A project's webhooks tab: policies (create, edit, enable/disable, delete; the signing secret shown once) and each
 // policy's recent deliveries with their attempts, and redelivery of a finished one (same event id).
-import { useState } from "preact/hooks";
+import { useRef, useState } from "preact/hooks";
 import { get, list, send } from "../api";
 import { formatTime } from "../format";
 import type { Perms } from "../perms";
@@ -70,6 +70,12 @@ export function Webhooks({ project, perms }: { project: Project; perms: Perms })
   const [open, setOpen] = useState(false);
   const [secret, setSecret] = useState<{ name: string; secret: string } | null>(null);
   const [shown, setShown] = useState<WebhookPolicy | null>(null);
+  const [editing, setEditing] = useState<WebhookPolicy | null>(null);
+  const editButton = useRef<HTMLElement | null>(null); // focus goes back to it when the edit dialog closes
+  const closeEdit = () => {
+    setEditing(null);
+    requestAnimationFrame(() => editButton.current?.isConnected && editButton.current.focus());
+  };
   const { err, act } = useAction(() => setTick((t) => t + 1));
   const base = `/projects/${encodeURIComponent(project.name)}/webhook/policies`;
   const canEdit = perms.can("notification-policy", "update");
@@ -103,6 +109,19 @@ export function Webhooks({ project, perms }: { project: Project; perms: Perms })
                   Deliveries
                 </button>
                 {canEdit && (
+                  <button
+                    type="button"
+                    class="btn"
+                    aria-label={`Edit ${p.name}`}
+                    onClick={(e) => {
+                      editButton.current = e.currentTarget as HTMLElement;
+                      setEditing(p);
+                    }}
+                  >
+                    Edit
+                  </button>
+                )}
+                {canEdit && (
                   <button type="button" class="btn" onClick={() => act(() => send("PUT", `${base}/${p.id}`, { enabled: !p.enabled }))}>
                     {p.enabled ? "Disable" : "Enable"}
                   </button>
@@ -118,15 +137,25 @@ export function Webhooks({ project, perms }: { project: Project; perms: Perms })
         ]}
       />
       {shown && <Deliveries base={`${base}/${shown.id}`} policy={shown} canRetry={canEdit} onClose={() => setShown(null)} />}
-      <NewWebhook
+      <WebhookDialog
         base={base}
         open={open}
         onClose={() => setOpen(false)}
-        onCreated={(s) => {
-          setSecret(s);
+        onSaved={(s) => {
+          setSecret(s ?? null);
           setTick((t) => t + 1);
         }}
       />
+      {editing && (
+        <WebhookDialog
+          key={editing.id}
+          base={base}
+          policy={editing}
+          open
+          onClose={closeEdit}
+          onSaved={() => setTick((t) => t + 1)}
+        />
+      )}
       <Dialog title="Signing secret — shown only once" open={secret != null} onClose={() => setSecret(null)}>
         {secret && (
           <div class="form">
@@ -151,50 +180,100 @@ export function Webhooks({ project, perms }: { project: Project; perms: Perms })
   );
 }
 
-function NewWebhook(props: { base: string; open: boolean; onClose: () => void; onCreated: (s: { name: string; secret: string }) => void }) {
-  const [name, setName] = useState("");
-  const [address, setAddress] = useState("");
-  const [format, setFormat] = useState("Default");
-  const [auth, setAuth] = useState("");
-  const [skip, setSkip] = useState(false);
-  const [events, setEvents] = useState<Set<string>>(new Set(["PUSH_ARTIFACT"]));
+/** The body of a POST or PUT: the form's first target; a policy's other targets (the API allows eight) kept as they are. */
+export function webhookBody(
+  f: { name: string; description: string; enabled: boolean; events: Set<string>; address: string; auth: string; skip: boolean; format: string },
+  rest: Target[] = [],
+) {
+  return {
+    name: f.name,
+    description: f.description,
+    enabled: f.enabled,
+    event_types: WEBHOOK_EVENTS.filter((t) => f.events.has(t)),
+    targets: [{ type: "http", address: f.address, auth_header: f.auth, skip_cert_verify: f.skip, payload_format: f.format }, ...rest],
+  };
+}
+
+/** The stored auth header is never sent back: the API answers "*****", and "*****" in a PUT keeps it. */
+const KEEP_AUTH = "*****";
+
+/** New webhook (no `policy`), or edit `policy` with PUT (Harbor's UpdateWebhookPolicyOfProject). */
+function WebhookDialog(props: {
+  base: string;
+  policy?: WebhookPolicy;
+  open: boolean;
+  onClose: () => void;
+  onSaved: (created?: { name: string; secret: string }) => void;
+}) {
+  const p = props.policy;
+  const t0 = p?.targets[0];
+  const id = p ? "whe" : "wh";
+  const [name, setName] = useState(p?.name ?? "");
+  const [description, setDescription] = useState(p?.description ?? "");
+  const [enabled, setEnabled] = useState(p?.enabled ?? true);
+  const [address, setAddress] = useState(t0?.address ?? "");
+  const [format, setFormat] = useState(t0?.payload_format || "Default");
+  const [auth, setAuth] = useState(t0?.auth_header ?? "");
+  const [skip, setSkip] = useState(t0?.skip_cert_verify ?? false);
+  const [events, setEvents] = useState<Set<string>>(new Set(p?.event_types ?? ["PUSH_ARTIFACT"]));
   const { err, setErr, act } = useAction();
   const submit = (e: Event) => {
     e.preventDefault();
     if (!webhookAddressOk(address)) return setErr("The address must be an http:// or https:// URL.");
     if (events.size === 0) return setErr("Choose at least one event.");
     act(async () => {
-      const r = await send("POST", props.base, {
-        name,
-        enabled: true,
-        event_types: WEBHOOK_EVENTS.filter((t) => events.has(t)),
-        targets: [{ type: "http", address, auth_header: auth, skip_cert_verify: skip, payload_format: format }],
-      });
-      const j = await r.json();
-      props.onCreated({ name, secret: j.secret });
-      setName("");
-      setAddress("");
-      setAuth("");
+      const body = webhookBody({ name, description, enabled, events, address, auth, skip, format }, p?.targets.slice(1));
+      if (p) {
+        await send("PUT", `${props.base}/${p.id}`, body);
+        props.onSaved();
+      } else {
+        const j = await (await send("POST", props.base, body)).json();
+        props.onSaved({ name, secret: j.secret });
+        setName("");
+        setDescription("");
+        setAddress("");
+        setAuth("");
+      }
       props.onClose();
     });
   };
+  const text = (set: (v: string) => void) => (e: Event) => set((e.target as HTMLInputElement).value);
   return (
-    <Dialog title="New webhook" open={props.open} onClose={props.onClose}>
-      <form class="form" onSubmit={submit}>
-        <label for="wh-name">Name</label>
-        <input id="wh-name" required maxLength={256} value={name} onInput={(e) => setName((e.target as HTMLInputElement).value)} />
-        <label for="wh-address">Endpoint URL (http or https)</label>
-        <input id="wh-address" required type="url" placeholder="https://ci.example/hooks/berth" value={address} onInput={(e) => setAddress((e.target as HTMLInputElement).value)} />
-        <label for="wh-format">Payload format</label>
-        <select id="wh-format" value={format} onChange={(e) => setFormat((e.target as HTMLSelectElement).value)}>
+    <Dialog title={p ? `Edit webhook ${p.name}` : "New webhook"} open={props.open} onClose={props.onClose}>
+      {/* any edit clears the last refusal: it spoke of the values before the edit */}
+      <form class="form" onSubmit={submit} onInput={() => err && setErr("")}>
+        <label for={`${id}-name`}>Name</label>
+        <input id={`${id}-name`} required maxLength={256} value={name} onInput={text(setName)} />
+        <label for={`${id}-description`}>Description (optional)</label>
+        <input id={`${id}-description`} maxLength={4096} value={description} onInput={text(setDescription)} />
+        <label for={`${id}-address`}>Endpoint URL (http or https)</label>
+        <input id={`${id}-address`} required type="url" placeholder="https://ci.example/hooks/berth" value={address} onInput={text(setAddress)} />
+        <label for={`${id}-format`}>Payload format</label>
+        <select id={`${id}-format`} value={format} onChange={(e) => setFormat((e.target as HTMLSelectElement).value)}>
           <option value="Default">Default (Harbor)</option>
           <option value="CloudEvents">CloudEvents 1.0</option>
         </select>
-        <label for="wh-auth">Authorization header (optional)</label>
-        <input id="wh-auth" autoComplete="off" value={auth} onInput={(e) => setAuth((e.target as HTMLInputElement).value)} />
+        <label for={`${id}-auth`}>Authorization header (optional)</label>
+        <input
+          id={`${id}-auth`}
+          autoComplete="off"
+          value={auth}
+          aria-describedby={p && t0?.auth_header === KEEP_AUTH ? `${id}-auth-hint` : undefined}
+          onInput={text(setAuth)}
+        />
+        {p && t0?.auth_header === KEEP_AUTH && (
+          <p id={`${id}-auth-hint`} class="hint">
+            A header is stored and not shown: leave {KEEP_AUTH} to keep it, empty the field to remove it.
+          </p>
+        )}
         <label class="check">
           <input type="checkbox" checked={skip} onChange={(e) => setSkip((e.target as HTMLInputElement).checked)} /> Skip certificate verification
         </label>
+        {p && (
+          <label class="check">
+            <input type="checkbox" checked={enabled} onChange={(e) => setEnabled((e.target as HTMLInputElement).checked)} /> Enabled
+          </label>
+        )}
         <fieldset>
           <legend>Events</legend>
           {WEBHOOK_EVENTS.map((t) => (
@@ -213,7 +292,7 @@ function NewWebhook(props: { base: string; open: boolean; onClose: () => void; o
           ))}
         </fieldset>
         <FormError msg={err} />
-        <FormButtons onCancel={props.onClose} submit="Create" />
+        <FormButtons onCancel={props.onClose} submit={p ? "Save" : "Create"} />
       </form>
     </Dialog>
   );
