@@ -121,9 +121,9 @@
     "g.ldap_group_dn)"
 
 /* Harbor's Quota: the project as its reference, hard and used per resource (storage only) */
-#define QUOTA_ROWS                                                                                                                 \
-    "SELECT q.id, q.hard_storage, q.used_storage, q.created_at, q.updated_at, p.id AS project_id, p.name, "                        \
-    "coalesce(u.username, '') AS owner_name FROM quotas q JOIN projects p ON p.id = q.project_id LEFT JOIN users u ON "            \
+#define QUOTA_ROWS                                                                                                                          \
+    "SELECT q.id, q.hard_storage, berth_quota_used(q.project_id) AS used_storage, q.created_at, q.updated_at, p.id AS project_id, p.name, " \
+    "coalesce(u.username, '') AS owner_name FROM quotas q JOIN projects p ON p.id = q.project_id LEFT JOIN users u ON "                     \
     "u.id = p.owner_id "
 #define QUOTA_JSON                                                                                                                 \
     "json_build_object('id', x.id, 'ref', json_build_object('id', x.project_id, 'name', x.name, 'owner_name', x.owner_name), "     \
@@ -178,7 +178,7 @@ const berth_db__stmt_t berth_db__api_stmts[BERTH_SQL__COUNT] = {
       "'guest_count', (SELECT count(*) FROM project_members WHERE project_id = $1::bigint AND role = 3), "
       "'limited_guest_count', (SELECT count(*) FROM project_members WHERE project_id = $1::bigint AND role = 5), "
       "'quota', coalesce((SELECT json_build_object('id', q.id, 'hard', json_build_object('storage', q.hard_storage), "
-      "'used', json_build_object('storage', q.used_storage)) FROM quotas q WHERE q.project_id = $1::bigint), "
+      "'used', json_build_object('storage', berth_quota_used(q.project_id))) FROM quotas q WHERE q.project_id = $1::bigint), "
       "json_build_object('hard', json_build_object('storage', -1), 'used', json_build_object('storage', "
       "berth_quota_recount($1::bigint)))))::text",
       1),

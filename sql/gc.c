@@ -215,18 +215,25 @@ const berth_db__stmt_t berth_db__gc_stmts[BERTH_SQL__COUNT] = {
 
     /* ---- sweeping, one batch = lock (first statement) + delete (second) + commit ---- */
     /* $1 marks, $2 cursor, $3 limit: the window of marks after the cursor and the rows of it locked now (skipping
-     * those another transaction holds), as an array literal for the sweep */
-    /* $1 marks, $2 cursor, $3 limit: the quota rows of the window's projects first (h-quota's order: every writer of a
-     * project's manifests takes its quota row before any manifest row, so a PUT and this sweep never wait in reverse) */
-    BERTH_DB__STMT(BERTH_Q_GC_LOCK_QUOTAS,
-                   WINDOW(1) "SELECT berth_quota_lock(ARRAY(SELECT DISTINCT r.project_id FROM w JOIN repositories r ON r.id = "
-                             "w.repository_id))::text",
-                   3),
+     * those another transaction holds), as an array literal for the sweep. Manifests: also the quota_blobs rows of
+     * every charge the locked manifests hold (the manifest's own digest and its layers, in its project), FOR UPDATE
+     * SKIP LOCKED; only the manifests all of whose charge rows were got are returned. A charger or a release in
+     * progress on one of them holds that row (0205_quota_releases.sql), so the manifest is skipped, as a manifest
+     * row another transaction holds is; the batch takes no quota row and waits for nobody. (NOT IN: a hashed
+     * sub-plan; the planner's nested-loop anti-join over the CTEs took 370 ms a batch.) */
     BERTH_DB__STMT(
         BERTH_Q_GC_LOCK_MANIFESTS,
-        WINDOW(1) "SELECT json_build_object('hi', (SELECT max(id) FROM w), 'n', (SELECT count(*) FROM w), 'locked', "
-                  "(SELECT array_agg(l.id)::text FROM (SELECT m.id FROM manifests m JOIN w ON w.repository_id = m.repository_id "
-                  "AND w.digest = m.digest ORDER BY m.id FOR UPDATE OF m SKIP LOCKED) l))::text",
+        WINDOW(
+            1) ", l AS MATERIALIZED (SELECT m.id, r.project_id, m.digest FROM manifests m JOIN w ON w.repository_id = "
+               "m.repository_id AND w.digest = m.digest JOIN repositories r ON r.id = m.repository_id ORDER BY m.id FOR UPDATE "
+               "OF m SKIP LOCKED), c AS MATERIALIZED (SELECT l.id, l.project_id, l.digest FROM l UNION SELECT l.id, "
+               "l.project_id, x.digest FROM l JOIN manifest_refs x ON x.manifest_id = l.id AND x.kind = 0), h AS MATERIALIZED "
+               "(SELECT qb.project_id, qb.digest FROM (SELECT DISTINCT project_id, digest FROM c) p JOIN quota_blobs qb ON "
+               "qb.project_id = p.project_id AND qb.digest = p.digest FOR UPDATE OF qb SKIP LOCKED), miss AS (SELECT c.id FROM c "
+               "WHERE (c.project_id, c.digest) NOT IN (SELECT h.project_id, h.digest FROM h) AND EXISTS (SELECT 1 "
+               "FROM quota_blobs qb WHERE qb.project_id = c.project_id AND qb.digest = c.digest)) SELECT json_build_object('hi', "
+               "(SELECT max(id) FROM w), 'n', (SELECT count(*) FROM w), 'locked', (SELECT array_agg(l.id ORDER BY l.id)::text "
+               "FROM l WHERE l.id NOT IN (SELECT id FROM miss)))::text",
         3),
     BERTH_DB__STMT(
         BERTH_Q_GC_LOCK_LINKS,
@@ -308,6 +315,8 @@ const berth_db__stmt_t berth_db__gc_stmts[BERTH_SQL__COUNT] = {
     /* $1 grace: releases older than the window say nothing any more */
     BERTH_DB__STMT(BERTH_Q_GC_PRUNE,
                    "WITH d AS (DELETE FROM gc_releases WHERE at < " GRACE("$1") " RETURNING 1) SELECT count(*)::text FROM d", 1),
+    /* the end of a manifest sweep: the usage its batches released (the ledger) folded into the quota rows */
+    BERTH_DB__STMT(BERTH_Q_GC_SETTLE_QUOTAS, "SELECT berth_quota_settle()::text", 0),
     /* set in the collector's sweep transactions: its own manifest deletions write no releases (they were garbage) */
     BERTH_DB__STMT(BERTH_Q_GC_QUIET, "SELECT set_config('berth.gc', 'on', true)", 0),
 };

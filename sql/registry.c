@@ -115,11 +115,9 @@ const berth_db__stmt_t berth_db__registry_stmts[BERTH_SQL__COUNT] = {
     BERTH_DB__STMT(BERTH_SQL_UPLOAD_STATE, "SELECT coalesce(state, '') FROM upload_sessions WHERE id = $1 AND repository = $2", 2),
     BERTH_DB__STMT(BERTH_SQL_REPO_TOUCH, "UPDATE repositories SET updated_at = now() WHERE id = $1", 1),
     BERTH_DB__STMT(BERTH_SQL_REPO_DELETE, "DELETE FROM repositories WHERE name = $1", 1),
-    /* FOR UPDATE returns the row as the last holder of the lock committed it, so `used` is current */
-    BERTH_DB__STMT(BERTH_SQL_QUOTA_LOCK,
-                   "SELECT q.id, q.hard_storage, q.used_storage FROM quotas q JOIN repositories r ON r.project_id = q.project_id "
-                   "WHERE r.id = $1::bigint FOR UPDATE OF q",
-                   1),
+    /* the row locked FOR UPDATE and the GC's release ledger folded into it (0205_quota_releases.sql), so `used` is
+       current but for releases committing meanwhile (they only lower it) */
+    BERTH_DB__STMT(BERTH_SQL_QUOTA_LOCK, "SELECT quota_id, hard, used FROM berth_quota_enter($1::bigint)", 1),
     BERTH_DB__STMT(BERTH_SQL_QUOTA_ENSURE,
                    "SELECT berth_quota_lock(ARRAY(SELECT project_id FROM repositories WHERE id = $1::bigint))", 1),
     BERTH_DB__STMT(BERTH_SQL_QUOTA_USED, "SELECT used_storage FROM quotas WHERE id = $1::bigint", 1),

@@ -448,12 +448,11 @@ static step_t sweep_batch(berth_dbconn_t *c, run_t *r, int kind, berth_err_t *er
     int rc = berth_db_begin(c, err);
     if (rc == 0 && kind == 1)
         rc = q(c, BERTH_Q_GC_QUIET, NULL, NULL, err);
-    /* a manifest batch holds its projects' quota rows, which every PUT in them waits for: keep it short */
+    /* a manifest batch holds the quota_blobs rows of its manifests' charges, which a PUT charging one of them waits
+       for: keep it short */
     char small[24];
     snprintf(small, sizeof(small), "%ld", gc.conf.batch < 100 ? gc.conf.batch : 100);
     const char *lp[] = {r->marks, cursor, kind == 1 ? small : r->batch};
-    if (rc == 0 && kind == 1)
-        rc = q(c, BERTH_Q_GC_LOCK_QUOTAS, lp, NULL, err);
     if (rc == 0)
         rc = q(c, locks[kind], lp, &w, err);
     if (rc != 0) {
@@ -658,6 +657,9 @@ static void execute_run(berth_dbconn_t *c, run_t *r)
                 rc = phase(c, r, PH_SWEEP_MANIFESTS, NULL, &err);
             } else if (s == DONE) {
                 unlinker_drain(r->files); /* the count and the orphan phase come after the last file */
+                /* the usage the batches released is in the ledger: into the quota rows (a short transaction of its own) */
+                if (kind == 1 && (rc = q(c, BERTH_Q_GC_SETTLE_QUOTAS, NULL, NULL, &err)) != 0)
+                    break;
                 rc = phase(c, r, ph + 1,
                            kind == 1   ? line("deleted %lld manifest(s)", jint(r->state, "manifests_deleted"))
                            : kind == 2 ? line("deleted %lld blob link(s)", jint(r->state, "links_deleted"))

@@ -9,6 +9,7 @@ during the run is compared with the same load while idle.
 Sizes: GC_BENCH_BLOBS (1000000), GC_BENCH_MANIFESTS (100000), GC_BENCH_GARBAGE (percent of manifests untagged, 20),
 GC_BENCH_LOAD_SECONDS (idle load phase, 20), GC_BENCH_WORKERS (the run's `workers`: threads unlinking files, 1).
 """
+import calendar
 import hashlib
 import json
 import os
@@ -71,6 +72,9 @@ ANALYZE;
     return len(garbage)
 
 
+put_at = []  # wall-clock end of each PUT of the load during the run (per-phase p99)
+
+
 def load(b, seconds, stop=None, prefix="i"):
     """One client alternating a manifest PUT (new tag on a real image) and a GET; returns (put, get) latencies."""
     cfg = json.dumps({"architecture": "amd64", "os": "linux", "rootfs": {"type": "layers", "diff_ids": []}}).encode()
@@ -86,6 +90,7 @@ def load(b, seconds, stop=None, prefix="i"):
         t = time.perf_counter()
         st, h, body = b.request("PUT", "/v2/bench/live/manifests/%s%d" % (prefix, i), m, {"Content-Type": OCI_MANIFEST})
         puts.append(time.perf_counter() - t)
+        put_at.append(time.time())
         if st != 201:
             errors.append(st)
             continue
@@ -135,5 +140,14 @@ try:
     print("manifest GET p50/p99 ms: idle %.1f/%.1f (n=%d), during GC %.1f/%.1f (n=%d)" %
           (pct(idle_get, 50), pct(idle_get, 99), len(idle_get), pct(res["get"], 50), pct(res["get"], 99), len(res["get"])))
     print("errors (non-2xx): idle %s, during GC %s" % (idle_err, res["err"]))
+    # PUT p99 per phase of the run: between consecutive log lines (second resolution)
+    marks = [(t0, "start")]
+    for line in log.splitlines():
+        if ("marked" in line or "deleted" in line and "blob sha256" not in line and "manifest " not in line) and line[:1] == "2":
+            marks.append((calendar.timegm(time.strptime(line[:20], "%Y-%m-%dT%H:%M:%SZ")), line[21:60]))
+    during = list(zip(put_at[-len(res["put"]):], res["put"]))
+    for (a, _), (z, what) in zip(marks, marks[1:]):
+        xs = [d for at, d in during if a <= at < z]
+        print("  PUT p99 until '%s': %.1f ms (n=%d)" % (what, pct(xs, 99), len(xs)))
 finally:
     b.cleanup()

@@ -8,6 +8,7 @@ import json
 import os
 import random
 import signal
+import subprocess
 import threading
 import time
 
@@ -291,8 +292,7 @@ class GcRules(H.BerthTestCase):
         """Harbor counts a project's manifests and the blobs they list: GC's deletions of untagged manifests lower the
         usage in their transaction, and it stays equal to a recount; unreferenced uploads never counted."""
         b = self.b
-        used = lambda: int(H.psql("SELECT q.used_storage FROM quotas q JOIN projects p ON p.id = q.project_id "
-                                  "WHERE p.name = 'p'", dbname=b.dbname))
+        used = lambda: int(H.psql("SELECT berth_quota_used(id) FROM projects WHERE name = 'p'", dbname=b.dbname))
         recount = lambda: int(H.psql("SELECT berth_quota_recount(id) FROM projects WHERE name = 'p'", dbname=b.dbname))
         image(b, "p/q", "keep", [os.urandom(3000)])
         for i in range(3):
@@ -304,6 +304,48 @@ class GcRules(H.BerthTestCase):
         self.assertEqual(run["progress"]["manifests_deleted"], 2)
         self.assertEqual(used(), recount())
         self.assertLess(used(), before - 2 * 5000)
+        # the sweep's releases went through the ledger, folded into the quota row at the end of the manifest sweep
+        self.assertEqual(H.psql("SELECT count(*) FROM quota_releases", dbname=b.dbname), "0")
+        self.assertEqual(int(H.psql("SELECT q.used_storage FROM quotas q JOIN projects p ON p.id = q.project_id "
+                                    "WHERE p.name = 'p'", dbname=b.dbname)), recount())
+
+    def test_a_sweep_neither_holds_nor_waits_for_the_quota_row(self):
+        """Every PUT in a project takes its quota row; a GC manifest batch used to hold it across its deletions (the
+        PUT waited for the whole batch). Now a batch takes no quota row: with the row held by another transaction, a
+        delete_untagged run still deletes, usage (the row minus the release ledger) equals a recount throughout,
+        and the next PUT folds the ledger into the row."""
+        b = self.b
+        sql = lambda s: H.psql(s, dbname=b.dbname)
+        recount = lambda: int(sql("SELECT berth_quota_recount(id) FROM projects WHERE name = 'p'"))
+        used = lambda: int(sql("SELECT berth_quota_used(id) FROM projects WHERE name = 'p'"))
+        ledger = lambda: int(sql("SELECT count(*) FROM quota_releases r JOIN projects p ON p.id = r.project_id "
+                                 "WHERE p.name = 'p'"))
+        image(b, "p/h", "keep", [os.urandom(2000)])
+        for i in range(2):
+            image(b, "p/h", "moving", [os.urandom(4000)], {"i": i})  # the first ends untagged
+        before = used()
+        holder = subprocess.Popen(
+            ["psql", "-Atq", "-v", "ON_ERROR_STOP=1", "-c", "BEGIN; SELECT 1 FROM quotas q JOIN projects p ON p.id = "
+             "q.project_id WHERE p.name = 'p' FOR UPDATE; SELECT pg_sleep(60); COMMIT", H.pg_conninfo(b.dbname)],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            deadline = time.time() + 10
+            while sql("SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'PgSleep' AND datname = current_database()") != "1":
+                self.assertLess(time.time(), deadline, "the holder never got the quota row")
+                time.sleep(0.05)
+            run = run_gc(b, delete_untagged=True, timeout=20)  # before: the manifest sweep waited for the row
+            self.assertEqual((run["job_status"], run["progress"]["manifests_deleted"]), ("Success", 1), run_log(b, run["id"]))
+            self.assertEqual(used(), recount())
+            self.assertLess(used(), before - 4000)
+            self.assertGreater(ledger(), 0, "the settle at the end of the sweep skipped the held row")
+        finally:
+            sql("SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE wait_event = 'PgSleep' AND "
+                "datname = current_database()")
+            holder.wait(10)
+        self.assertEqual(image(b, "p/h", "next", [os.urandom(1000)])[0], 201)
+        self.assertEqual((ledger(), used()), (0, recount()))
+        self.assertEqual(int(sql("SELECT q.used_storage FROM quotas q JOIN projects p ON p.id = q.project_id "
+                                 "WHERE p.name = 'p'")), recount())
 
     def test_orphan_files_removed(self):
         b = self.b
