@@ -54,6 +54,7 @@ static const struct {
     {"log.access", "BERTH_ACCESS_LOG", T_STR, FIELD(access_log)},
     {"edge.nginx", "BERTH_NGINX", T_STR, FIELD(nginx)},
     {"edge.workers", NULL, T_INT, FIELD(edge_workers)},
+    {"edge.decision_cache", "BERTH_EDGE_DECISION_CACHE", T_BOOL, FIELD(edge_decision_cache)},
     {"edge.allow_root", "BERTH_EDGE_ALLOW_ROOT", T_BOOL, FIELD(edge_allow_root)},
     {"ui.dir", "BERTH_UI_DIR", T_STR, FIELD(ui_dir)},
     {"server.loops", NULL, T_INT, FIELD(loops)},
@@ -283,6 +284,7 @@ int berth_config_load(berth_config_t *cfg, const char *path, char *errbuf, size_
     cfg->auth_workers = 6; /* argon2 runs two at a time (auth/password.c); the rest wait there or talk to LDAP */
     cfg->auth_queue = 64;
     cfg->edge_workers = (int)ncpu;
+    cfg->edge_decision_cache = 1;
     cfg->upload_connections = 512;
     cfg->upload_per_principal = 64;
     cfg->upload_per_address = 128;

@@ -20,6 +20,7 @@
 #include "registry/config.h"
 #include "registry/http/access_log.h"
 #include "registry/http/edge.h"
+#include "registry/http/edge_blobs.h"
 #include "registry/http/edge_ui.h"
 #include "registry/http/limits.h"
 #include "registry/http/listen_check.h"
@@ -227,17 +228,20 @@ static int open_store(const berth_config_t *cfg, berth_store_t **out, berth_err_
  * sql/migrations/0191), otherwise the repository whose content changed ('!' starts no repository name). */
 static void on_invalidate(const char *payload)
 {
-    if (strcmp(payload, "!auth") == 0)
+    if (strcmp(payload, "!auth") == 0) {
         berth_gate_forget_all();
-    else
+        berth_edge_decisions_forget(); /* the edge's kept blob decisions go with the gate's */
+    } else
         berth_cache_invalidate(payload);
 }
 
 /* The channel is up again: revocations may have been missed while it was down, so no decision taken before counts */
 static void on_channel(int up)
 {
-    if (up)
+    if (up) {
         berth_gate_forget_all();
+        berth_edge_decisions_forget();
+    }
     berth_cache_set_enabled(up);
 }
 
@@ -484,6 +488,7 @@ static int serve(berth_config_t *cfgp, berth_db_t *db, berth_store_t *store, ber
         goto Fail;
     }
     /* other instances' writes arrive as NOTIFY, not as events here: they only invalidate the caches */
+    berth_cache_on_invalidate(berth_edge_decisions_forget); /* a changed repository: the edge's kept decisions go too */
     if ((st.listener = berth_db_listen_start(cfg.database_url, on_invalidate, on_channel)) == NULL) {
         failed = "the cache invalidation listener";
         goto Fail;
@@ -590,6 +595,7 @@ static int serve(berth_config_t *cfgp, berth_db_t *db, berth_store_t *store, ber
         .upload_idle_timeout = cfg.upload_idle_timeout,
         .upload_connections = cfg.upload_connections,
         .workers = cfg.edge_workers,
+        .decision_cache = cfg.edge_decision_cache,
         .ui_dir = cfg.ui_dir,
         .limits = &limits,
     };

@@ -12,13 +12,14 @@
 #include <unistd.h>
 
 #include "core/log.h"
+#include "registry/http/edge_blobs.h"
 #include "registry/http/edge_ui.h"
 
 #define OCI_413 "{\"errors\":[{\"code\":\"SIZE_INVALID\",\"message\":\"request body too large\",\"detail\":{}}]}"
 #define OCI_404 "{\"errors\":[{\"code\":\"BLOB_UNKNOWN\",\"message\":\"blob unknown to registry\",\"detail\":{}}]}"
 #define OCI_502 "{\"errors\":[{\"code\":\"UNAVAILABLE\",\"message\":\"service temporarily unavailable\",\"detail\":{}}]}"
 
-static int write_conf(const berth_edge_conf_t *c, const char *path)
+static int write_conf(const berth_edge_conf_t *c, const char *path, int fast_blobs)
 {
     FILE *f = fopen(path, "w");
     if (f == NULL)
@@ -47,21 +48,22 @@ static int write_conf(const berth_edge_conf_t *c, const char *path)
             "  uwsgi_temp_path %s/uwsgi; scgi_temp_path %s/scgi;\n"
             "  client_max_body_size 8m; client_body_buffer_size 1m;\n"
             "  proxy_http_version 1.1;\n"
-            "  proxy_set_header Connection \"\";\n"
-            "  proxy_set_header Host $http_host;\n"
-            "  proxy_set_header X-Real-IP $remote_addr;\n"
-            "  proxy_set_header X-Forwarded-Proto $scheme;\n"
+            "  " BERTH_EDGE_PROXY_HEADERS "\n"
             "  proxy_buffer_size 64k; proxy_buffers 8 64k;\n"
             /* a pool of idle keep-alive connections per worker; max_conns keeps berthd under its descriptor limit,
              * past it a client gets 503 + Retry-After (@unavailable) instead of berthd failing accept() */
             "  upstream berth_api { server 127.0.0.1:%d max_conns=%d; keepalive 256; }\n"
             /* idle upstream connections close before the upload listener's own timeout cuts them under nginx */
-            "  upstream berth_upload { server 127.0.0.1:%d max_conns=%d; keepalive %d; keepalive_timeout %ds; }\n"
-            "  server {\n"
-            "    listen %s backlog=%d;\n",
+            "  upstream berth_upload { server 127.0.0.1:%d max_conns=%d; keepalive %d; keepalive_timeout %ds; }\n",
             geteuid() == 0 ? "user root;\n" : "", c->workers, c->run_dir, c->limits->worker_nofile, c->limits->worker_connections,
             c->run_dir, c->run_dir, c->run_dir, c->run_dir, c->run_dir, c->api_port, c->limits->upstream_max_conns, c->upload_port,
-            c->limits->upstream_max_conns, upload_keepalive, c->upload_idle_timeout, c->listen, c->limits->backlog);
+            c->limits->upstream_max_conns, upload_keepalive, c->upload_idle_timeout);
+    if (fast_blobs)
+        berth_edge_decisions_http(f, berth_edge_decisions_path(), c->blob_prefix);
+    fprintf(f,
+            "  server {\n"
+            "    listen %s backlog=%d;\n",
+            c->listen, c->limits->backlog);
     if (c->tls_listen != NULL)
         fprintf(f,
                 "    listen %s ssl http2 backlog=%d;\n"
@@ -84,23 +86,20 @@ static int write_conf(const berth_edge_conf_t *c, const char *path)
             "      proxy_pass http://berth_upload;\n"
             "    }\n",
             OCI_413, OCI_502, OCI_404, c->upload_idle_timeout);
+    if (fast_blobs)
+        berth_edge_decisions_locations(f, c->blob_root);
     berth_edge_ui_locations(f, c->ui_dir);
-    if (c->blob_root != NULL)
+    if (c->blob_root != NULL) {
         fprintf(f,
                 "    location %s {\n"
                 "      internal;\n"
-                "      alias %s/;\n"
-                "      etag off;\n"
-                "      default_type application/octet-stream;\n"
-                "      add_header docker-content-digest $upstream_http_docker_content_digest always;\n"
-                "      add_header etag \"\\\"$upstream_http_docker_content_digest\\\"\" always;\n"
-                "      add_header docker-distribution-api-version registry/2.0 always;\n"
-                "      add_header cache-control \"max-age=31536000\" always;\n"
-                "      error_page 404 = @blob_unknown;\n"
-                "    }\n",
+                "      alias %s/;\n",
                 c->blob_prefix, c->blob_root);
-    else /* s3: the bytes come from the gateway through a presigned URL (the client's Range goes along); the
-          * client's credentials do not */
+        berth_edge_blob_headers(f, "$upstream_http_docker_content_digest");
+        fprintf(f, "      error_page 404 = @blob_unknown;\n"
+                   "    }\n");
+    } else /* s3: the bytes come from the gateway through a presigned URL (the client's Range goes along); the
+            * client's credentials do not */
         fprintf(f,
                 "    location %s {\n"
                 "      internal;\n"
@@ -149,8 +148,10 @@ pid_t berth_edge_start(const berth_edge_conf_t *c)
             return -1;
         }
     }
+    /* the fast path for blobs by digest: the file system driver's files only, and only on a tmpfs */
+    int fast_blobs = c->blob_root != NULL && c->decision_cache && berth_edge_decisions_dir(c->run_dir) == 0;
     snprintf(path, sizeof(path), "%s/nginx.conf", c->run_dir);
-    if (write_conf(c, path) != 0) {
+    if (write_conf(c, path, fast_blobs) != 0) {
         berth_log_err("cannot write %s", path);
         return -1;
     }
@@ -172,18 +173,26 @@ pid_t berth_edge_start(const berth_edge_conf_t *c)
     return pid;
 }
 
+static void stopped(void)
+{
+    berth_edge_decisions_remove();
+}
+
 void berth_edge_stop(pid_t pid, int timeout_s)
 {
     if (pid <= 0)
         return;
     kill(pid, SIGQUIT);
     for (int i = 0; i < timeout_s * 10; i++) {
-        if (waitpid(pid, NULL, WNOHANG) == pid)
+        if (waitpid(pid, NULL, WNOHANG) == pid) {
+            stopped();
             return;
+        }
         struct timespec ts = {0, 100 * 1000 * 1000};
         nanosleep(&ts, NULL);
     }
     berth_log_warn("edge did not stop in %d s; killing it", timeout_s);
     kill(pid, SIGKILL);
     waitpid(pid, NULL, 0);
+    stopped();
 }

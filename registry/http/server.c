@@ -638,6 +638,7 @@ static int serve_v2(loop_thread_t *lt, h2o_req_t *req)
     j->accept = header_dup(req, H2O_TOKEN_ACCEPT, &j->v2.accept_len);
     j->v2.accept = j->accept;
     j->v2.need = &j->proxy;
+    j->v2.edge_decision = h2o_find_header_by_str(&req->headers, H2O_STRLIT("x-berth-decision"), -1) >= 0;
     j->ctype = header_dup(req, H2O_TOKEN_CONTENT_TYPE, NULL);
     j->v2.content_type = j->ctype;
     j->authorization = header_dup(req, H2O_TOKEN_AUTHORIZATION, NULL);

@@ -414,6 +414,19 @@ class Berthd:
         return h["docker-content-digest"], raw
 
 
+def raw_exchange(ip, port, data, timeout=60):
+    """Send `data` on a fresh connection and read until the server closes it (for requests http.client would
+    refuse or rewrite: raw bytes, duplicate headers); the whole answer as bytes."""
+    with socket.create_connection((ip, port), timeout=timeout) as s:
+        s.sendall(data)
+        out = b""
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                return out
+            out += chunk
+
+
 def error_code(body):
     return json.loads(body)["errors"][0]["code"]
 

@@ -11,12 +11,11 @@ import base64
 import json
 import os
 import random
-import socket
 import urllib.parse
 
 import yaml
 
-from harness import ADMIN_AUTH, OCI_MANIFEST, BerthTestCase, main, psql
+from harness import ADMIN_AUTH, OCI_MANIFEST, BerthTestCase, main, psql, raw_exchange
 
 NASTY = [
     b"\xff", b"\xfe\xff", b"\xc3", b"\xe2\x82", b"\xf0\x9f\x98", b"a\xc3", b"\xc0\xaf", b"\xe0\x80\xaf",
@@ -107,14 +106,7 @@ class BadInput(BerthTestCase):
             head.append(b"Authorization: " + (auth if isinstance(auth, bytes) else auth.encode()))
         for k, v in (headers or {}).items():
             head.append(k.encode() + b": " + (v if isinstance(v, bytes) else v.encode()))
-        with socket.create_connection((self.b.ip, self.b.port), timeout=60) as s:
-            s.sendall(b"\r\n".join(head) + b"\r\n\r\n" + body)
-            data = b""
-            while True:
-                chunk = s.recv(65536)
-                if not chunk:
-                    break
-                data += chunk
+        data = raw_exchange(self.b.ip, self.b.port, b"\r\n".join(head) + b"\r\n\r\n" + body)
         head, _, rest = data.partition(b"\r\n\r\n")
         lines = head.split(b"\r\n")
         status = int(lines[0].split()[1])

@@ -1,0 +1,236 @@
+"""The edge's kept blob decisions (issue #18, registry/http/edge_blobs.h): nginx asks berthd once whether a
+credential may read a blob by digest and keeps a positive answer about a second, keyed on the credential, the
+method and the URI. These tests hold it to what it promises: it saves berthd the repeated questions; another
+credential (or none, or a forged mix) never finds an entry made for a different one; a revoked credential, a
+deleted blob and a removed membership are refused as soon as berthd knows, at the latest within the 1-2 s an entry
+lives; refusals are never kept; manifests and tags are never kept; and the credentials in the keys stay on a
+tmpfs that goes with berthd."""
+import base64
+import glob
+import json
+import os
+import re
+import time
+
+from harness import ACCEPT_ALL, BerthTestCase, Berthd, error_code, main, raw_exchange
+
+PW = "Edge-pass-123"
+BOUND_S = 2.5  # an entry lives 1-2 s (nginx counts whole seconds); plus a margin for a loaded CI machine
+
+
+def basic(user, pw=PW):
+    return "Basic " + base64.b64encode(("%s:%s" % (user, pw)).encode()).decode()
+
+
+def raw_get(b, path, auth_headers):
+    """A GET with exactly these Authorization header lines (http.client would merge or refuse duplicates)."""
+    req = "GET %s HTTP/1.1\r\nHost: %s\r\n%sConnection: close\r\n\r\n" % (
+        path, b.host, "".join("Authorization: %s\r\n" % a for a in auth_headers))
+    return int(raw_exchange(b.ip, b.port, req.encode(), timeout=10).split(b" ", 2)[1])
+
+
+class KeptDecisions(BerthTestCase):
+    START = False
+
+    @classmethod
+    def setUpClass(cls):
+        cls.b = Berthd().start().project("edge")
+        cls.users = {}
+        for u in ("alice", "bob", "carol"):
+            st, h, out = cls.b.api("POST", "/users", {"username": u, "password": PW, "email": u + "@x.test"})
+            assert st == 201, (st, out)
+            cls.users[u] = int(h["location"].rsplit("/", 1)[1])
+        for u in ("alice", "carol"):  # bob is no member of the private project
+            st, h, out = cls.b.api("POST", "/projects/edge/members", {"role_id": 3, "member_user": {"username": u}})
+            assert st == 201, (st, out)
+            cls.users[u + ".member"] = int(h["location"].rsplit("/", 1)[1])
+
+    def decisions(self):
+        """How many blob requests berthd has answered (the edge's decisions are HEADs, everything else as sent)"""
+        st, _, body = self.b.request("GET", "/metrics")
+        self.assertEqual(st, 200)
+        return sum(int(n) for n in re.findall(r'^berth_http_requests_total\{route="blob",method="\w+",status="\d+"\} (\d+)$',
+                                               body.decode(), re.M))
+
+    def get(self, path, auth):
+        return self.b.request("GET", path, auth=auth)
+
+    def test_repeated_pulls_ask_berthd_about_once_a_second(self):
+        data = os.urandom(70000)
+        d = self.b.push_blob("edge/once", data)
+        path = "/v2/edge/once/blobs/" + d
+        before, t0 = self.decisions(), time.time()
+        for _ in range(40):
+            st, h, body = self.get(path, basic("alice"))
+            self.assertEqual((st, body, h["docker-content-digest"], h["etag"]), (200, data, d, '"%s"' % d))
+        st, h, body = self.b.request("GET", path, headers={"Range": "bytes=10-19"}, auth=basic("alice"))
+        self.assertEqual((st, body), (206, data[10:20]))
+        st, h, body = self.b.request("HEAD", path, auth=basic("alice"))
+        self.assertEqual((st, h["content-length"], h["docker-content-digest"]), (200, str(len(data)), d))
+        asked, took = self.decisions() - before, time.time() - t0
+        # one decision per credential, method and URI per 1-2 s: 42 requests in `took` seconds
+        self.assertLessEqual(asked, 2 * (int(took) + 2), "%d decisions for 42 requests in %.1f s" % (asked, took))
+        print("\n42 requests in %.2f s: berthd decided %d times" % (took, asked))
+
+    def test_another_credential_never_finds_the_entry(self):
+        data = os.urandom(5000)
+        d = self.b.push_blob("edge/iso", data)
+        path = "/v2/edge/iso/blobs/" + d
+        for _ in range(3):  # kept for alice now
+            self.assertEqual(self.get(path, basic("alice"))[0], 200)
+        for _ in range(2):  # each asked twice: a refusal is not kept either
+            self.assertEqual(self.get(path, None)[0], 401, "anonymous")
+            self.assertEqual(self.get(path, basic("alice", "wrong"))[0], 401, "wrong password")
+            self.assertEqual(self.get(path, basic("bob"))[0], 403, "a valid user who is no member")
+            self.assertEqual(self.get(path, "Bearer " + basic("alice")[6:])[0], 401, "alice's Basic value as a token")
+            self.assertEqual(self.get(path, basic("alice") + "x")[0], 401, "alice's value with a byte more")
+            # the first of two Authorization lines is the one both nginx and berthd read
+            self.assertIn(raw_get(self.b, path, [basic("bob"), basic("alice")]), (400, 403), "bob, then alice")
+            self.assertIn(raw_get(self.b, path, ["Basic Zm9vOmJhcg==", basic("alice")]), (400, 401), "junk, then alice")
+        # alice's entry covers this URI only: the same blob under another repository is decided afresh
+        self.b.project("other")
+        self.b.push_blob("other/iso", data)  # the admin's project, alice is no member
+        self.assertIn(self.get("/v2/other/iso/blobs/" + d, basic("alice"))[0], (403, 404))
+        st, h, body = self.get(path, basic("bob"))
+        self.assertEqual((st, error_code(body)), (403, "DENIED"))
+        # berthd's own answers, bodies and challenge included, whichever way the edge took
+        st, h, body = self.get(path, None)
+        self.assertEqual((st, error_code(body)), (401, "UNAUTHORIZED"))
+        self.assertIn('scope="repository:edge/iso:pull"', h["www-authenticate"])
+
+    def test_a_failed_login_counts_once(self):
+        d = self.b.push_blob("edge/fail", b"failed logins")
+        log0 = self.b.logs().count("login failed for carol")
+        self.assertEqual(self.get("/v2/edge/fail/blobs/" + d, basic("carol", "nope"))[0], 401)
+        self.assertEqual(self.b.logs().count("login failed for carol") - log0, 1)
+
+    def test_revoked_credentials_are_refused_within_the_bound(self):
+        data = os.urandom(3000)
+        d = self.b.push_blob("edge/rev", data)
+        path = "/v2/edge/rev/blobs/" + d
+        st, _, r = self.b.api("POST", "/robots", {"name": "edgebot", "level": "project", "duration": -1, "permissions": [
+            {"kind": "project", "namespace": "edge", "access": [{"resource": "repository", "action": "pull"}]}]})
+        self.assertEqual(st, 201, r)
+        robot = basic(r["name"], r["secret"])
+        st, h, out = self.b.api("POST", "/users", {"username": "dave", "password": PW, "email": "dave@x.test"})
+        self.assertEqual(st, 201, out)
+        dave = int(h["location"].rsplit("/", 1)[1])
+        st, h, out = self.b.api("POST", "/projects/edge/members", {"role_id": 3, "member_user": {"username": "dave"}})
+        self.assertEqual(st, 201, out)
+        member = int(h["location"].rsplit("/", 1)[1])
+        lags = []
+
+        def refused(what, auth, want):
+            for _ in range(3):  # kept now
+                self.assertEqual(self.get(path, auth)[0], 200, what + " before")
+            return auth, want, what
+
+        def after_change(checks):
+            t0 = time.time()
+            for auth, want, what in checks:
+                st = self.get(path, auth)[0]
+                while st != want and time.time() - t0 < BOUND_S:
+                    time.sleep(0.02)
+                    st = self.get(path, auth)[0]
+                self.assertEqual(st, want, "%s %.1f s after the change" % (what, BOUND_S))
+                lags.append(round(time.time() - t0, 2))
+
+        # a changed password
+        check = refused("dave's old password", basic("dave"), 401)
+        st, _, out = self.b.api("PUT", "/users/%d/password" % dave, {"new_password": "Changed-123"})
+        self.assertEqual(st, 200, out)
+        after_change([check])
+        # a removed membership (the new password)
+        check = refused("dave as a member", basic("dave", "Changed-123"), 403)
+        self.assertEqual(self.b.api("DELETE", "/projects/edge/members/%d" % member)[0], 200)
+        after_change([check])
+        # a deleted robot
+        check = refused("the robot", robot, 401)
+        self.assertEqual(self.b.api("DELETE", "/robots/%d" % r["id"])[0], 200)
+        after_change([check])
+        # a deleted user
+        check = refused("carol", basic("carol"), 401)
+        self.assertEqual(self.b.api("DELETE", "/users/%d" % self.users["carol"])[0], 200)
+        after_change([check])
+        print("\nrefused after the change in (s): %s" % lags)
+
+    def test_a_grant_applies_at_once(self):
+        d = self.b.push_blob("edge/grant", b"granted later")
+        path = "/v2/edge/grant/blobs/" + d
+        st, h, out = self.b.api("POST", "/users", {"username": "erin", "password": PW, "email": "erin@x.test"})
+        self.assertEqual(st, 201, out)
+        for _ in range(3):
+            self.assertEqual(self.get(path, basic("erin"))[0], 403)
+        st, _, out = self.b.api("POST", "/projects/edge/members", {"role_id": 3, "member_user": {"username": "erin"}})
+        self.assertEqual(st, 201, out)
+        self.assertEqual(self.get(path, basic("erin"))[0], 200)  # the refusal was not kept
+
+    def test_a_deleted_blob_is_gone_at_once(self):
+        d = self.b.push_blob("edge/del", b"deleted soon")
+        path = "/v2/edge/del/blobs/" + d
+        for m in ("GET", "HEAD", "GET"):
+            self.assertEqual(self.b.request(m, path, auth=basic("alice"))[0], 200)
+        self.assertEqual(self.b.request("DELETE", path)[0], 202)  # through the edge too: DELETE is never kept
+        st, _, body = self.b.request("GET", path, auth=basic("alice"))
+        self.assertEqual((st, error_code(body)), (404, "BLOB_UNKNOWN"))
+        self.assertEqual(self.b.request("HEAD", path, auth=basic("alice"))[0], 404)
+
+    def test_manifests_and_tags_are_always_asked(self):
+        d1, _ = self.b.push_image("edge/tags", "v1", seed=1)
+        d2, raw2 = self.b.push_image("edge/tags", "v2", seed=2)
+        path = "/v2/edge/tags/manifests/v1"
+        for _ in range(3):
+            st, h, _ = self.b.request("GET", path, headers={"Accept": ACCEPT_ALL}, auth=basic("alice"))
+            self.assertEqual((st, h["docker-content-digest"]), (200, d1))
+        self.b.push_manifest("edge/tags", "v1", raw2)  # v1 moves
+        st, h, _ = self.b.request("GET", path, headers={"Accept": ACCEPT_ALL}, auth=basic("alice"))
+        self.assertEqual((st, h["docker-content-digest"]), (200, d2))
+        before = self.b.request("GET", "/metrics")[2].decode()
+        n0 = sum(int(n) for n in re.findall(r'^berth_http_requests_total\{route="manifest",method="GET",status="200"\} (\d+)$',
+                                            before, re.M))
+        for _ in range(5):
+            self.assertEqual(self.b.request("GET", "/v2/edge/tags/manifests/" + d1, headers={"Accept": ACCEPT_ALL},
+                                            auth=basic("alice"))[0], 200)
+        after = self.b.request("GET", "/metrics")[2].decode()
+        n1 = sum(int(n) for n in re.findall(r'^berth_http_requests_total\{route="manifest",method="GET",status="200"\} (\d+)$',
+                                            after, re.M))
+        self.assertEqual(n1 - n0, 5, "every manifest GET, by digest too, is berthd's")
+        tags = json.loads(self.b.request("GET", "/v2/edge/tags/tags/list", auth=basic("alice"))[2])["tags"]
+        self.assertEqual(tags, ["v1", "v2"])
+
+    def test_kept_decisions_stay_on_a_private_tmpfs_and_go_with_berthd(self):
+        b = Berthd().start()
+        try:
+            b.project("tmp")
+            d = b.push_blob("tmp/x", b"x" * 100)
+            self.assertEqual(b.request("GET", "/v2/tmp/x/blobs/" + d)[0], 200)
+            with open(os.path.join(b.dir, "run", "nginx.conf")) as f:
+                conf = f.read()
+            where = re.search(r"proxy_cache_path (\S+) ", conf).group(1)
+            self.assertTrue(where.startswith("/dev/shm/"), where)
+            self.assertEqual(os.stat(where).st_mode & 0o777, 0o700)
+            kept = [f for f in glob.glob(where + "/*/*")]
+            self.assertTrue(kept, "the decision is kept")
+        finally:
+            b.cleanup()
+        self.assertFalse(os.path.exists(where), "the kept decisions (their keys hold credentials) go at stop")
+
+    def test_off_asks_berthd_every_time(self):
+        b = Berthd(env={"BERTH_EDGE_DECISION_CACHE": "false"}).start()
+        try:
+            b.project("off")
+            d = b.push_blob("off/x", b"y" * 100)
+            for _ in range(5):
+                self.assertEqual(b.request("GET", "/v2/off/x/blobs/" + d)[0], 200)
+            body = b.request("GET", "/metrics")[2].decode()
+            n = sum(int(x) for x in re.findall(r'^berth_http_requests_total\{route="blob",method="GET",status="200"\} (\d+)$',
+                                               body, re.M))
+            self.assertEqual(n, 5)
+            with open(os.path.join(b.dir, "run", "nginx.conf")) as f:
+                self.assertNotIn("proxy_cache", f.read())
+        finally:
+            b.cleanup()
+
+
+if __name__ == "__main__":
+    main()
