@@ -61,11 +61,14 @@ static struct {
     berth_proxy_stats_t st;
 } P = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER, .ttl = 60};
 
-/* Upstream HEAD answers for blobs not held: direct-mapped, a newer answer takes the slot */
+/* Upstream HEAD answers for blobs not held: direct-mapped, a newer answer takes the slot. A 404 is kept too, for
+ * at most NEGATIVE_TTL seconds (a blob pushed upstream meanwhile is seen that late), so HEADs of random digests
+ * cost one upstream HEAD per digest, not one each */
 #define HEAD_SLOTS 512
+#define NEGATIVE_TTL 60
 static struct {
     char key[BERTH_NAME_MAX + BERTH_REF_MAX + 4]; /* repo|digest */
-    int64_t size;
+    int64_t size;                                 /* -1: the upstream answered 404 */
     time_t until;
 } H[HEAD_SLOTS];
 
@@ -92,7 +95,7 @@ static void head_put(const char *repo, const char *digest, int64_t size)
     pthread_mutex_lock(&P.mu);
     snprintf(H[i].key, sizeof(H[i].key), "%s", key);
     H[i].size = size;
-    H[i].until = time(NULL) + P.ttl;
+    H[i].until = time(NULL) + (size < 0 && P.ttl > NEGATIVE_TTL ? NEGATIVE_TTL : P.ttl);
     pthread_mutex_unlock(&P.mu);
 }
 
@@ -450,8 +453,10 @@ static int fetch_blob_head(fetch_t *f, berth_err_t *err)
     long long len = r.content_length;
     int other = r.digest[0] != '\0' && strcmp(r.digest, n->ref) != 0;
     berth_http_dispose(&r);
-    if (t == 0 && st == 404)
+    if (t == 0 && st == 404) {
+        head_put(n->repo, n->ref, -1);
         return berth_err_set(err, BERTH_OCI_BLOB_UNKNOWN, "%s is not known upstream", n->ref);
+    }
     if (t != 0 || st != 200 || len < 0 || other)
         return berth_err_set(err, BERTH_OCI_UNAVAILABLE, "proxy: upstream %s %s%ld%s for HEAD of blob %s/%s", f->url,
                              t != 0 ? "failed after HTTP " : "answered HTTP ", st,

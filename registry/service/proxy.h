@@ -55,7 +55,8 @@ int berth_proxy_start(struct st_berth_registry_t *reg, const berth_proxy_conf_t 
 void berth_proxy_stop(void);
 /**
  * What an upstream HEAD said of a blob not held here (BERTH_PROXY_BLOB_HEAD): 1 with *size while the answer is
- * younger than proxy.manifest_ttl, 0 none. A HEAD is answered from it without fetching the body.
+ * younger than proxy.manifest_ttl (*size -1: the upstream answered 404, kept at most 60 s), 0 none. A HEAD is
+ * answered from it without asking the upstream or fetching the body.
  */
 int berth_proxy_head_lookup(const char *repo, const char *digest, int64_t *size);
 /** proxy.manifest_ttl in seconds. */

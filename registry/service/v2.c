@@ -366,6 +366,8 @@ static int do_blob_get(berth_registry_t *reg, berth_dbconn_t *c, const berth_v2_
             return rc;
         int head = is(rq->method, "HEAD");
         if (head && is_miss(rc, err) && berth_proxy_head_lookup(rq->route.name, d.str, &size)) {
+            if (size < 0) /* the upstream's 404, lately: BLOB_UNKNOWN without asking again */
+                return rc;
             /* what the upstream's HEAD said, within the TTL: a length and no body (core/resp.h) */
             berth_resp_header(resp, "docker-content-digest", "%s", d.str);
             berth_resp_body(resp, 200, NULL, (size_t)size, "application/octet-stream");
