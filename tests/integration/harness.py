@@ -219,28 +219,48 @@ class Berthd:
         self.start_preexec = None  # run in the child before exec (e.g. to lower a resource limit)
         self.log_path = os.path.join(self.dir, "berthd.log")
 
+    def s3(self, method, path, check=True):
+        """A request to the bucket signed with the gateway's key (curl's SigV4), for what berthd hides; path is
+        below the bucket ("KEY" or "?QUERY"). Returns (HTTP status, body)."""
+        e = self.env
+        out = subprocess.run(["curl", "-s", "-X", method, "-w", "\n%{http_code}", "--aws-sigv4", "aws:amz:%s:s3" % e["BERTH_S3_REGION"],
+                              "--user", "%s:%s" % (e["BERTH_S3_ACCESS_KEY"], e["BERTH_S3_SECRET_KEY"]), "-H",
+                              "x-amz-content-sha256: UNSIGNED-PAYLOAD", *(["-I"] if method == "HEAD" else []),
+                              "%s/%s%s%s" % (e["BERTH_S3_ENDPOINT"], e["BERTH_S3_BUCKET"], "" if path.startswith("?") else "/", path)],
+                             capture_output=True, text=True).stdout
+        body, st = out.rsplit("\n", 1)
+        assert not check or st.startswith("2"), "%s %s answered %s: %s" % (method, path, st, body[:300])
+        return int(st), body
+
+    def blob_key(self, digest):
+        return "%s/blobs/sha256/%s/%s" % (self.env["BERTH_S3_PREFIX"], digest[7:9], digest[7:])
+
     def upload_ids(self):
         """The upload sessions whose bytes the store holds, whichever driver (filesystem or s3)."""
         if self.env.get("BERTH_STORAGE_DRIVER") != "s3":
             return sorted(os.listdir(os.path.join(self.storage, "uploads")))
-        e = self.env
-        url = "%s/%s?list-type=2&prefix=%s%%2Fuploads%%2F" % (e["BERTH_S3_ENDPOINT"], e["BERTH_S3_BUCKET"], e["BERTH_S3_PREFIX"])
-        out = subprocess.run(["curl", "-sf", "--aws-sigv4", "aws:amz:%s:s3" % e["BERTH_S3_REGION"], "--user",
-                              "%s:%s" % (e["BERTH_S3_ACCESS_KEY"], e["BERTH_S3_SECRET_KEY"]),
-                              "-H", "x-amz-content-sha256: UNSIGNED-PAYLOAD", url], capture_output=True, check=True).stdout.decode()
-        keys = re.findall(r"<Key>([^<]*)</Key>", out)
+        keys = re.findall(r"<Key>([^<]*)</Key>", self.s3("GET", "?list-type=2&prefix=%s%%2Fuploads%%2F" % self.env["BERTH_S3_PREFIX"])[1])
         return sorted(k.rsplit("/", 1)[1] for k in keys if not k.endswith(".data"))
+
+    def multipart_uploads(self):
+        """s3: the keys of this prefix's multipart uploads still running at the gateway."""
+        prefix = self.env["BERTH_S3_PREFIX"] + "/"
+        return [k for k in re.findall(r"<Key>([^<]*)</Key>", self.s3("GET", "?uploads=")[1]) if k.startswith(prefix)]
 
     def remove_blob(self, digest):
         """Remove a blob's bytes behind berthd's back (to reclaim space after a large test), either driver."""
         if self.env.get("BERTH_STORAGE_DRIVER") != "s3":
             os.unlink(os.path.join(self.storage, "blobs", "sha256", digest[7:9], digest[7:]))
             return
-        e = self.env
-        url = "%s/%s/%s/blobs/sha256/%s/%s" % (e["BERTH_S3_ENDPOINT"], e["BERTH_S3_BUCKET"], e["BERTH_S3_PREFIX"], digest[7:9], digest[7:])
-        subprocess.run(["curl", "-sf", "-X", "DELETE", "--aws-sigv4", "aws:amz:%s:s3" % e["BERTH_S3_REGION"], "--user",
-                        "%s:%s" % (e["BERTH_S3_ACCESS_KEY"], e["BERTH_S3_SECRET_KEY"]), "-H", "x-amz-content-sha256: UNSIGNED-PAYLOAD",
-                        url], check=True)
+        self.s3("DELETE", self.blob_key(digest))
+
+    def has_blob(self, digest):
+        """Whether the store holds a blob's bytes, either driver (s3: a signed HEAD of its object, 200 or 404)."""
+        if self.env.get("BERTH_STORAGE_DRIVER") != "s3":
+            return os.path.exists(os.path.join(self.storage, "blobs", "sha256", digest[7:9], digest[7:]))
+        st = self.s3("HEAD", self.blob_key(digest), check=False)[0]
+        assert st in (200, 404), "HEAD of %s answered %d" % (digest, st)
+        return st == 200
 
     @property
     def host(self):

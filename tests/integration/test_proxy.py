@@ -252,10 +252,6 @@ class ProxyDistribution(BerthTestCase):
         self.assertEqual(len(self.up.tokens), 1, self.up.tokens)
         self.assertIn("scope=repository%3Alibrary%2Fsecure%3Apull", self.up.tokens[0])
 
-    def blob_path(self, digest):
-        hexd = digest.split(":", 1)[1]
-        return os.path.join(self.b.storage, "blobs", "sha256", hexd[:2], hexd)
-
     def test_project_json_and_push_refused(self):
         st, _, p = api(self.b, "GET", "/projects/hub")
         self.assertEqual(st, 200)
@@ -455,7 +451,7 @@ class ProxyDistribution(BerthTestCase):
             self.assertEqual(h["docker-content-digest"], digest)
         self.assertEqual(self.up.count("HEAD", "/v2/library/headonly/blobs/" + digest), 1)
         self.assertEqual(self.up.count("GET", "/v2/library/headonly/blobs/" + digest), 0)  # the body was never fetched
-        self.assertFalse(os.path.exists(self.blob_path(digest)))
+        self.assertFalse(self.b.has_blob(digest))
         self.assertEqual(psql("SELECT count(*) FROM blobs WHERE digest = '%s'" % digest, dbname=self.b.dbname), "0")
         # a GET then fetches it, once
         st, _, blob = self.b.request("GET", "/v2/hub/library/headonly/blobs/" + digest)
@@ -477,6 +473,7 @@ class ProxyDistribution(BerthTestCase):
         digest = dist_blob(self.dport, "library/bad", data)
         self.up.mode = "trickle-corrupt"
         # the client that started the fetch streams it and is cut before the last byte; those that joined get 503
+        # (s3: nobody reads along a fetch, every client waits for the verified blob: all get 503)
         results = []
         threads = [threading.Thread(target=lambda: results.append(self.stream_pull(digest, "hub/library/bad"))) for _ in range(3)]
         for t in threads:
@@ -488,10 +485,12 @@ class ProxyDistribution(BerthTestCase):
         for st, _, _, body, error in results:
             self.assertTrue(st >= 400 or error is not None, (st, len(body), error))
             self.assertNotEqual(sha256(body), digest)
-        self.assertEqual(sorted(st for st, *_ in results), [200, 503, 503])
-        self.assertFalse(os.path.exists(self.blob_path(digest)))
+        self.assertEqual(sorted(st for st, *_ in results), [503, 503, 503] if self.b.env.get("BERTH_STORAGE_DRIVER") == "s3" else [200, 503, 503])
+        self.assertFalse(self.b.has_blob(digest))
         self.assertEqual(psql("SELECT count(*) FROM blobs WHERE digest = '%s'" % digest, dbname=self.b.dbname), "0")
-        self.assertEqual([f for f in os.listdir(os.path.join(self.b.storage, "uploads")) if f.startswith("proxy-")], [])
+        self.assertEqual([f for f in self.b.upload_ids() if f.startswith("proxy-")], [])
+        if self.b.env.get("BERTH_STORAGE_DRIVER") == "s3":  # no multipart upload of a fetch left running
+            self.assertEqual([k for k in self.b.multipart_uploads() if "/uploads/proxy-" in k], [])
         self.assertGreaterEqual(metric(self.b, "berth_proxy_digest_mismatch_total"), 1)
         self.up.mode = "pass"
         st, _, body = self.b.request("GET", "/v2/hub/library/bad/blobs/" + digest)
@@ -544,7 +543,7 @@ class ProxyDistribution(BerthTestCase):
         self.assertEqual(st, 200)  # the answer began before the upstream finished ...
         self.assertIsNotNone(error)  # ... and is cut: the client never gets a body that looks complete
         self.assertLess(len(body), len(data))
-        self.assertFalse(os.path.exists(self.blob_path(want)))
+        self.assertFalse(self.b.has_blob(want))
         self.assertEqual(psql("SELECT count(*) FROM blobs WHERE digest = '%s'" % want, dbname=self.b.dbname), "0")
         self.up.mode = "pass"
         st, _, body = self.b.request("GET", "/v2/hub/library/streamed/blobs/" + want)
@@ -686,13 +685,13 @@ class ProxyDistribution(BerthTestCase):
         self.assertEqual(self.b.request("GET", "/v2/hub/library/gcme/blobs/" + ld[0])[2], layer)
         # the pulled image is charged like a pushed one: its layer, config and manifest
         self.assertGreaterEqual(used() - before, len(layer) + m["config"]["size"])
-        self.assertTrue(os.path.exists(self.blob_path(ld[0])))
+        self.assertTrue(self.b.has_blob(ld[0]))
         # deleted here and collected: the quota drops back, the layer file goes
         st, _, body = self.b.request("DELETE", "/v2/hub/library/gcme/manifests/" + d)
         self.assertEqual(st, 202, body)
         self.assertEqual(run_gc(self.b)["job_status"], "Success")
         self.assertEqual(used(), before)
-        self.assertFalse(os.path.exists(self.blob_path(ld[0])))
+        self.assertFalse(self.b.has_blob(ld[0]))
         # the next pull fetches it again from the upstream
         self.assertEqual(pull_manifest(self.b, "hub/library/gcme", "1")[1], d)
         self.assertEqual(self.b.request("GET", "/v2/hub/library/gcme/blobs/" + ld[0])[2], layer)
