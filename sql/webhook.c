@@ -83,14 +83,15 @@ const berth_db__stmt_t berth_db__webhook_stmts[BERTH_SQL__COUNT] = {
                    "jsonb_array_elements_text($5::jsonb)), $6::jsonb, decode($7::text, 'hex'), coalesce($8::text, ''), $9::text) "
                    "RETURNING json_build_object('id', id)::text",
                    9),
-    /* NULL keeps a value; a target with "keep_auth" keeps the sealed auth header of the target at the same place */
+    /* NULL keeps a value; a target with "keep_auth" keeps the sealed auth header of the target at the same place if
+     * that target's address is unchanged (a header is never sent to an address it was not given for) */
     BERTH_DB__STMT(
         BERTH_Q_WH_POL_UPDATE,
         "UPDATE webhook_policies w SET name = coalesce($3::text, w.name), description = coalesce($4::text, "
         "w.description), enabled = coalesce($5::bool, w.enabled), event_types = CASE WHEN $6::jsonb IS NULL THEN "
         "w.event_types ELSE ARRAY(SELECT jsonb_array_elements_text($6::jsonb)) END, targets = coalesce((SELECT jsonb_agg(CASE "
-        "WHEN t ? 'keep_auth' THEN (t - 'keep_auth') || jsonb_strip_nulls(jsonb_build_object('auth_sealed', "
-        "w.targets->(o::int - 1)->'auth_sealed')) ELSE t END ORDER BY o) FROM jsonb_array_elements($7::jsonb) WITH "
+        "WHEN t ? 'keep_auth' THEN (t - 'keep_auth') || jsonb_strip_nulls(jsonb_build_object('auth_sealed', CASE WHEN "
+        "w.targets->(o::int - 1)->>'address' = t->>'address' THEN w.targets->(o::int - 1)->'auth_sealed' END)) ELSE t END ORDER BY o) FROM jsonb_array_elements($7::jsonb) WITH "
         "ORDINALITY a(t, o)), w.targets), ca_file = coalesce($8::text, w.ca_file), updated_at = now() WHERE " OWN_POLICY,
         8),
     BERTH_DB__STMT(BERTH_Q_WH_POL_DELETE, "DELETE FROM webhook_policies w WHERE " OWN_POLICY " RETURNING to_json(w.name)::text", 2),

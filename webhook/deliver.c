@@ -42,6 +42,27 @@ int berth_webhook_address_ok(const char *url)
     return berth_repl_http_url(url);
 }
 
+const char *berth_webhook_address_refused(const char *url)
+{
+    if (!berth_webhook_address_ok(url))
+        return "target address must be an http:// or https:// URL";
+    if (strlen(url) > 2048)
+        return "target address must be at most 2048 bytes";
+    CURLU *u = curl_url();
+    char *host = NULL, *user = NULL, *pass = NULL;
+    const char *why = NULL;
+    if (u == NULL || curl_url_set(u, CURLUPART_URL, url, 0) != CURLUE_OK ||
+        curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK || host == NULL || host[0] == '\0')
+        why = "target address must be an http:// or https:// URL with a host";
+    else if (curl_url_get(u, CURLUPART_USER, &user, 0) == CURLUE_OK || curl_url_get(u, CURLUPART_PASSWORD, &pass, 0) == CURLUE_OK)
+        why = "target address must not carry credentials: send them as auth_header";
+    curl_free(host);
+    curl_free(user);
+    curl_free(pass);
+    curl_url_cleanup(u);
+    return why;
+}
+
 void berth_webhook_sign(char out[72], const char *secret, const char *timestamp, const char *body, size_t len)
 {
     /* one buffer: HMAC() is the one-shot form OpenSSL 3 keeps (the HMAC_CTX calls are deprecated) */

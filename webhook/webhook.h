@@ -26,6 +26,12 @@ extern const char *const berth_webhook_event_types[];
 int berth_webhook_event_type_known(const char *type);
 /** 1 if `url` may be a target: http or https only (the rule replication's endpoints follow). */
 int berth_webhook_address_ok(const char *url);
+/**
+ * Why `url` may not be stored as a target (NULL: it may): besides berth_webhook_address_ok, at most 2048 bytes,
+ * a host and a valid port as libcurl parses them, and no user:password, which every reader of the policy and of
+ * its tasks would see (credentials go in the sealed auth_header).
+ */
+const char *berth_webhook_address_refused(const char *url);
 
 typedef struct st_berth_webhook_conf_t {
     berth_db_t *db;

@@ -64,6 +64,8 @@ int berth_api_list(berth_api_t *a, berth_q_t q, const char *const *params, const
 int berth_api_object(berth_api_t *a, berth_q_t q, const char *const *params, const char *what);
 /** Run a query; 0 with *out, or answered the error (returns -1). */
 int berth_api_query(berth_api_t *a, berth_q_t q, const char *const *params, berth_db_json_t *out);
+/** One row of `q` as a JSON object (json_decref it), or NULL answered (404 "<what> not found" when no row). */
+json_t *berth_api_fetch(berth_api_t *a, berth_q_t q, const char *const *params, const char *what);
 /** The request body as a JSON object, or NULL answered 400. */
 json_t *berth_api_body(berth_api_t *a);
 

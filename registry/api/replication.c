@@ -163,13 +163,9 @@ static int policy_scope(berth_api_t *a, const char *id, char scope[256])
 static int policy_facts(berth_api_t *a, const char *id, char scope[256], char *owner, char *ns)
 {
     const char *p[] = {id};
-    berth_db_json_t r;
-    if (berth_api_query(a, BERTH_Q_POL_GET, p, &r) != 0)
-        return -1;
-    json_t *v = r.json != NULL ? json_loads(r.json, 0, NULL) : NULL;
-    free(r.json);
+    json_t *v = berth_api_fetch(a, BERTH_Q_POL_GET, p, "policy");
     if (v == NULL)
-        return berth_api_fail(a, BERTH_OCI_NOT_FOUND, "policy not found");
+        return -1;
     snprintf(scope, 256, "%s", json_string_value(json_object_get(v, "project_scope")) ?: "");
     if (owner != NULL)
         snprintf(owner, 256, "%s", json_string_value(json_object_get(v, "creator")) ?: "");

@@ -38,6 +38,18 @@ int berth_api_query(berth_api_t *a, berth_q_t q, const char *const *params, bert
     return berth_api_err(a, &err);
 }
 
+json_t *berth_api_fetch(berth_api_t *a, berth_q_t q, const char *const *params, const char *what)
+{
+    berth_db_json_t r;
+    if (berth_api_query(a, q, params, &r) != 0)
+        return NULL;
+    json_t *v = r.json != NULL ? json_loads(r.json, 0, NULL) : NULL;
+    free(r.json);
+    if (v == NULL)
+        berth_api_fail(a, BERTH_OCI_NOT_FOUND, "%s not found", what);
+    return v;
+}
+
 int berth_api_list(berth_api_t *a, berth_q_t q, const char *const *params, const char *limit, const char *offset)
 {
     berth_db_json_t r;

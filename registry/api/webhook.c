@@ -16,6 +16,8 @@
 #include "replication/replication.h"
 #include "webhook/webhook.h"
 
+#define CA_FILE_SYSADMIN "only system admins set ca_file (a path on the server)"
+
 static void project_id(berth_api_t *a, char pid[24])
 {
     snprintf(pid, 24, "%lld", (long long)a->z.project_id);
@@ -45,6 +47,15 @@ static void policy_in_dispose(policy_in_t *in)
 {
     free(in->event_types);
     free(in->targets);
+}
+
+/* what a header value may hold: no control bytes (CR and LF would split it, others no receiver expects) */
+static int header_value_ok(const char *v)
+{
+    for (const unsigned char *p = (const unsigned char *)v; *p != '\0'; p++)
+        if ((*p < ' ' && *p != '\t') || *p == 0x7f)
+            return 0;
+    return 1;
 }
 
 static int policy_in(berth_api_t *a, json_t *b, int create, policy_in_t *in)
@@ -99,14 +110,16 @@ static int policy_in(berth_api_t *a, json_t *b, int create, policy_in_t *in)
         const char *why = NULL;
         if (type != NULL && strcmp(type, "http") != 0)
             why = "target type must be http";
-        else if (addr == NULL || !berth_webhook_address_ok(addr))
+        else if (addr == NULL)
             why = "target address must be an http:// or https:// URL";
+        else if ((why = berth_webhook_address_refused(addr)) != NULL)
+            ;
         else if (fmt != NULL && fmt[0] != '\0' && strcmp(fmt, "Default") != 0 && strcmp(fmt, "CloudEvents") != 0)
             why = "payload_format must be Default or CloudEvents";
         else if (skip != NULL && !json_is_null(skip) && !json_is_boolean(skip))
             why = "skip_cert_verify must be true or false";
-        else if (auth != NULL && (strlen(auth) > 4096 || strpbrk(auth, "\r\n") != NULL))
-            why = "auth_header must be one line";
+        else if (auth != NULL && (strlen(auth) > 4096 || !header_value_ok(auth)))
+            why = "auth_header must be one line of printable characters";
         if (why != NULL) {
             json_decref(out);
             return berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "%s", why), -1;
@@ -169,7 +182,9 @@ static int create_policy(berth_api_t *a)
     char *sealed = berth_repl_seal(secret), pid[24];
     project_id(a, pid);
     int rc = -1;
-    if (sealed == NULL) {
+    if (in.ca_file != NULL && in.ca_file[0] != '\0' && !a->who.sysadmin) {
+        berth_api_fail(a, BERTH_OCI_DENIED, CA_FILE_SYSADMIN);
+    } else if (sealed == NULL) {
         berth_api_fail(a, BERTH_OCI_INTERNAL, "cannot seal the policy secret");
     } else {
         const char *p[] = {pid,
@@ -209,6 +224,36 @@ static int get_policy(berth_api_t *a)
     return berth_api_object(a, BERTH_Q_WH_POL_GET, p, "webhook policy");
 }
 
+/*
+ * What a PUT may not do that a project admin could otherwise do (0, or answered): send the masked auth header
+ * ("*****") back for a target whose address changed, which would deliver a header someone else stored to an
+ * address of the caller's choosing (the SQL keeps a header only at an unchanged address, this says why), or set
+ * ca_file, a path on the server, unless a system admin (the value stored may be sent back unchanged).
+ */
+static int update_allowed(berth_api_t *a, json_t *b, const policy_in_t *in, const char *pid, const char *id)
+{
+    const char *p[] = {pid, id};
+    json_t *cur = berth_api_fetch(a, BERTH_Q_WH_POL_GET, p, "webhook policy");
+    if (cur == NULL)
+        return -1;
+    int rc = 0;
+    const char *ca = json_string_value(json_object_get(cur, "ca_file"));
+    if (in->ca_file != NULL && !a->who.sysadmin && strcmp(in->ca_file, ca != NULL ? ca : "") != 0)
+        rc = berth_api_fail(a, BERTH_OCI_DENIED, CA_FILE_SYSADMIN);
+    json_t *t, *old = json_object_get(cur, "targets");
+    size_t i;
+    json_array_foreach(json_object_get(b, "targets"), i, t)
+    {
+        const char *auth = json_string_value(json_object_get(t, "auth_header"));
+        const char *was = json_string_value(json_object_get(json_array_get(old, i), "address"));
+        if (rc == 0 && auth != NULL && strcmp(auth, "*****") == 0 &&
+            (was == NULL || strcmp(was, json_string_value(json_object_get(t, "address"))) != 0))
+            rc = berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "auth_header must be given again when a target's address changes");
+    }
+    json_decref(cur);
+    return rc;
+}
+
 /* PUT: Harbor sends the whole policy; absent fields are kept here. Enabling and disabling is this with "enabled". */
 static int update_policy(berth_api_t *a)
 {
@@ -219,13 +264,13 @@ static int update_policy(berth_api_t *a)
         return -1;
     policy_in_t in;
     int rc = -1;
+    char pid[24];
+    project_id(a, pid);
+    const char *id = berth_api_arg(a, "webhook_policy_id");
     if (policy_in(a, b, 0, &in) == 0) {
-        char pid[24];
-        project_id(a, pid);
-        const char *id = berth_api_arg(a, "webhook_policy_id");
         const char *p[] = {pid, id, in.name, in.description, flag(in.enabled), in.event_types, in.targets, in.ca_file};
         berth_db_json_t r;
-        if (berth_api_query(a, BERTH_Q_WH_POL_UPDATE, p, &r) == 0) {
+        if (update_allowed(a, b, &in, pid, id) == 0 && berth_api_query(a, BERTH_Q_WH_POL_UPDATE, p, &r) == 0) {
             free(r.json);
             rc = r.affected == 1 ? berth_api_empty(a, 200) : berth_api_fail(a, BERTH_OCI_NOT_FOUND, "webhook policy not found");
         }

@@ -237,6 +237,50 @@ class Webhooks(BerthTestCase):
                              auth=basic("hk-padmin", PW))[0], 200)
         self.assertEqual(api(self.b, "DELETE", "/projects/hooks/webhook/policies/%d" % pid, auth=basic("hk-padmin", PW))[0], 200)
 
+    def test_hostile_policy_inputs(self):
+        """An outsider's probes (h-audit): what a stored policy would leak or let a project admin do."""
+        for addr in ("http://user:pa55w0rd@127.0.0.1:%d/cred" % self.rx.port, "http://127.0.0.1:99999/",
+                     "http://127.0.0.1/" + "a" * 3000):
+            st, _, raw = api(self.b, "POST", "/projects/hooks/webhook/policies", policy(addr, ["PUSH_ARTIFACT"]))
+            self.assertEqual(st, 400, (addr[:60], raw))
+        # credentials in the URL would be shown to maintainers and in every task log: refused, with the way out
+        st, _, raw = api(self.b, "POST", "/projects/hooks/webhook/policies", policy("https://u:p@127.0.0.1/x", ["PUSH_ARTIFACT"]))
+        self.assertIn("auth_header", json.loads(raw)["errors"][0]["message"])
+        body = policy(self.rx.url("/ctl"), ["PUSH_ARTIFACT"])
+        body["targets"][0]["auth_header"] = "Bearer a\x01b"
+        self.assertEqual(api(self.b, "POST", "/projects/hooks/webhook/policies", body)[0], 400)
+
+        self.assertEqual(api(self.b, "POST", "/users", {"username": "hk-audit-pa", "password": PW})[0], 201)
+        self.assertEqual(api(self.b, "POST", "/projects/hooks/members",
+                             {"role_id": 1, "member_user": {"username": "hk-audit-pa"}})[0], 201)
+        pa = basic("hk-audit-pa", PW)
+        # ca_file is a path on the server: a project admin may not point berthd at one
+        st, _, raw = api(self.b, "POST", "/projects/hooks/webhook/policies",
+                         policy(self.rx.url("/ca"), ["PUSH_ARTIFACT"], ca_file="/etc/shadow"), auth=pa)
+        self.assertEqual(st, 403, raw)
+        # the system admin stores a receiver's credential; the project admin moves the address and sends the mask
+        # back: refused, and the stored header goes nowhere new
+        body = policy(self.rx.url("/owner"), ["PUSH_ARTIFACT"])
+        body["targets"][0]["auth_header"] = "Bearer ADMIN-ONLY"
+        pid, _ = self.create(body)
+        got = json.loads(api(self.b, "GET", "/projects/hooks/webhook/policies/%d" % pid, auth=pa)[2])
+        self.assertEqual(api(self.b, "PUT", "/projects/hooks/webhook/policies/%d" % pid, dict(got, ca_file="/etc/shadow"),
+                             auth=pa)[0], 403)
+        # what it read, sent back unchanged (ca_file included), is fine
+        self.assertEqual(api(self.b, "PUT", "/projects/hooks/webhook/policies/%d" % pid, got, auth=pa)[0], 200)
+        got["targets"][0]["address"] = self.rx.url("/thief")
+        st, _, raw = api(self.b, "PUT", "/projects/hooks/webhook/policies/%d" % pid, got, auth=pa)
+        self.assertEqual(st, 400, raw)
+        self.assertIn("auth_header", json.loads(raw)["errors"][0]["message"])
+        # a new header with the new address is an ordinary edit
+        got["targets"][0]["auth_header"] = "Bearer pa-own"
+        self.assertEqual(api(self.b, "PUT", "/projects/hooks/webhook/policies/%d" % pid, got, auth=pa)[0], 200)
+        self.b.push_image("hooks/audit", "v1")
+        reqs = self.rx.wait("/thief", pred=lambda r: b"hooks/audit" in r["body"])
+        self.assertTrue(reqs)
+        self.assertEqual({r["headers"].get("authorization") for r in reqs}, {"Bearer pa-own"})
+        self.assertEqual(api(self.b, "DELETE", "/projects/hooks/webhook/policies/%d" % pid)[0], 200)
+
     def test_push_pull_delete_default_format_signed(self):
         pid, secret = self.create(policy(self.rx.url("/default"), ["PUSH_ARTIFACT", "PULL_ARTIFACT", "DELETE_ARTIFACT"]))
         digest, _ = self.b.push_image("hooks/app", "v1")

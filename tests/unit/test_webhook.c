@@ -43,5 +43,23 @@ int main(void)
             printf("# accepted: %s\n", bad[i]);
         }
     ok(refused, "other schemes, empty hosts, spaces and control bytes are refused");
+
+    /* what a policy may store (the API's check): also no credentials, a real port, a bounded length */
+    ok(berth_webhook_address_refused("https://ci.example:8443/hooks/berth?x=1") == NULL &&
+           berth_webhook_address_refused("http://[::1]:8080/") == NULL,
+       "ordinary targets may be stored");
+    char longer[2100];
+    memset(longer, 'a', sizeof(longer) - 1);
+    memcpy(longer, "http://h/", 9);
+    longer[sizeof(longer) - 1] = '\0';
+    const char *const unstored[] = {"http://user:pw@h/", "https://user@h/",    "http://:pw@h/", "http://h:99999/",
+                                    "http://h:x/",       "file:///etc/passwd", longer};
+    int all_refused = 1;
+    for (size_t i = 0; i < sizeof(unstored) / sizeof(unstored[0]); i++)
+        if (berth_webhook_address_refused(unstored[i]) == NULL) {
+            all_refused = 0;
+            printf("# stored: %.60s\n", unstored[i]);
+        }
+    ok(all_refused, "credentials in the URL, bad ports, other schemes and 2 KiB+ addresses are refused");
     return tap_done();
 }
