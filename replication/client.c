@@ -20,6 +20,7 @@ struct st_berth_client_t {
     int insecure;
     char ca_file[512];
     long max_send, max_recv, timeout;
+    size_t max_body;
 };
 
 /* ---- tokens per scope ------------------------------------------------------------------------------------- */
@@ -114,6 +115,7 @@ berth_client_t *berth_client_new(const berth_client_conf_t *conf)
     c->max_send = conf->max_send_bytes_per_s;
     c->max_recv = conf->max_recv_bytes_per_s;
     c->timeout = conf->timeout_s > 0 ? conf->timeout_s : conf->timeout_s < 0 ? 0 : 120;
+    c->max_body = conf->max_body > 0 ? conf->max_body : 64u << 20;
     return c;
 }
 
@@ -134,6 +136,7 @@ typedef struct {
     berth_client_sink_fn sink; /* 2xx bodies go here when set */
     void *sink_ctx;
     int sink_failed;
+    size_t max_body; /* 0: 64 MiB */
 } ctx_t;
 
 static size_t on_body(char *p, size_t sz, size_t n, void *ud)
@@ -154,8 +157,10 @@ static size_t on_body(char *p, size_t sz, size_t n, void *ud)
             return add;
         }
     }
-    if (h->len + add > (64u << 20))
-        return 0; /* bodies here are manifests, lists and blob chunks */
+    if (h->len + add > (x->max_body > 0 ? x->max_body : 64u << 20)) {
+        h->too_big = 1; /* bodies here are manifests, lists, tokens and error answers */
+        return 0;
+    }
     h->body = realloc(h->body, h->len + add + 1);
     memcpy(h->body + h->len, p, add);
     h->len += add;
@@ -304,7 +309,7 @@ static int client_do(berth_client_t *c, const char *method, const char *path, co
         hdrs = curl_slist_append(hdrs, "Expect:");
         if (c->bearer[0] && !api)
             hdrs = curl_slist_append(hdrs, c->bearer);
-        ctx_t x = {.out = out, .sink = sink, .sink_ctx = sink_ctx};
+        ctx_t x = {.out = out, .sink = sink, .sink_ctx = sink_ctx, .max_body = c->max_body};
         long long sent = out->sent;
         berth_http_dispose(out);
         out->sent = sent;

@@ -18,6 +18,7 @@ typedef struct st_berth_client_conf_t {
     long max_send_bytes_per_s; /* 0: unlimited */
     long max_recv_bytes_per_s; /* 0: unlimited (proxy_speed_kb) */
     long timeout_s;            /* per request; -1: none (a stalled transfer still fails within seconds) */
+    size_t max_body;           /* answers kept in memory (not a sink's) above this are cut (too_big); 0: 64 MiB */
 } berth_client_conf_t;
 
 typedef struct st_berth_http_t {
@@ -27,6 +28,7 @@ typedef struct st_berth_http_t {
     char location[2048], content_type[256], digest[160], range[64];
     long long sent;           /* request body bytes put on the wire */
     long long content_length; /* the answer's Content-Length (a HEAD's too), -1 unknown */
+    int too_big;              /* the body passed the client's max_body: the transfer was cut (the call failed) */
 } berth_http_t;
 void berth_http_dispose(berth_http_t *r);
 

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "core/log.h"
+#include "core/manifest.h"
 #include "registry/service/events.h"
 #include "registry/service/registry.h"
 #include "registry/service/upload.h"
@@ -213,7 +214,8 @@ static int open_upstream(fetch_t *f, long timeout_s, berth_err_t *err)
                               .insecure = e->insecure,
                               .ca_file = e->ca_file,
                               .max_recv_bytes_per_s = f->need->speed_kb > 0 ? f->need->speed_kb * 1024 : 0,
-                              .timeout_s = timeout_s};
+                              .timeout_s = timeout_s,
+                              .max_body = BERTH_MANIFEST_MAX}; /* manifests, referrer lists: never more is stored */
     f->client = berth_client_new(&cc);
     if (secret != NULL) {
         memset(secret, 0, strlen(secret));
@@ -305,8 +307,12 @@ static int fetch_manifest(fetch_t *f, berth_err_t *err)
     int t = berth_client_do(f->client, "GET", path, accept, NULL, 0, &r);
     if (t != 0 || r.status != 200) {
         long st = r.status;
+        int too_big = r.too_big; /* cut at BERTH_MANIFEST_MAX: nothing is stored, a held copy is served */
         berth_http_dispose(&r);
-        snprintf(why, sizeof(why), t != 0 ? "unreachable" : "answered HTTP %ld", st);
+        if (too_big)
+            snprintf(why, sizeof(why), "sent a manifest over %u bytes", BERTH_MANIFEST_MAX);
+        else
+            snprintf(why, sizeof(why), t != 0 ? "unreachable" : "answered HTTP %ld", st);
         if (held)
             return serve_held(f, why);
         if (t == 0 && st == 404)

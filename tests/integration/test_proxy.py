@@ -34,6 +34,7 @@ class Upstream:
         self.bearer = False  # require a token from /token (the Docker token dance), as Docker Hub does
         self.tokens, self.valid = [], set()
         self.log = []
+        self.huge_written = 0
         self.mu = threading.Lock()
         up = self
 
@@ -67,6 +68,20 @@ class Upstream:
                 if mode == "close":
                     self.close_connection = True
                     self.connection.shutdown(2)
+                    return
+                if mode == "huge-manifest" and "/manifests/" in self.path and method == "GET":
+                    # 32 MiB of "manifest": how much of it berthd reads before it hangs up is counted
+                    self.send_response(200)
+                    self.send_header("Content-Type", OCI_MANIFEST)
+                    self.send_header("Content-Length", str(32 << 20))
+                    self.end_headers()
+                    try:
+                        for _ in range(32):
+                            self.wfile.write(b" " * (1 << 20))
+                            with up.mu:
+                                up.huge_written += 1 << 20
+                    except OSError:
+                        pass
                     return
                 if mode == "slow":  # every answer a second late, so fetches from two berthd overlap
                     time.sleep(1.0)
@@ -517,6 +532,17 @@ class ProxyDistribution(BerthTestCase):
             error = repr(e)
         c.close()
         return r.status, first, time.time() - t0, body, error
+
+    def test_oversized_upstream_manifest_is_cut_at_the_manifest_limit(self):
+        # an upstream answering a 32 MiB "manifest": berthd reads no more than a manifest may be (4 MiB), not up to
+        # its 64 MiB buffer per fetch (h-audit: 8 such pulls at once took berthd's RSS to 200 MiB), stores nothing
+        self.up.mode = "huge-manifest"
+        st, _, body = pull_manifest(self.b, "hub/library/huge", "1")
+        self.assertEqual((st, error_code(body)), (503, "UNAVAILABLE"), body)
+        time.sleep(0.3)
+        self.assertLess(self.up.huge_written, 16 << 20)
+        self.assertIn("sent a manifest over 4194304 bytes", self.b.logs())
+        self.assertEqual(psql("SELECT count(*) FROM repositories WHERE name = 'hub/library/huge'", self.b.dbname), "0")
 
     def test_first_client_streams_while_the_blob_arrives(self):
         data = os.urandom(4 << 20)
