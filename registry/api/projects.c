@@ -83,10 +83,12 @@ static int proxy_speed(json_t *v, char out[24])
     out[0] = '\0';
     if (v == NULL)
         return 0;
+    const char *s = json_string_value(v);
     if (json_is_integer(v))
         kb = json_integer_value(v);
-    else if (json_is_string(v) && json_string_length(v) > 0 && json_string_length(v) < 20)
-        kb = strtoll(json_string_value(v), &end, 10);
+    else if (s != NULL && json_string_length(v) < 20 &&
+             strspn(s + (s[0] == '-'), "0123456789") > 0) /* strtoll alone takes " 7", "+7" */
+        kb = strtoll(s, &end, 10);
     else
         return -1;
     if ((end != NULL && *end != '\0') || (kb != -1 && (kb < 1 || kb > (1LL << 40))))

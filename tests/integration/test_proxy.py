@@ -272,6 +272,11 @@ class ProxyDistribution(BerthTestCase):
         self.assertEqual(st, 200)
         self.assertEqual(p["registry_id"], self.reg)
         self.assertEqual(p["metadata"]["proxy_speed_kb"], "-1")
+        # proxy_speed_kb is -1 or a positive integer (a number or its digits), nothing looser (h-audit: " 7", "+7")
+        for bad in (0, -5, "abc", 1.5, "1.5", " 7", "+7", "7 ", "-0", "", True, [1], 1 << 50):
+            st, _, body = api(self.b, "PUT", "/projects/hub", {"metadata": {"proxy_speed_kb": bad}})
+            self.assertEqual(st, 400, (bad, body))
+        self.assertEqual(api(self.b, "GET", "/projects/hub")[2]["metadata"]["proxy_speed_kb"], "-1")
         # the endpoint stays while a project proxies it
         st, _, body = api(self.b, "DELETE", "/registries/%d" % self.reg)
         self.assertEqual(st, 412, body)
