@@ -589,6 +589,8 @@ static int serve(berth_config_t *cfgp, berth_db_t *db, berth_store_t *store, ber
         .blob_upstream = where.upstream,
         .blob_host = where.host,
         .blob_timeout_s = (cfg.s3_timeout_ms + 999) / 1000,
+        .blob_tls_verify = cfg.s3_tls_verify,
+        .blob_ca_file = cfg.s3_ca_file,
         .blob_prefix = BLOB_PREFIX,
         .api_port = api_port,
         .upload_port = upload_port,

@@ -11,6 +11,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <openssl/x509.h>
+
 #include "core/log.h"
 #include "registry/http/edge_blobs.h"
 #include "registry/http/edge_ui.h"
@@ -18,6 +20,30 @@
 #define OCI_413 "{\"errors\":[{\"code\":\"SIZE_INVALID\",\"message\":\"request body too large\",\"detail\":{}}]}"
 #define OCI_404 "{\"errors\":[{\"code\":\"BLOB_UNKNOWN\",\"message\":\"blob unknown to registry\",\"detail\":{}}]}"
 #define OCI_502 "{\"errors\":[{\"code\":\"UNAVAILABLE\",\"message\":\"service temporarily unavailable\",\"detail\":{}}]}"
+
+/* An https gateway is verified as berthd's own S3 client verifies it (storage.s3.tls_verify, ca_file), by the name
+ * the presigned URLs were signed for: nginx's default is to verify nothing and send no SNI. */
+static void gateway_tls(FILE *f, const berth_edge_conf_t *c)
+{
+    if (strncmp(c->blob_upstream, "https://", 8) != 0)
+        return;
+    if (!c->blob_tls_verify) {
+        fprintf(f, "      proxy_ssl_verify off;\n");
+        return;
+    }
+    const char *ca = c->blob_ca_file;
+    if (ca == NULL || ca[0] == '\0')
+        ca = getenv(X509_get_default_cert_file_env()); /* SSL_CERT_FILE, as libcurl's OpenSSL reads it */
+    if (ca == NULL || ca[0] == '\0')
+        ca = X509_get_default_cert_file();
+    const char *h = c->blob_host, *colon = strrchr(h, ':'), *bracket = strchr(h, ']');
+    int n = colon != NULL && (bracket == NULL || colon > bracket) ? (int)(colon - h) : (int)strlen(h);
+    fprintf(f,
+            "      proxy_ssl_verify on; proxy_ssl_verify_depth 8;\n"
+            "      proxy_ssl_trusted_certificate \"%s\";\n"
+            "      proxy_ssl_server_name on; proxy_ssl_name %.*s;\n",
+            ca, n, h);
+}
 
 static int write_conf(const berth_edge_conf_t *c, const char *path, int fast_blobs)
 {
@@ -98,10 +124,11 @@ static int write_conf(const berth_edge_conf_t *c, const char *path, int fast_blo
         berth_edge_blob_headers(f, "$upstream_http_docker_content_digest");
         fprintf(f, "      error_page 404 = @blob_unknown;\n"
                    "    }\n");
-    } else /* s3: the bytes come from the gateway through a presigned URL (the client's Range goes along); the
-            * client's credentials do not */
+    } else { /* s3: the bytes come from the gateway through a presigned URL (the client's Range goes along); the
+              * client's credentials do not */
+        fprintf(f, "    location %s {\n", c->blob_prefix);
+        gateway_tls(f, c);
         fprintf(f,
-                "    location %s {\n"
                 "      internal;\n"
                 "      set $blob_digest $upstream_http_docker_content_digest; # berthd's answer, before the gateway's\n"
                 /* no upstream keep-alive: on a reused connection RGW (Nagle on by default) and nginx's delayed ACK
@@ -132,7 +159,8 @@ static int write_conf(const berth_edge_conf_t *c, const char *path, int fast_blo
                 "      add_header retry-after 5 always;\n"
                 "      return 503 '{\"errors\":[{\"code\":\"UNAVAILABLE\",\"message\":\"the object store does not answer\"}]}';\n"
                 "    }\n",
-                c->blob_prefix, c->blob_upstream, c->blob_host, c->blob_timeout_s, c->blob_timeout_s);
+                c->blob_upstream, c->blob_host, c->blob_timeout_s, c->blob_timeout_s);
+    }
     fprintf(f, "  }\n}\n");
     int rc = fflush(f) == 0 && fsync(fileno(f)) == 0 ? 0 : -1;
     fclose(f);

@@ -20,6 +20,8 @@ typedef struct st_berth_edge_conf_t {
     const char *blob_upstream; /* s3 driver: "scheme://host:port" the edge proxies presigned blob URLs to */
     const char *blob_host;     /* s3 driver: the Host header the presigned URLs were signed for */
     int blob_timeout_s;        /* s3 driver: a gateway silent this long answers 503 */
+    int blob_tls_verify;       /* s3 driver, https gateway: verify its certificate (storage.s3.tls_verify) */
+    const char *blob_ca_file;  /* s3 driver: CA bundle to verify it with (storage.s3.ca_file); NULL: OpenSSL's default */
     const char *blob_prefix;
     const char *ui_dir; /* built web UI served at "/" (registry/http/edge_ui.c), or NULL */
     int api_port, upload_port, workers;

@@ -16,7 +16,7 @@ import tempfile
 import time
 import unittest
 
-from harness import BERTHD, Berthd, BerthTestCase, PausableRelay, error_code, main, sha256
+from harness import BERTHD, Berthd, BerthTestCase, PausableRelay, error_code, free_port, main, sha256
 
 os.environ["BERTH_TEST_STORAGE_DRIVER"] = "s3"  # this suite is about the s3 driver: every Berthd here uses it
 
@@ -239,6 +239,84 @@ class StartUp(unittest.TestCase):
                 if x is not None:
                     x.cleanup()
             shutil.rmtree(keys, ignore_errors=True)
+
+
+class GatewayTls(unittest.TestCase):
+    """An https gateway (nginx terminating TLS in front of the test RGW): berthd's S3 client and its edge both verify
+    it with storage.s3.ca_file. Once the gateway shows a certificate the CA does not vouch for, the edge refuses to
+    stream from it (503), as berthd's client refuses it (nginx's default would verify nothing)."""
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="berth-s3tls-")
+        self.nginx = None
+        self.b = None
+
+    def tearDown(self):
+        if self.b is not None:
+            self.b.cleanup()
+        if self.nginx is not None:
+            self.nginx.terminate()
+            self.nginx.wait(10)
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def cert(self, name):
+        crt, key = os.path.join(self.tmp, name + ".crt"), os.path.join(self.tmp, name + ".key")
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "1",
+                        "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=DNS:127.0.0.1,IP:127.0.0.1", "-keyout", key, "-out", crt],
+                       check=True, capture_output=True)
+        return crt, key
+
+    def terminate_tls(self, port, crt, key, upstream):
+        """nginx on 127.0.0.1:port with this certificate, proxying to the gateway; a running one reloads."""
+        conf = os.path.join(self.tmp, "nginx.conf")
+        with open(conf, "w") as f:
+            f.write("%sdaemon off; pid %s/nginx.pid; error_log stderr error; events {}\n"
+                    "http { access_log off; client_body_temp_path %s; proxy_temp_path %s;\n"
+                    "  server { listen 127.0.0.1:%d ssl; ssl_certificate %s; ssl_certificate_key %s;\n"
+                    "    client_max_body_size 0; proxy_request_buffering off; proxy_buffering off;\n"
+                    "    location / { proxy_pass %s; proxy_http_version 1.1; proxy_set_header Host $http_host; } } }\n"
+                    % ("user root;\n" if os.geteuid() == 0 else "", self.tmp, self.tmp, self.tmp, port, crt, key, upstream))
+        if self.nginx is None:
+            self.nginx = subprocess.Popen(["nginx", "-p", self.tmp, "-c", conf])
+        else:
+            subprocess.run(["nginx", "-p", self.tmp, "-c", conf, "-s", "reload"], check=True)
+            time.sleep(1.0)  # the old workers finish
+        for _ in range(100):
+            if subprocess.run(["curl", "-sk", "-o", "/dev/null", "https://127.0.0.1:%d/" % port]).returncode == 0:
+                return
+            time.sleep(0.05)
+        self.fail("the TLS terminator does not answer")
+
+    def test_edge_verifies_an_https_gateway(self):
+        if shutil.which("nginx") is None or shutil.which("openssl") is None:
+            self.skipTest("nginx or openssl missing")
+        port = free_port()
+        crt, key = self.cert("good")
+        probe = Berthd()  # the test gateway's settings
+        upstream = probe.env["BERTH_S3_ENDPOINT"]
+        probe.cleanup()
+        self.terminate_tls(port, crt, key, upstream)
+        self.b = Berthd(env={"BERTH_S3_ENDPOINT": "https://127.0.0.1:%d" % port, "BERTH_S3_CA_FILE": crt}).start()
+        self.b.project("s3")
+        data = os.urandom(1 << 20)
+        d = self.b.push_blob("s3/tls", data)
+        st, _, body = self.b.request("GET", "/v2/s3/tls/blobs/" + d)
+        self.assertEqual((st, sha256(body)), (200, d), "pulled through the edge from the https gateway")
+        # the gateway's name now answers with a certificate the configured CA did not sign
+        self.terminate_tls(port, *self.cert("other"), upstream)
+        st, h, body = self.b.request("GET", "/v2/s3/tls/blobs/" + d)
+        self.assertEqual(st, 503, body[:200])
+        self.assertIn(b"the object store does not answer", body, "the edge refused the gateway (not berthd)")
+        self.assertNotEqual(sha256(body), d)
+        # storage.s3.tls_verify false turns it off for the edge too
+        lax = Berthd(dbname=self.b.dbname, storage=self.b.storage, env={"BERTH_S3_ENDPOINT": self.b.env["BERTH_S3_ENDPOINT"],
+                                                                       "BERTH_S3_TLS_VERIFY": "false"})
+        try:
+            lax.start()
+            st, _, body = lax.request("GET", "/v2/s3/tls/blobs/" + d)
+            self.assertEqual((st, sha256(body)), (200, d))
+        finally:
+            lax.cleanup()
 
 
 class TestGateway(unittest.TestCase):
