@@ -3,8 +3,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <glob.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
@@ -37,11 +40,58 @@ static void remove_tree(const char *dir)
     nftw(dir, remove_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+/* "<dir>.pid" names the berthd that owns <dir> (beside it: nginx's cache loader removes foreign files inside) */
+static int write_owner(void)
+{
+    char p[sizeof(dir_path) + 8];
+    snprintf(p, sizeof(p), "%s.pid", dir_path);
+    FILE *f = fopen(p, "w");
+    if (f == NULL)
+        return -1;
+    fprintf(f, "%ld\n", (long)getpid());
+    return fclose(f) == 0 ? 0 : -1;
+}
+
+/*
+ * The directories of this user's berthd instances that died without stopping (SIGKILL, a crash) and whose run_dir
+ * will not start again to wipe them: their keys hold credentials, so they go as soon as any instance starts.
+ */
+static void remove_orphans(void)
+{
+    char pattern[128];
+    snprintf(pattern, sizeof(pattern), TMPFS "/berth-edge-%u-*.pid", (unsigned)geteuid());
+    glob_t g;
+    if (glob(pattern, GLOB_NOSORT, NULL, &g) != 0)
+        return;
+    for (size_t i = 0; i < g.gl_pathc; i++) {
+        FILE *f = fopen(g.gl_pathv[i], "r");
+        char line[32] = "";
+        if (f != NULL) {
+            if (fgets(line, sizeof(line), f) == NULL)
+                line[0] = '\0';
+            fclose(f);
+        }
+        long pid = strtol(line, NULL, 10);
+        /* a file that reads as no pid may be being written by an instance starting now: kept */
+        if (pid > 0 && kill((pid_t)pid, 0) != 0 && errno == ESRCH) {
+            size_t n = strlen(g.gl_pathv[i]);
+            g.gl_pathv[i][n - 4] = '\0'; /* the directory: the name without ".pid" */
+            remove_tree(g.gl_pathv[i]);
+            g.gl_pathv[i][n - 4] = '.';
+            unlink(g.gl_pathv[i]);
+        }
+    }
+    globfree(&g);
+}
+
 void berth_edge_decisions_remove(void)
 {
     if (!__atomic_exchange_n(&dir_ready, 0, __ATOMIC_ACQ_REL))
         return;
     remove_tree(dir_path);
+    char p[sizeof(dir_path) + 8];
+    snprintf(p, sizeof(p), "%s.pid", dir_path);
+    unlink(p);
 }
 
 /*
@@ -83,7 +133,8 @@ int berth_edge_decisions_dir(const char *run_dir)
         h = (h ^ (unsigned char)*p) * 1099511628211ULL;
     snprintf(dir_path, sizeof(dir_path), TMPFS "/berth-edge-%u-%016llx", (unsigned)geteuid(), (unsigned long long)h);
     remove_tree(dir_path); /* a predecessor's answers (and the credentials in their keys) go */
-    if (mkdir(dir_path, 0700) != 0) {
+    remove_orphans();
+    if (mkdir(dir_path, 0700) != 0 || write_owner() != 0) {
         berth_log_warn("edge: cannot create %s (%s): blob GETs by digest are decided by berthd one by one", dir_path,
                        strerror(errno));
         return -1;

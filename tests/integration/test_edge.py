@@ -198,22 +198,37 @@ class KeptDecisions(BerthTestCase):
         tags = json.loads(self.b.request("GET", "/v2/edge/tags/tags/list", auth=basic("alice"))[2])["tags"]
         self.assertEqual(tags, ["v1", "v2"])
 
-    def test_kept_decisions_stay_on_a_private_tmpfs_and_go_with_berthd(self):
+    def started_with_a_kept_decision(self):
+        """A berthd of its own that has kept one decision; (berthd, the directory of its kept decisions)"""
         b = Berthd().start()
+        b.project("tmp")
+        d = b.push_blob("tmp/x", b"x" * 100)
+        self.assertEqual(b.request("GET", "/v2/tmp/x/blobs/" + d)[0], 200)
+        with open(os.path.join(b.dir, "run", "nginx.conf")) as f:
+            where = re.search(r"proxy_cache_path (\S+) ", f.read()).group(1)
+        self.assertTrue(glob.glob(where + "/*/*"), "the decision is kept")
+        return b, where
+
+    def test_kept_decisions_stay_on_a_private_tmpfs_and_go_with_berthd(self):
+        b, where = self.started_with_a_kept_decision()
         try:
-            b.project("tmp")
-            d = b.push_blob("tmp/x", b"x" * 100)
-            self.assertEqual(b.request("GET", "/v2/tmp/x/blobs/" + d)[0], 200)
-            with open(os.path.join(b.dir, "run", "nginx.conf")) as f:
-                conf = f.read()
-            where = re.search(r"proxy_cache_path (\S+) ", conf).group(1)
             self.assertTrue(where.startswith("/dev/shm/"), where)
             self.assertEqual(os.stat(where).st_mode & 0o777, 0o700)
-            kept = [f for f in glob.glob(where + "/*/*")]
-            self.assertTrue(kept, "the decision is kept")
         finally:
             b.cleanup()
         self.assertFalse(os.path.exists(where), "the kept decisions (their keys hold credentials) go at stop")
+
+    def test_a_killed_instance_leaves_no_credentials_behind(self):
+        dead, where = self.started_with_a_kept_decision()
+        try:
+            dead.proc.kill()  # SIGKILL: berthd cannot wipe it, and its run_dir never starts again
+            dead.proc.wait()
+            self.assertTrue(glob.glob(where + "/*/*"), "the kept decision is still there")
+            other = Berthd().start()  # any instance of the same user removes it as it starts
+            other.cleanup()
+            self.assertFalse(os.path.exists(where) or os.path.exists(where + ".pid"))
+        finally:
+            dead.cleanup()
 
     def test_off_asks_berthd_every_time(self):
         b = Berthd(env={"BERTH_EDGE_DECISION_CACHE": "false"}).start()
