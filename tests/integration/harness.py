@@ -403,14 +403,25 @@ class Berthd:
         if chunk:
             while off < len(data) - chunk:
                 piece = data[off:off + chunk]
-                st, h, body = self.request("PATCH", loc, piece, {"Content-Range": "%d-%d" % (off, off + len(piece) - 1),
-                                                                 "Content-Type": "application/octet-stream"})
+                st, h, body = self.request_retrying("PATCH", loc, piece, {"Content-Range": "%d-%d" % (off, off + len(piece) - 1),
+                                                                          "Content-Type": "application/octet-stream"})
                 assert st == 202, (st, body)
                 loc = h["location"]
                 off += len(piece)
-        st, h, body = self.request("PUT", loc + "?digest=" + d, data[off:], {"Content-Type": "application/octet-stream"})
+        st, h, body = self.request_retrying("PUT", loc + "?digest=" + d, data[off:], {"Content-Type": "application/octet-stream"})
         assert st == 201, (st, body)
         return d
+
+    def request_retrying(self, method, path, body=None, headers=None, attempts=20):
+        """A request sent again after a 429 TOOMANYREQUESTS, as docker and containerd do: an upload body refused for
+        the caller's share of concurrent streams (the s3 driver's share is half the database pool) consumed nothing."""
+        for _ in range(attempts - 1):
+            st, h, rbody = self.request(method, path, body, headers)
+            if st != 429:
+                return st, h, rbody
+            assert error_code(rbody) == "TOOMANYREQUESTS" and int(h["retry-after"]) >= 1, (h, rbody)
+            time.sleep(0.2)
+        return self.request(method, path, body, headers)
 
     def push_manifest(self, repo, ref, manifest, media_type=OCI_MANIFEST):
         raw = manifest if isinstance(manifest, bytes) else json.dumps(manifest).encode()
