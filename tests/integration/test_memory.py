@@ -74,9 +74,12 @@ def private_dirty_kib(pid):
 
 def edge_workers(b):
     """The edge's nginx worker processes (children of its master, berthd's child)."""
-    def children(pid):
-        with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
-            return [int(x) for x in f.read().split()]
+    def children(pid):  # whichever thread forked them
+        out = []
+        for t in os.listdir("/proc/%d/task" % pid):
+            with open("/proc/%d/task/%s/children" % (pid, t)) as f:
+                out += [int(x) for x in f.read().split()]
+        return out
 
     def cmd(pid):
         with open("/proc/%d/cmdline" % pid, "rb") as f:
