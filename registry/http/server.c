@@ -745,10 +745,6 @@ static void *loop_main(void *arg)
     loop_thread_t *lt = arg;
     /* h2o keeps buffer prototypes and recycling allocators in thread-local storage: the context and every
      * socket of a loop must be created on that loop's own thread, or buffers cross threads (ASan caught it) */
-    /* Every request in flight holds its connection's input buffer, which h2o starts at 8 KiB; a request's head
-     * (the edge's are ~0.5 KiB) fits in the 4 KiB that h2o reserves per read anyway, and a larger one grows it.
-     * A burst of 10,000 clients keeps thousands in flight at once: 8232 -> 4136 bytes each (docs/benchmarks.md). */
-    h2o_socket_buffer_prototype._initial_buf.capacity = 4096;
     h2o_context_init(&lt->ctx, h2o_evloop_create(), &lt->server->config);
     h2o_timeout_init(lt->ctx.loop, &lt->stream_poll, 5);
     h2o_multithread_register_receiver(lt->ctx.queue, &lt->done, on_jobs_done);
@@ -792,6 +788,11 @@ int berth_server_start(berth_server_t **out, berth_registry_t *reg, berth_worker
         return BERTH_ERROR;
     }
     *port_out = ntohs(addr.sin_port);
+    /* Every request in flight holds its connection's input buffer, which h2o starts at 8 KiB; a request's head
+     * (the edge's are ~0.5 KiB) fits in the 4 KiB that h2o reserves per read anyway, and a larger one grows it.
+     * A burst of 10,000 clients keeps thousands in flight at once: 8232 -> 4136 bytes each (docs/benchmarks.md).
+     * A process-wide prototype: set here, before any loop thread that reads it exists. */
+    h2o_socket_buffer_prototype._initial_buf.capacity = 4096;
     s->loops = calloc((size_t)nloops, sizeof(loop_thread_t));
     for (s->nloops = 0; s->nloops < nloops; s->nloops++) {
         loop_thread_t *lt = &s->loops[s->nloops];
