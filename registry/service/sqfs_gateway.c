@@ -88,12 +88,11 @@ int berth_sqfs_gateway_request(berth_dbconn_t *c, const char *repo, const char *
         return rc;
     *created = n != NULL && strcmp(n, "1") == 0;
     free(n);
-    rc = q(c, BERTH_Q_SQFS_GET, p, json, err); /* read before the wake: the caller sees the job as it was queued */
     pthread_mutex_lock(&G.mu);
     for (int i = 0; G.running && i < G.nworkers; i++)
         berth_bgloop_wake(G.workers[i]);
     pthread_mutex_unlock(&G.mu);
-    return rc;
+    return q(c, BERTH_Q_SQFS_GET, p, json, err); /* queued, or running when a woken worker claimed it first */
 }
 
 /* ---- events: queued in memory here, handled on the dispatcher's thread ------------------------------------- */

@@ -20,6 +20,8 @@ test("project repositories: server-side search, sort and paging are deep links",
   await page.getByRole("button", { name: "Name" }).click(); // -> descending
   await page.waitForURL(/sort=-name/);
   await settled(page);
+  // the table follows the URL once the sorted page has arrived: wait for that row rather than read the old one
+  await page.locator("tbody tr").first().locator("a", { hasText: "secret/many/r02" }).waitFor({ timeout: 10000 });
   const first = await page.locator("tbody tr").first().locator("a").textContent();
   assert.equal(first, "secret/many/r02");
   await page.goto(BASE + "/projects/secret/repositories?q=r01");
