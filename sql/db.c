@@ -101,10 +101,26 @@ static void set_down(berth_db_t *db)
     pthread_mutex_unlock(&db->mu);
 }
 
+/*
+ * A pooled connection says nothing while it is idle, so a readable socket means the server spoke first: a
+ * restart's "terminating connection" and close, or a crash's reset. libpq still reports CONNECTION_OK until the
+ * next query fails, which would cost one request a 503 per pooled connection; such a connection is replaced
+ * before it is handed out instead. Nothing was sent on it, so nothing is retried.
+ */
+static int idle_conn_usable(PGconn *pg)
+{
+    if (pg == NULL || PQstatus(pg) != CONNECTION_OK)
+        return 0;
+    struct pollfd pfd = {.fd = PQsocket(pg), .events = POLLIN};
+    return poll(&pfd, 1, 0) == 0;
+}
+
 static int ensure_connected(berth_db_t *db, berth_dbconn_t *c, berth_err_t *err)
 {
-    if (c->pg != NULL && PQstatus(c->pg) == CONNECTION_OK)
+    if (idle_conn_usable(c->pg))
         return 0;
+    if (c->pg != NULL && PQstatus(c->pg) == CONNECTION_OK)
+        berth_log_info("database: a pooled connection was closed by the server while idle; reconnecting");
     if (c->pg != NULL)
         PQfinish(c->pg);
     memset(c->prepared, 0, sizeof(c->prepared));
