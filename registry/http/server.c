@@ -358,8 +358,10 @@ static void stream_start(job_t *j)
     req->res.reason = "OK";
     req->res.content_length = total >= 0 ? (size_t)total : SIZE_MAX;
     h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_CONTENT_TYPE, NULL, H2O_STRLIT("application/octet-stream"));
-    const char *d = berth_proxy_stream_digest(j->stream);
-    h2o_add_header_by_str(&req->pool, &req->res.headers, H2O_STRLIT("docker-content-digest"), 0, NULL, d, strlen(d));
+    /* a copy in the request's pool: headers are sent by reference, and a blob already whole ends (and frees) its
+     * stream in the first pump, before h2o writes them */
+    h2o_iovec_t d = h2o_strdup(&req->pool, berth_proxy_stream_digest(j->stream), SIZE_MAX);
+    h2o_add_header_by_str(&req->pool, &req->res.headers, H2O_STRLIT("docker-content-digest"), 0, NULL, d.base, d.len);
     h2o_add_header_by_str(&req->pool, &req->res.headers, H2O_STRLIT("docker-distribution-api-version"), 0, NULL,
                           H2O_STRLIT("registry/2.0"));
     /* the edge passes the bytes on as they come instead of buffering the response */

@@ -548,6 +548,13 @@ class BerthTestCase(unittest.TestCase):
         return res
 
 
+def podman_cmd(base):
+    """podman (root, vfs, no systemd) with all of its state under base, its tmp dir too: tests never share
+    /run/libpod, where concurrent first runs on a fresh machine failed ("creating runtime status file")."""
+    return ["podman", "--root", base + "/root", "--runroot", base + "/run", "--tmpdir", base + "/tmp", "--storage-driver",
+            "vfs", "--cgroup-manager", "cgroupfs", "--events-backend", "file"]
+
+
 def eventually(fn, want, timeout=10.0, interval=0.05):
     """Call fn() until it returns want or timeout seconds pass; returns the last value (assert it equals want).
     For waits on something asynchronous (a revocation window, a background writer) instead of a fixed sleep."""

@@ -8,7 +8,7 @@ import subprocess
 import tempfile
 import unittest
 
-from harness import ACCEPT_ALL, ADMIN_CREDS, BerthTestCase, Berthd, eventually, main, write_oci_layout
+from harness import ACCEPT_ALL, ADMIN_CREDS, BerthTestCase, Berthd, eventually, main, podman_cmd, write_oci_layout
 
 TIMEOUT = 300
 
@@ -102,8 +102,7 @@ class ContainerTools(BerthTestCase):
         shutil.rmtree(self.tmp, ignore_errors=True)
 
     def podman(self, *args):
-        return run(["podman", "--root", self.tmp + "/root", "--runroot", self.tmp + "/run", "--storage-driver", "vfs",
-                    "--cgroup-manager", "cgroupfs", "--events-backend", "file", *args])
+        return run(podman_cmd(self.tmp) + list(args))
 
     def buildah(self, *args):
         return run(["buildah", "--root", self.tmp + "/broot", "--runroot", self.tmp + "/brun", "--storage-driver", "vfs", *args])

@@ -12,7 +12,7 @@ import time
 import unittest
 import uuid
 
-from harness import ACCEPT_ALL, ADMIN_PASSWORD, BerthTestCase, Berthd, error_code, main, write_oci_layout
+from harness import ACCEPT_ALL, ADMIN_PASSWORD, BerthTestCase, Berthd, error_code, main, podman_cmd, write_oci_layout
 
 PW = "Passw0rd!x"
 
@@ -241,7 +241,7 @@ class Immutable(BerthTestCase):
         os.makedirs(tmp)
         try:
             def podman(*args, check=True, stdin=None):
-                cmd = ["podman", "--root", tmp + "/root", "--runroot", tmp + "/run", "--storage-driver", "vfs", *args]
+                cmd = podman_cmd(tmp) + list(args)
                 r = subprocess.run(cmd, capture_output=True, text=True, timeout=300, input=stdin)
                 if check and r.returncode != 0:
                     raise AssertionError("%s: %s" % (" ".join(cmd), r.stderr[-2000:]))
@@ -267,8 +267,7 @@ class Immutable(BerthTestCase):
             self.assertIn("rule %d" % rid, r.stderr)
             self.assertEqual(self.digest_of("imm/pod", "1.0"), d)
         finally:
-            subprocess.run(["podman", "--root", tmp + "/root", "--runroot", tmp + "/run", "--storage-driver", "vfs",
-                            "system", "reset", "-f"], capture_output=True, timeout=120)
+            subprocess.run(podman_cmd(tmp) + ["system", "reset", "-f"], capture_output=True, timeout=120)
             shutil.rmtree(tmp, ignore_errors=True)
 
 

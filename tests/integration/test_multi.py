@@ -18,7 +18,7 @@ import tempfile
 import time
 import unittest
 
-from harness import ACCEPT_ALL, ADMIN_AUTH, ADMIN_CREDS, Berthd, error_code, free_port, main, psql, sha256
+from harness import ACCEPT_ALL, ADMIN_AUTH, ADMIN_CREDS, Berthd, error_code, free_port, main, podman_cmd, psql, sha256
 
 os.environ["BERTH_TEST_STORAGE_DRIVER"] = "s3"
 BOUND_S = 1.0  # the invalidation bound stated in registry/storage/README.md while the listener is connected
@@ -395,8 +395,7 @@ class Many(NodeLogsOnFailure, unittest.TestCase):
             upstreams = {row[-1] for row in log if row[1].startswith("/v2/multi/app/blobs/uploads/")}
             self.assertGreaterEqual(len(upstreams), 2, log)
             if have("podman"):
-                pm = ["podman", "--root", tmp + "/root", "--runroot", tmp + "/run", "--storage-driver", "vfs",
-                      "--cgroup-manager", "cgroupfs", "--events-backend", "file"]
+                pm = podman_cmd(tmp)
                 run(pm + ["login", "--tls-verify=false", "-u", "admin", "-p", ADMIN_CREDS.split(":", 1)[1], self.lb.host])
                 run(pm + ["pull", "--tls-verify=false", "%s/multi/app:v1" % self.lb.host])
                 run(pm + ["tag", "%s/multi/app:v1" % self.lb.host, "%s/multi/copy:v2" % self.lb.host])

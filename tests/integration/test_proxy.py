@@ -16,7 +16,7 @@ import time
 import unittest
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from harness import ACCEPT_ALL, ADMIN_AUTH, ADMIN_CREDS, ADMIN_PASSWORD, OCI_CONFIG, OCI_INDEX, OCI_LAYER, OCI_MANIFEST, BerthTestCase, Berthd, error_code, \
+from harness import ACCEPT_ALL, ADMIN_AUTH, ADMIN_CREDS, ADMIN_PASSWORD, OCI_CONFIG, OCI_INDEX, OCI_LAYER, OCI_MANIFEST, BerthTestCase, Berthd, error_code, podman_cmd, \
     eventually, make_layer, free_port, main, psql, sha256
 
 TTL = 3  # proxy.manifest_ttl for these tests, seconds
@@ -613,7 +613,7 @@ class ProxyDistribution(BerthTestCase):
     def test_podman_pulls_through_the_proxy(self):
         d, _, _ = dist_image(self.dport, "library/pod", "1", [make_layer({"hello": os.urandom(4000)})])
         root = os.path.join(self.tmp, "podman")
-        base = ["podman", "--root", root + "/root", "--runroot", root + "/run", "--storage-driver", "vfs"]
+        base = podman_cmd(root)
         r = subprocess.run(base + ["pull", "--tls-verify=false", "--creds", ADMIN_CREDS, "%s/hub/library/pod:1" % self.b.host],
                            capture_output=True, text=True, timeout=180)
         self.assertEqual(r.returncode, 0, r.stderr)

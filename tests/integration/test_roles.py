@@ -7,7 +7,7 @@ import subprocess
 import tempfile
 import unittest
 
-from harness import BerthTestCase, Berthd, main, write_oci_layout
+from harness import BerthTestCase, Berthd, main, podman_cmd, write_oci_layout
 
 PW = "Passw0rd!x"
 TIMEOUT = 300
@@ -136,7 +136,7 @@ class Roles(BerthTestCase):
         root = os.path.join(self.tmp, "podman")
 
         def podman(*args, check=True, stdin=None):
-            cmd = ["podman", "--root", root + "/root", "--runroot", root + "/run", "--storage-driver", "vfs", *args]
+            cmd = podman_cmd(root) + list(args)
             r = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT, input=stdin)
             if check and r.returncode != 0:
                 raise AssertionError("%s: %s" % (" ".join(cmd), r.stderr[-2000:]))
