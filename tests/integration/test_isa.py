@@ -914,6 +914,12 @@ class IsaScanner(BerthTestCase):
             while time.time() < deadline and "being scanned by another instance" not in self.b.logs():
                 time.sleep(0.2)
             self.assertIn("being scanned by another instance", self.b.logs())
+            # the unclaimed declaration is scanned after the claimed one was dropped (on s3 its layer read takes
+            # ~0.1-0.4 s more than on the filesystem: wait for its verdict rather than read at once)
+            deadline = time.time() + 30
+            while time.time() < deadline and not psql("SELECT 1 FROM isa_scans WHERE digest = '%s'" % d, dbname=self.b.dbname):
+                time.sleep(0.1)
+            time.sleep(0.5)  # (and the claimed one would have had as long)
             self.assertEqual(psql("SELECT declared_level FROM isa_scans WHERE digest = '%s' ORDER BY 1" % d,
                                   dbname=self.b.dbname), "x86-64-v4", "only the unclaimed declaration was scanned")
         finally:
