@@ -104,7 +104,9 @@ class TwoSites(BerthTestCase):
     @classmethod
     def setUpClass(cls):
         cls.a = Site().start()
-        cls.b = Site().start()
+        # in the s3 run (integration_replication_s3) site A keeps its blobs in the test Ceph and B on its file
+        # system: pushes go s3 -> filesystem, pulls filesystem -> s3, with the bytes checked at the other end
+        cls.b = Site(env={"BERTH_STORAGE_DRIVER": "filesystem"}).start()
         cls.tmp = tempfile.mkdtemp(prefix="repl-")
         cls.reg_b = add_registry(cls.a, "site-b", "http://" + cls.b.host)
         cls.reg_a_on_b = add_registry(cls.b, "site-a", "http://" + cls.a.host)
@@ -242,7 +244,13 @@ class TwoSites(BerthTestCase):
                                   "filters": [{"type": "name", "value": "upstream/base"}]})
         e = wait_execution(self.a, run_policy(self.a, pid))
         self.assertEqual(e["status"], "Succeed", e)
-        self.assertEqual(manifest(self.a, "upstream/base", "2.0")[1], d)
+        st, got, body = manifest(self.a, "upstream/base", "2.0")
+        self.assertEqual(got, d)
+        m = json.loads(body)
+        for desc in [m["config"]] + m["layers"]:  # every blob arrived whole, read back from A's store
+            st, _, blob = self.a.request("GET", "/v2/upstream/base/blobs/" + desc["digest"])
+            self.assertEqual((st, sha256(blob), len(blob)), (200, desc["digest"], desc["size"]))
+        self.assertTrue(all(self.a.has_blob(x["digest"]) for x in [m["config"]] + m["layers"]))  # the bucket, in the s3 run
 
     def test_zstd_between_berth_sites(self):
         """An uncompressed tar layer of text: as type berth the chunks travel zstd-compressed and are verified on the
