@@ -19,6 +19,10 @@
 
 #define OCI_413 "{\"errors\":[{\"code\":\"SIZE_INVALID\",\"message\":\"request body too large\",\"detail\":{}}]}"
 #define OCI_404 "{\"errors\":[{\"code\":\"BLOB_UNKNOWN\",\"message\":\"blob unknown to registry\",\"detail\":{}}]}"
+/* requests nginx refuses before berthd sees them: a malformed request line or header, headers over its buffers
+ * (494), a URI over them (414); clients parse errors as JSON */
+#define OCI_400 "{\"errors\":[{\"code\":\"BAD_REQUEST\",\"message\":\"malformed request, or headers too large\",\"detail\":{}}]}"
+#define OCI_414 "{\"errors\":[{\"code\":\"BAD_REQUEST\",\"message\":\"request URI too long\",\"detail\":{}}]}"
 #define OCI_502 "{\"errors\":[{\"code\":\"UNAVAILABLE\",\"message\":\"service temporarily unavailable\",\"detail\":{}}]}"
 
 /* An https gateway is verified as berthd's own S3 client verifies it (storage.s3.tls_verify, ca_file), by the name
@@ -97,8 +101,12 @@ static int write_conf(const berth_edge_conf_t *c, const char *path, int fast_blo
                 "    ssl_protocols TLSv1.2 TLSv1.3;\n",
                 c->tls_listen, c->limits->backlog, c->tls_cert, c->tls_key);
     fprintf(f,
+            "    error_page 400 494 = @bad_request;\n"
+            "    error_page 414 /.berth/uri-too-long;\n"
             "    error_page 413 = @too_big;\n"
             "    error_page 500 502 504 = @unavailable; # nginx's own 500s: out of descriptors or memory\n"
+            "    location @bad_request { default_type application/json; return 400 '%s'; }\n"
+            "    location = /.berth/uri-too-long { internal; default_type application/json; return 414 '%s'; }\n"
             "    location @too_big { default_type application/json; return 413 '%s'; }\n"
             "    location @unavailable { default_type application/json; add_header retry-after 2 always; return 503 '%s'; }\n"
             "    location @blob_unknown { default_type application/json; return 404 '%s'; }\n"
@@ -111,7 +119,7 @@ static int write_conf(const berth_edge_conf_t *c, const char *path, int fast_blo
             "      client_body_timeout %ds; proxy_read_timeout 3600s; proxy_send_timeout 3600s;\n"
             "      proxy_pass http://berth_upload;\n"
             "    }\n",
-            OCI_413, OCI_502, OCI_404, c->upload_idle_timeout);
+            OCI_400, OCI_414, OCI_413, OCI_502, OCI_404, c->upload_idle_timeout);
     if (fast_blobs)
         berth_edge_decisions_locations(f, c->blob_root);
     berth_edge_ui_locations(f, c->ui_dir);

@@ -2,6 +2,7 @@
 import hashlib
 import json
 import os
+import socket
 import threading
 
 from harness import (ACCEPT_ALL, ADMIN_AUTH, OCI_CONFIG, OCI_INDEX, OCI_LAYER, OCI_MANIFEST, BerthTestCase, error_code, main, sha256)
@@ -309,6 +310,25 @@ class Manifests(Case):
         st, _, body, _ = self.b.push_manifest("man/big", "v1", big)
         self.assertEqual(st, 413)
         self.assertEqual(error_code(body), "SIZE_INVALID")
+
+    def test_refused_by_the_edge_in_json(self):
+        """What the edge refuses before berthd sees it (headers or URI over its buffers, a malformed request) is an
+        error in the registry's JSON, as everything else, not nginx's HTML page."""
+        st, h, body = self.b.request("GET", "/v2/man/x/manifests/v1", headers={"X-Pad": "a" * 20000})
+        self.assertEqual((st, error_code(body), h.get("content-type")), (400, "BAD_REQUEST", "application/json"), body)
+        st, h, body = self.b.request("GET", "/v2/man/x/manifests/" + "a" * 20000)
+        self.assertEqual((st, error_code(body), h.get("content-type")), (414, "BAD_REQUEST", "application/json"), body)
+        with socket.create_connection((self.b.ip, self.b.port), timeout=10) as s:
+            s.sendall(b"GET /v2/ HTTP/1.1\r\nHost: x\r\nno colon in this header line\r\n\r\n")
+            raw = b""
+            while b"\r\n\r\n" not in raw or not raw.rstrip().endswith(b"}"):
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                raw += chunk
+        head, _, body = raw.partition(b"\r\n\r\n")
+        self.assertTrue(head.startswith(b"HTTP/1.1 400"), raw)
+        self.assertEqual(error_code(body), "BAD_REQUEST", raw)
 
     def test_index_and_accept(self):
         d1, r1 = self.b.push_image("man/idx", "a")
