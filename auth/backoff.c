@@ -15,7 +15,7 @@
 typedef struct {
     char key[KEY_MAX + 1];
     int failures;
-    time_t until;
+    int64_t until;   /* CLOCK_MONOTONIC ms: whole seconds made a 1 s back-off last anything from 0 to 1 s */
     int next;        /* bucket chain */
     int prev, newer; /* LRU list: prev = older neighbour, newer = newer neighbour */
 } entry_t;
@@ -27,6 +27,13 @@ static int free_list = -1;
 static uint64_t seed;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 
 static void init(void)
 {
@@ -99,7 +106,7 @@ static void drop(int i)
 }
 
 /* A free entry; when the table is full, the least recently used one that is not holding anyone back */
-static int take(time_t now)
+static int take(int64_t now)
 {
     if (free_list < 0 && nfree_next < BERTH_BACKOFF_ENTRIES) {
         entries[nfree_next].next = free_list;
@@ -119,13 +126,14 @@ static int take(time_t now)
     return i;
 }
 
-static long wait_locked(const char *key, time_t now)
+/* whole seconds, rounded up: what Retry-After says */
+static long wait_locked(const char *key, int64_t now)
 {
     int i = find(key);
-    return i >= 0 && entries[i].until > now ? (long)(entries[i].until - now) : 0;
+    return i >= 0 && entries[i].until > now ? (long)((entries[i].until - now + 999) / 1000) : 0;
 }
 
-static void record_locked(const char key[KEY_MAX + 1], int ok, int free_failures, time_t now)
+static void record_locked(const char key[KEY_MAX + 1], int ok, int free_failures, int64_t now)
 {
     int i = find(key);
     if (ok) {
@@ -152,7 +160,7 @@ static void record_locked(const char key[KEY_MAX + 1], int ok, int free_failures
     if (++e->failures >= free_failures) {
         int shift = e->failures - free_failures;
         long backoff = shift >= 9 ? BERTH_BACKOFF_MAX_SECONDS : 1L << shift;
-        e->until = now + (backoff < BERTH_BACKOFF_MAX_SECONDS ? backoff : BERTH_BACKOFF_MAX_SECONDS);
+        e->until = now + 1000 * (backoff < BERTH_BACKOFF_MAX_SECONDS ? backoff : BERTH_BACKOFF_MAX_SECONDS);
     }
 }
 
@@ -168,7 +176,7 @@ static void lock_keys(char addr_key[KEY_MAX + 1], char any_key[KEY_MAX + 1], con
 long berth_backoff_wait(const char *name, const char *remote)
 {
     char k1[KEY_MAX + 1], k2[KEY_MAX + 1];
-    time_t now = time(NULL);
+    int64_t now = now_ms();
     lock_keys(k1, k2, name, remote);
     long w1 = wait_locked(k1, now), w2 = wait_locked(k2, now);
     pthread_mutex_unlock(&mu);
@@ -178,7 +186,7 @@ long berth_backoff_wait(const char *name, const char *remote)
 void berth_backoff_record(const char *name, const char *remote, int ok)
 {
     char k1[KEY_MAX + 1], k2[KEY_MAX + 1];
-    time_t now = time(NULL);
+    int64_t now = now_ms();
     lock_keys(k1, k2, name, remote);
     record_locked(k1, ok, BERTH_BACKOFF_FREE, now);
     record_locked(k2, ok, BERTH_BACKOFF_FREE_ANY, now);

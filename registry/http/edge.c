@@ -101,11 +101,11 @@ static int write_conf(const berth_edge_conf_t *c, const char *path, int fast_blo
                 "    ssl_protocols TLSv1.2 TLSv1.3;\n",
                 c->tls_listen, c->limits->backlog, c->tls_cert, c->tls_key);
     fprintf(f,
-            "    error_page 400 494 = @bad_request;\n"
+            "    error_page 400 494 /.berth/bad-request;\n"
             "    error_page 414 /.berth/uri-too-long;\n"
             "    error_page 413 = @too_big;\n"
             "    error_page 500 502 504 = @unavailable; # nginx's own 500s: out of descriptors or memory\n"
-            "    location @bad_request { default_type application/json; return 400 '%s'; }\n"
+            "    location = /.berth/bad-request { internal; default_type application/json; return 400 '%s'; }\n"
             "    location = /.berth/uri-too-long { internal; default_type application/json; return 414 '%s'; }\n"
             "    location @too_big { default_type application/json; return 413 '%s'; }\n"
             "    location @unavailable { default_type application/json; add_header retry-after 2 always; return 503 '%s'; }\n"

@@ -318,6 +318,10 @@ class Manifests(Case):
         self.assertEqual((st, error_code(body), h.get("content-type")), (400, "BAD_REQUEST", "application/json"), body)
         st, h, body = self.b.request("GET", "/v2/man/x/manifests/" + "a" * 20000)
         self.assertEqual((st, error_code(body), h.get("content-type")), (414, "BAD_REQUEST", "application/json"), body)
+        # a URI nginx cannot decode (NUL): no URI to redirect with, the error page must still be JSON, not a 500
+        for path in ("/v2/man/x/manifests/a%00b", "/api/v2.0/quotas/%00"):
+            st, h, body = self.b.request("GET", path)
+            self.assertEqual((st, error_code(body), h.get("content-type")), (400, "BAD_REQUEST", "application/json"), (path, body))
         with socket.create_connection((self.b.ip, self.b.port), timeout=10) as s:
             s.sendall(b"GET /v2/ HTTP/1.1\r\nHost: x\r\nno colon in this header line\r\n\r\n")
             raw = b""
