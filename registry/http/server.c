@@ -161,6 +161,8 @@ static void on_guard_dispose(void *p)
 
 static void job_free(job_t *j)
 {
+    if (j->stream != NULL) /* a proxied blob whose client left before its stream started: its file and fd go too */
+        berth_proxy_stream_release(j->stream);
     berth_resp_dispose(&j->resp);
     free(j->query);
     free(j->accept);
@@ -278,9 +280,7 @@ static void stream_end(blob_stream_t *bs)
 {
     if (h2o_timeout_is_linked(&bs->poll))
         h2o_timeout_unlink(&bs->poll);
-    berth_proxy_stream_release(bs->j->stream);
-    bs->j->stream = NULL;
-    job_free(bs->j);
+    job_free(bs->j); /* releases the stream */
     bs->j = NULL;
 }
 
