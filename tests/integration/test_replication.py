@@ -662,49 +662,63 @@ def sh(*cmd, check=True):
 def can_netns():
     if os.geteuid() != 0 or not shutil.which("ip"):
         return False
-    r = subprocess.run(["ip", "netns", "add", "berth-probe"], capture_output=True)
-    subprocess.run(["ip", "netns", "del", "berth-probe"], capture_output=True)
+    probe = "berth-probe-%d" % os.getpid()
+    r = subprocess.run(["ip", "netns", "add", probe], capture_output=True)
+    subprocess.run(["ip", "netns", "del", probe], capture_output=True)
     return r.returncode == 0
 
 
 @unittest.skipUnless(can_netns(), "needs root and ip netns")
 class NetworkSites(BerthTestCase):
-    """Three sites in their own network namespaces on one bridge: A (10.78.0.1), B (.2), C (.3). The host reaches
+    """Three sites in their own network namespaces on one bridge: A (10.78.N.1), B (.2), C (.3). The host reaches
     them through the bridge; cutting a site's link is taking its host-side veth down."""
     START = False
-    SITES = {"a": "10.78.0.1", "b": "10.78.0.2", "c": "10.78.0.3"}
+    # names and subnet are the build tree's (from its PostgreSQL port): the release, ASan and TSan suites may run
+    # this class at the same time
+    TAG = int(os.environ.get("BERTH_TEST_PG_PORT", "25433")) % 10000
+    NET = "10.78.%d." % (TAG % 250)
+    BRIDGE = "brb%d" % TAG
+    SITES = {"a": NET + "1", "b": NET + "2", "c": NET + "3"}
+
+    @classmethod
+    def ns(cls, name):
+        return "berth-%s-%d" % (name, cls.TAG)
+
+    @classmethod
+    def veth(cls, name):
+        return "vb%d%s" % (cls.TAG, name)
 
     @classmethod
     def setUpClass(cls):
         cls.cleanup_net()
-        sh("ip", "link", "add", "br-berth", "type", "bridge")
-        sh("ip", "addr", "add", "10.78.0.254/24", "dev", "br-berth")
-        sh("ip", "link", "set", "br-berth", "up")
+        sh("ip", "link", "add", cls.BRIDGE, "type", "bridge")
+        sh("ip", "addr", "add", cls.NET + "254/24", "dev", cls.BRIDGE)
+        sh("ip", "link", "set", cls.BRIDGE, "up")
         cls.sites = {}
         for name, ip in cls.SITES.items():
-            ns, host_if, ns_if = "berth-" + name, "vb-" + name, "vb-%s-ns" % name
+            ns, host_if, ns_if = cls.ns(name), cls.veth(name), cls.veth(name) + "-ns"
             sh("ip", "netns", "add", ns)
             sh("ip", "link", "add", host_if, "type", "veth", "peer", "name", ns_if)
             sh("ip", "link", "set", ns_if, "netns", ns)
-            sh("ip", "link", "set", host_if, "master", "br-berth")
+            sh("ip", "link", "set", host_if, "master", cls.BRIDGE)
             sh("ip", "link", "set", host_if, "up")
             sh("ip", "netns", "exec", ns, "ip", "addr", "add", ip + "/24", "dev", ns_if)
             sh("ip", "netns", "exec", ns, "ip", "link", "set", ns_if, "up")
             sh("ip", "netns", "exec", ns, "ip", "link", "set", "lo", "up")
         # a WAN-ish link to B: tbf shapes its bandwidth (netem, for delay and loss, is not in this kernel)
-        sh("tc", "qdisc", "add", "dev", "vb-b", "root", "tbf", "rate", "80mbit", "burst", "256kbit", "latency", "100ms", check=False)
+        sh("tc", "qdisc", "add", "dev", cls.veth("b"), "root", "tbf", "rate", "80mbit", "burst", "256kbit", "latency", "100ms", check=False)
         chunk = "1024"  # KiB: 1 MiB chunks so an interruption lands mid-blob
         for name, ip in cls.SITES.items():
-            cls.sites[name] = Site(netns="berth-" + name, ip=ip, env={"BERTH_REPLICATION_CHUNK_KIB": chunk}).start()
+            cls.sites[name] = Site(netns=cls.ns(name), ip=ip, env={"BERTH_REPLICATION_CHUNK_KIB": chunk}).start()
         cls.a, cls.b, cls.c = cls.sites["a"], cls.sites["b"], cls.sites["c"]
         cls.tmp = tempfile.mkdtemp(prefix="repl-net-")
 
     @classmethod
     def cleanup_net(cls):
         for name in cls.SITES:
-            subprocess.run(["ip", "netns", "del", "berth-" + name], capture_output=True)
-            subprocess.run(["ip", "link", "del", "vb-" + name], capture_output=True)
-        subprocess.run(["ip", "link", "del", "br-berth"], capture_output=True)
+            subprocess.run(["ip", "netns", "del", cls.ns(name)], capture_output=True)
+            subprocess.run(["ip", "link", "del", cls.veth(name)], capture_output=True)
+        subprocess.run(["ip", "link", "del", cls.BRIDGE], capture_output=True)
 
     @classmethod
     def tearDownClass(cls):
@@ -740,10 +754,10 @@ class NetworkSites(BerthTestCase):
             time.sleep(0.2)
         sent_before = self.task(self.a, eid)["bytes_sent"]
         self.assertGreater(sent_before, 0)
-        sh("ip", "link", "set", "vb-b", "down")  # B is cut off mid-blob
+        sh("ip", "link", "set", self.veth("b"), "down")  # B is cut off mid-blob
         time.sleep(8)
         self.assertEqual(api(self.a, "GET", "/replication/executions/%d" % eid)[2]["status"], "InProgress")
-        sh("ip", "link", "set", "vb-b", "up")
+        sh("ip", "link", "set", self.veth("b"), "up")
         e = wait_execution(self.a, eid, timeout=300)
         t = self.task(self.a, eid)
         log = api(self.a, "GET", "/replication/executions/%d/tasks/%d/log" % (eid, t["id"]))[2]
