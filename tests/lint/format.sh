@@ -20,6 +20,12 @@ if [ "${#files[@]}" -eq 0 ]; then
   exit 1
 fi
 bad=()
+# one process for the whole tree (one per file cost ~35 s of the suite's time); only a tree that fails is gone
+# through file by file, to name the files
+if "$cf" --dry-run --Werror "${files[@]}" >/dev/null 2>&1; then
+  echo "lint_format: ${#files[@]} files checked, 0 not formatted"
+  exit 0
+fi
 for f in "${files[@]}"; do
   if ! "$cf" --dry-run --Werror "$f" 2>/tmp/lint_format.$$ >/dev/null; then
     bad+=("$f")
