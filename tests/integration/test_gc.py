@@ -156,14 +156,17 @@ class GcApi(H.BerthTestCase):
 
 
 class GcRules(H.BerthTestCase):
+    """One berthd for the class (a berthd and its database per test cost more than most tests); every test starts
+    from a collected store, so what a run counts is the test's own garbage. Each test uses repositories of its own."""
     START = False
 
-    def setUp(self):
-        self.b = H.Berthd(env=GC_ENV).start()
-        self.b.project("p")
+    @classmethod
+    def setUpClass(cls):
+        cls.b = H.Berthd(env=GC_ENV).start()
+        cls.b.project("p")
 
-    def tearDown(self):
-        self.b.cleanup()
+    def setUp(self):
+        self.assertEqual(run_gc(self.b, delete_untagged=True)["job_status"], "Success")
 
     def test_dry_run_reports_exactly_what_a_real_run_frees(self):
         b = self.b
@@ -464,14 +467,15 @@ class GcResume(H.BerthTestCase):
                "SELECT (SELECT id FROM repositories WHERE name = 'q/keep'), d, now() - interval '1 day' FROM g"
                % (salt, salt, n - 1), dbname=b.dbname)
 
-    def setUp(self):
-        self.b = H.Berthd(env=dict(GC_ENV, BERTH_GC_BATCH="20")).start()
-        self.b.project("q")
-        self.keep = [image(self.b, "q/keep", "v%d" % i, [os.urandom(600)]) for i in range(3)]
-        self.garbage(self.b, self.N)
+    @classmethod
+    def setUpClass(cls):
+        cls.b = H.Berthd(env=dict(GC_ENV, BERTH_GC_BATCH="20")).start()
+        cls.b.project("q")
+        cls.keep = [image(cls.b, "q/keep", "v%d" % i, [os.urandom(600)]) for i in range(3)]
 
-    def tearDown(self):
-        self.b.cleanup()
+    def setUp(self):
+        self.assertEqual(run_gc(self.b)["job_status"], "Success")  # nothing left of the other test's runs
+        self.garbage(self.b, self.N)
 
     def intact(self):
         for st, d, raw, blobs in self.keep:
@@ -502,6 +506,10 @@ class GcResume(H.BerthTestCase):
         killed = json.loads(H.psql("SELECT row_to_json(r) FROM gc_runs r WHERE id = %d" % rid, dbname=b.dbname))
         self.assertEqual(killed["status"], "Running")
         self.assertLess(killed["blobs_deleted"], self.N, "the run ended before the kill: raise N")
+        # restarted once the lease ran out, the collector takes the run over when it starts; restarted within the
+        # lease, it did so at its next look, 20 s later
+        self.assertEqual(H.eventually(lambda: H.psql("SELECT lease_until < now() FROM gc_runs WHERE id = %d" % rid, dbname=b.dbname),
+                                      "t", timeout=30, interval=0.1), "t")
         b.start()
         run = wait_run(b, rid, timeout=120)
         self.assertEqual(run["job_status"], "Success", run_log(b, rid))
