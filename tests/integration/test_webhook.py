@@ -572,11 +572,13 @@ class Webhooks(BerthTestCase):
 class Restart(unittest.TestCase):
     def test_sigkill_between_commit_and_delivery(self):
         """The first attempt is in flight (the receiver holds it) when berthd is SIGKILLed; after the restart the
-        task's lease runs out and the event is delivered, with the same event id, exactly once successfully."""
+        task's lease runs out and the event is delivered, with the same event id, exactly once successfully.
+        BERTH_WEBHOOK_TIMEOUT_SECONDS=3: the lease is the timeout + 5 s, so 8 s to wait out instead of 15; 3 s is still
+        far past the moment of the kill, which follows the attempt's arrival at once."""
         rx = Receiver()
         release = threading.Event()
         rx.plans["/crash"] = [("hang", release), 200]
-        b = Berthd().start()
+        b = Berthd(env={"BERTH_WEBHOOK_TIMEOUT_SECONDS": "3"}).start()
         try:
             b.project("crash")
             st, _, raw = api(b, "POST", "/projects/crash/webhook/policies", policy(rx.url("/crash"), ["PUSH_ARTIFACT"]))
