@@ -329,8 +329,12 @@ static int client_do(berth_client_t *c, const char *method, const char *path, co
         out->sent = sent;
         int rc = perform(c, method, url, hdrs, body, len, api || c->bearer[0] == '\0', &x);
         curl_slist_free_all(hdrs);
-        if (rc != 0 || x.sink_failed)
+        if (rc != 0 || x.sink_failed) { /* a cut transfer keeps no body (callers dispose only what succeeded) */
+            free(out->body);
+            out->body = NULL;
+            out->len = 0;
             return -1;
+        }
         if (api || out->status != 401 || attempt == 1 || strncasecmp(x.challenge, "Bearer ", 7) != 0)
             return 0;
         c->bearer[0] = '\0';
