@@ -176,18 +176,21 @@ class AuthPool(BerthTestCase):
             self.assertEqual(st, 200)
         return statistics.median(times)
 
-    def storm(self, b, clients, stop, statuses):
+    def storm(self, b, clients, stop, statuses, times=None):
         def one(k):
             i = 0
             conn = http.client.HTTPConnection(b.ip, b.port, timeout=60)
             while not stop.is_set():
                 i += 1
                 try:
+                    t0 = time.monotonic()
                     conn.request("GET", "/service/token?service=berth-registry",
                                  headers={"Authorization": basic("storm%d-%d" % (k, i), "wrong")})
                     r = conn.getresponse()
                     r.read()
                     statuses.append(r.status)
+                    if times is not None:
+                        times.append(time.monotonic() - t0)
                 except (OSError, http.client.HTTPException):
                     conn.close()
                     conn = http.client.HTTPConnection(b.ip, b.port, timeout=60)
@@ -203,19 +206,23 @@ class AuthPool(BerthTestCase):
         try:
             self.latency(b, 10)  # warm up
             base = self.latency(b)
-            stop, statuses = threading.Event(), []
-            threads = self.storm(b, 40, stop, statuses)
+            stop, statuses, login_times = threading.Event(), [], []
+            threads = self.storm(b, 40, stop, statuses, login_times)
             eventually(lambda: len(statuses) >= 40, True)  # the storm is under way before measuring
             loaded = self.latency(b)
             stop.set()
             for t in threads:
                 t.join(30)
             ratio = loaded / max(base, 0.002)
-            print("\n# BENCH unrelated API median: %.1f ms idle, %.1f ms under 40 bad-login clients (x%.1f), %d logins answered"
-                  % (base * 1e3, loaded * 1e3, ratio, len(statuses)))
+            login = statistics.median(login_times)
+            print("\n# BENCH unrelated API median: %.1f ms idle, %.1f ms under 40 bad-login clients (x%.1f), %d logins answered, "
+                  "their median %.1f ms" % (base * 1e3, loaded * 1e3, ratio, len(statuses), login * 1e3))
             self.assertGreater(len(statuses), 40)
             self.assertTrue(set(statuses) <= {401, 503}, set(statuses))
-            self.assertLess(ratio, 15, "unrelated requests waited behind password hashing")
+            # measured against the storm's own logins, not a fixed ratio to idle: the hashing takes both cores, so
+            # on a busy or sanitized run everything is slower (x24 once, under ASan beside other suites); a request
+            # that queued behind the hashing would wait about as long as a login does
+            self.assertLess(loaded, login / 3, "unrelated requests waited behind password hashing")
         finally:
             b.cleanup()
 
