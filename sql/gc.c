@@ -75,7 +75,7 @@
 /* the marks of one kind after the cursor: $1 marks, $2 cursor, $3 limit */
 #define WINDOW(kind)                                                                                                               \
     "WITH w AS (SELECT id, repository_id, digest FROM gc_marks WHERE run_id = $1::bigint AND kind = " #kind " AND id > "           \
-    "$2::bigint ORDER BY id LIMIT $3::int) "
+    "$2::bigint AND id <= $4::bigint ORDER BY id LIMIT $3::int) "
 
 const berth_db__stmt_t berth_db__gc_stmts[BERTH_SQL__COUNT] = {
     /* ---- REST: history, runs, schedule ---- */
@@ -214,7 +214,13 @@ const berth_db__stmt_t berth_db__gc_stmts[BERTH_SQL__COUNT] = {
                    3),
 
     /* ---- sweeping, one batch = lock (first statement) + delete (second) + commit ---- */
-    /* $1 marks, $2 cursor, $3 limit: the window of marks after the cursor and the rows of it locked now (skipping
+    /* $1 marks, $2 kind, $3 after, $4 size: the ids that end each full window of `size` marks after `after`, in
+     * order (the sweep's windows, handed to its connections; what follows the last one is the last window) */
+    BERTH_DB__STMT(BERTH_Q_GC_WINDOWS,
+                   "SELECT coalesce(json_agg(id ORDER BY id), '[]')::text FROM (SELECT id, row_number() OVER (ORDER BY id) AS "
+                   "n FROM gc_marks WHERE run_id = $1::bigint AND kind = $2::int AND id > $3::bigint) s WHERE n % $4::int = 0",
+                   4),
+    /* $1 marks, $2 after, $3 limit, $4 last id: the window of marks in (after, last] and the rows of it locked now (skipping
      * those another transaction holds), as an array literal for the sweep. Manifests: also the quota_blobs rows of
      * every charge the locked manifests hold (the manifest's own digest and its layers, in its project), FOR UPDATE
      * SKIP LOCKED; only the manifests all of whose charge rows were got are returned. A charger or a release in
@@ -234,20 +240,20 @@ const berth_db__stmt_t berth_db__gc_stmts[BERTH_SQL__COUNT] = {
                "FROM quota_blobs qb WHERE qb.project_id = c.project_id AND qb.digest = c.digest)) SELECT json_build_object('hi', "
                "(SELECT max(id) FROM w), 'n', (SELECT count(*) FROM w), 'locked', (SELECT array_agg(l.id ORDER BY l.id)::text "
                "FROM l WHERE l.id NOT IN (SELECT id FROM miss)))::text",
-        3),
+        4),
     BERTH_DB__STMT(
         BERTH_Q_GC_LOCK_LINKS,
         WINDOW(2) "SELECT json_build_object('hi', (SELECT max(id) FROM w), 'n', (SELECT count(*) FROM w), 'locked', "
                   "(SELECT array_agg(l.p)::text FROM (SELECT rb.repository_id || '/' || rb.digest AS p FROM repository_blobs rb "
                   "JOIN w ON w.repository_id = rb.repository_id AND w.digest = rb.digest ORDER BY rb.repository_id, rb.digest "
                   "FOR UPDATE OF rb SKIP LOCKED) l))::text",
-        3),
+        4),
     BERTH_DB__STMT(
         BERTH_Q_GC_LOCK_BLOBS,
         WINDOW(3) "SELECT json_build_object('hi', (SELECT max(id) FROM w), 'n', (SELECT count(*) FROM w), 'locked', "
                   "(SELECT array_agg(l.digest)::text FROM (SELECT b.digest FROM blobs b JOIN w ON w.digest = b.digest ORDER BY "
                   "b.digest FOR UPDATE OF b SKIP LOCKED) l))::text",
-        3),
+        4),
     /* $1 run, $2 owner, $3 lease, $4 manifest ids (bigint[] text), $5 new cursor, $6 marks processed, $7 grace, $8 marks.
      * Deletes the locked manifests that are still untagged, no manifest of the repository lists as a child or names as
      * its subject, and were not released within the window; their marks go, so a later pass sees only those left. */

@@ -1,6 +1,7 @@
 #include "registry/service/gc.h"
 
 #include <jansson.h>
+#include <limits.h>
 #include <openssl/rand.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -50,11 +51,12 @@ static const char *const counter_names[13] = {
     "bytes_freed",      "orphans",           "orphan_bytes", "processed",     "cursor",       "phase"};
 
 typedef struct {
+    pthread_mutex_t mu; /* state, listed, pass_done and the events: a sweep's connections share the run */
     long long id;
-    char idbuf[24], marks[24], grace[24], lease[24], batch[24];
+    char idbuf[24], marks[24], grace[24], lease[24];
     int dry, untagged;
     long grace_s;
-    int workers;            /* threads that unlink the files of swept blobs (the run's `workers`, 1..UNLINK_MAX) */
+    int workers;            /* connections that sweep and threads that unlink (the run's `workers`, 1..UNLINK_MAX) */
     int listed;             /* digests named in the log so far */
     long long pass_done;    /* manifests deleted in the current pass (another pass follows when > 0) */
     json_t *state;          /* the run's row as the last statement returned it */
@@ -94,6 +96,7 @@ static void set_state(run_t *r, json_t *st)
 {
     if (st == NULL)
         return;
+    pthread_mutex_lock(&r->mu);
     json_decref(r->state);
     r->state = st;
     pthread_mutex_lock(&gc.mu);
@@ -103,12 +106,23 @@ static void set_state(run_t *r, json_t *st)
         gc.counters[i] = jint(st, counter_names[i]);
     gc.phase = (int)jint(st, "phase");
     pthread_mutex_unlock(&gc.mu);
+    pthread_mutex_unlock(&r->mu);
 }
 
+/* (the run's own thread, while no sweep runs; the sweepers use stop_asked) */
 static const char *status_of(const run_t *r)
 {
     const char *s = json_string_value(json_object_get(r->state, "status"));
     return s != NULL ? s : "";
+}
+
+/* a user asked the run to stop (PUT .../gc/{id}) */
+static int stop_asked(run_t *r)
+{
+    pthread_mutex_lock(&r->mu);
+    int yes = strcmp(status_of(r), "Stopping") == 0;
+    pthread_mutex_unlock(&r->mu);
+    return yes;
 }
 
 /* A log line for the run's row (and berthd's log); `fmt` without the newline */
@@ -190,10 +204,12 @@ static void lines_open(lines_t *l)
 
 static void lines_add(lines_t *l, run_t *r, char *text)
 {
-    if (r->listed < LOG_LIST_MAX) {
-        r->listed++;
+    pthread_mutex_lock(&r->mu);
+    int room = r->listed < LOG_LIST_MAX;
+    r->listed += room;
+    pthread_mutex_unlock(&r->mu);
+    if (room)
         fputs(text, l->f);
-    }
     free(text);
 }
 
@@ -437,22 +453,33 @@ static int mark(berth_dbconn_t *c, run_t *r, berth_q_t id, berth_err_t *err)
     return lines_flush(&l, c, r, err);
 }
 
+/* A window of a sweep: the marks with ids in (after, last] */
+typedef struct {
+    long long after, last;
+    long long cursor; /* the run's cursor written with the batch; -1: the window's end (every window before it is done) */
+} window_t;
+
+/* marks a batch takes: a manifest batch holds the quota_blobs rows of its manifests' charges, which a PUT charging
+   one of them waits for: keep it short */
+static long batch_size(int kind)
+{
+    return kind == 1 && gc.conf.batch > 100 ? 100 : gc.conf.batch;
+}
+
 /* One batch of a sweep phase: lock, re-check and delete, commit; then the files (blobs) or the events
- * (manifests). GO_ON, DONE when the phase has no marks left, HALT on stop or error. */
-static step_t sweep_batch(berth_dbconn_t *c, run_t *r, int kind, berth_err_t *err)
+ * (manifests). GO_ON, DONE when the window has no marks, HALT on stop or error. */
+static step_t sweep_batch(berth_dbconn_t *c, run_t *r, int kind, const window_t *win, berth_err_t *err)
 {
     static const berth_q_t locks[4] = {0, BERTH_Q_GC_LOCK_MANIFESTS, BERTH_Q_GC_LOCK_LINKS, BERTH_Q_GC_LOCK_BLOBS};
-    char cursor[24];
-    snprintf(cursor, sizeof(cursor), "%lld", jint(r->state, "cursor"));
+    char after[24], last[24], size[24];
+    snprintf(after, sizeof(after), "%lld", win->after);
+    snprintf(last, sizeof(last), "%lld", win->last);
+    snprintf(size, sizeof(size), "%ld", batch_size(kind));
     json_t *w = NULL, *res = NULL;
     int rc = berth_db_begin(c, err);
     if (rc == 0 && kind == 1)
         rc = q(c, BERTH_Q_GC_QUIET, NULL, NULL, err);
-    /* a manifest batch holds the quota_blobs rows of its manifests' charges, which a PUT charging one of them waits
-       for: keep it short */
-    char small[24];
-    snprintf(small, sizeof(small), "%ld", gc.conf.batch < 100 ? gc.conf.batch : 100);
-    const char *lp[] = {r->marks, cursor, kind == 1 ? small : r->batch};
+    const char *lp[] = {r->marks, after, size, last};
     if (rc == 0)
         rc = q(c, locks[kind], lp, &w, err);
     if (rc != 0) {
@@ -465,7 +492,7 @@ static step_t sweep_batch(berth_dbconn_t *c, run_t *r, int kind, berth_err_t *er
         return DONE;
     }
     char hi[24], n[24];
-    snprintf(hi, sizeof(hi), "%lld", jint(w, "hi"));
+    snprintf(hi, sizeof(hi), "%lld", win->cursor >= 0 ? win->cursor : jint(w, "hi"));
     snprintf(n, sizeof(n), "%lld", jint(w, "n"));
     const char *locked = json_string_value(json_object_get(w, "locked"));
     if (locked == NULL)
@@ -498,23 +525,25 @@ static step_t sweep_batch(berth_dbconn_t *c, run_t *r, int kind, berth_err_t *er
     lines_t l;
     lines_open(&l);
     if (kind == 1) {
+        pthread_mutex_lock(&r->mu); /* one sweeper's events at a time, as when there was one */
         r->pass_done += (long long)json_array_size(deleted);
+        pthread_mutex_unlock(&r->mu);
         for (size_t i = 0; i < json_array_size(deleted); i++) {
             json_t *o = json_array_get(deleted, i);
             const char *repo = json_string_value(json_object_get(o, "repo")), *dg = json_string_value(json_object_get(o, "digest"));
             /* the ordinary change event: caches, replication, webhooks and the squashfs publisher hear it */
+            pthread_mutex_lock(&r->mu);
             berth_event_emit(&(berth_event_t){.kind = BERTH_EVENT_MANIFEST_DELETE,
                                               .surface = BERTH_EVENT_INTERNAL,
                                               .repo = repo,
                                               .digest = dg,
                                               .size = jint(o, "size"),
                                               .principal = ""});
+            pthread_mutex_unlock(&r->mu);
             lines_add(&l, r, line("deleted manifest %s@%s", repo, dg));
         }
     } else if (kind == 3) {
-        if (r->files == NULL && json_array_size(deleted) > 0)
-            r->files = unlinker_start(r->id, r->workers > 1 ? r->workers : 1);
-        if (r->files != NULL)
+        if (r->files != NULL) /* started with the phase */
             unlinker_push(r->files, json_deep_copy(deleted));
         else if (remove_files(c, deleted, NULL, NULL, err) < 0)
             berth_log_warn("gc run %lld: files of %zu deleted blob(s) left for the orphan sweep: %s", r->id,
@@ -527,7 +556,117 @@ static step_t sweep_batch(berth_dbconn_t *c, run_t *r, int kind, berth_err_t *er
     }
     lines_flush(&l, c, r, err);
     json_decref(res);
-    return strcmp(status_of(r), "Stopping") == 0 ? HALT : GO_ON;
+    return stop_asked(r) ? HALT : GO_ON;
+}
+
+/*
+ * A sweep phase's pass over the marks after the run's cursor, cut into windows of a batch each and handed to the
+ * run's `workers` connections at once (this thread's is one of them): on a million rows one connection's
+ * statements, not the locks, were the manifest and link sweeps' time (docs/benchmarks.md). Windows are disjoint
+ * and every row a batch touches is taken FOR UPDATE SKIP LOCKED, so sweepers never wait for each other. The cursor
+ * a batch writes is the start of the lowest window not yet done when it was handed out (its own end when that is
+ * itself), so a resume never starts past a window that did not commit; at worst it sweeps a window again, which
+ * re-checks everything and deletes nothing twice.
+ */
+typedef struct {
+    pthread_mutex_t mu;
+    run_t *r;
+    int kind, halted;
+    long long start;     /* the cursor the pass starts after */
+    json_t *ends;        /* ids ending each full window; what follows the last is the last window */
+    size_t n, next, low; /* windows; the next to hand out; every window below `low` is done */
+    unsigned char *done;
+    berth_err_t err; /* the first batch that halted */
+} sweep_t;
+
+static long long window_end(const sweep_t *s, size_t i)
+{
+    return i < json_array_size(s->ends) ? (long long)json_integer_value(json_array_get(s->ends, i)) : LLONG_MAX;
+}
+
+static int sweep_take(sweep_t *s, size_t *i, window_t *w)
+{
+    pthread_mutex_lock(&s->mu);
+    int got = !s->halted && s->next < s->n && !berth_bgloop_stopping(gc.loop);
+    if (got) {
+        *i = s->next++;
+        w->after = *i == 0 ? s->start : window_end(s, *i - 1);
+        w->last = window_end(s, *i);
+        w->cursor = *i == s->low ? -1 : s->low == 0 ? s->start : window_end(s, s->low - 1);
+    }
+    pthread_mutex_unlock(&s->mu);
+    return got;
+}
+
+static void sweep_loop(sweep_t *s, berth_dbconn_t *c)
+{
+    size_t i;
+    window_t w;
+    while (sweep_take(s, &i, &w)) {
+        berth_err_t err;
+        berth_err_clear(&err);
+        step_t st = sweep_batch(c, s->r, s->kind, &w, &err);
+        pthread_mutex_lock(&s->mu);
+        s->done[i] = 1;
+        while (s->low < s->n && s->done[s->low])
+            s->low++;
+        if (st == HALT && !s->halted) {
+            s->halted = 1;
+            s->err = err;
+        }
+        pthread_mutex_unlock(&s->mu);
+    }
+}
+
+static void *sweeper_main(void *data)
+{
+    sweep_t *s = data;
+    berth_err_t err;
+    berth_dbconn_t *c = berth_db_acquire(gc.db, &err);
+    if (c == NULL) { /* the other connections sweep its share */
+        berth_log_warn("gc run %lld: a sweeper has no connection: %s", s->r->id, err.msg);
+        return NULL;
+    }
+    sweep_loop(s, c);
+    berth_db_release(gc.db, c);
+    return NULL;
+}
+
+/* DONE when every window is swept, GO_ON when berthd is stopping (the caller leaves the run), HALT on stop or error */
+static step_t sweep_pass(berth_dbconn_t *c, run_t *r, int kind, berth_err_t *err)
+{
+    sweep_t s = {.r = r, .kind = kind, .start = jint(r->state, "cursor")};
+    char k[4], after[24], size[24];
+    snprintf(k, sizeof(k), "%d", kind);
+    snprintf(after, sizeof(after), "%lld", s.start);
+    snprintf(size, sizeof(size), "%ld", batch_size(kind));
+    const char *p[] = {r->marks, k, after, size};
+    if (q(c, BERTH_Q_GC_WINDOWS, p, &s.ends, err) != 0 || !json_is_array(s.ends)) {
+        json_decref(s.ends);
+        return HALT;
+    }
+    s.n = json_array_size(s.ends) + 1;
+    s.done = calloc(s.n, 1);
+    if (s.done == NULL)
+        abort();
+    pthread_mutex_init(&s.mu, NULL);
+    if (kind == 3 && r->files == NULL)
+        r->files = unlinker_start(r->id, r->workers > 1 ? r->workers : 1);
+    pthread_t th[UNLINK_MAX];
+    int started = 0;
+    for (int i = 1; i < r->workers && i < UNLINK_MAX && (size_t)i < s.n; i++)
+        if (pthread_create(&th[started], NULL, sweeper_main, &s) == 0)
+            started++;
+    sweep_loop(&s, c);
+    for (int i = 0; i < started; i++)
+        pthread_join(th[i], NULL);
+    step_t out = s.halted ? HALT : s.low == s.n ? DONE : GO_ON;
+    if (s.halted)
+        *err = s.err;
+    pthread_mutex_destroy(&s.mu);
+    free(s.done);
+    json_decref(s.ends);
+    return out;
 }
 
 typedef struct {
@@ -650,7 +789,7 @@ static void execute_run(berth_dbconn_t *c, run_t *r)
         case PH_SWEEP_LINKS:
         case PH_SWEEP_BLOBS: {
             int kind = ph == PH_SWEEP_MANIFESTS ? 1 : ph == PH_SWEEP_LINKS ? 2 : 3;
-            s = sweep_batch(c, r, kind, &err);
+            s = sweep_pass(c, r, kind, &err);
             if (s == DONE && kind == 1 && r->pass_done > 0) {
                 /* a parent, a referrer went in this pass: what only it referenced may go in the next one */
                 r->pass_done = 0;
@@ -765,7 +904,7 @@ static void tick(void *data, int stopping)
         snprintf(r.marks, sizeof(r.marks), "%lld", jint(claimed, "marks"));
         snprintf(r.grace, sizeof(r.grace), "%ld", r.grace_s);
         snprintf(r.lease, sizeof(r.lease), "%s", lease);
-        snprintf(r.batch, sizeof(r.batch), "%ld", gc.conf.batch);
+        pthread_mutex_init(&r.mu, NULL);
         pthread_mutex_lock(&gc.mu);
         gc.running = 1;
         pthread_mutex_unlock(&gc.mu);
@@ -775,6 +914,7 @@ static void tick(void *data, int stopping)
         json_decref(claimed);
         execute(c, &r);
         json_decref(r.state);
+        pthread_mutex_destroy(&r.mu);
         pthread_mutex_lock(&gc.mu);
         gc.running = 0;
         pthread_mutex_unlock(&gc.mu);
@@ -801,7 +941,8 @@ int berth_gc_start(berth_registry_t *reg, const berth_gc_conf_t *conf, berth_err
     snprintf(gc.owner, sizeof(gc.owner), "%.39s/%d/%02x%02x%02x%02x%02x%02x", host, (int)getpid(), rnd[0], rnd[1], rnd[2], rnd[3],
              rnd[4], rnd[5]);
     /* its own connection without the request deadline: a mark over a million rows takes longer than a request may */
-    int rc = berth_db_open(&gc.db, conf->database_url, 2 + UNLINK_MAX, err); /* + the unlinkers' (opened on first use) */
+    /* + the sweepers' and the unlinkers' (opened on first use) */
+    int rc = berth_db_open(&gc.db, conf->database_url, 2 + 2 * UNLINK_MAX, err);
     if (rc != 0)
         return rc;
     if (berth_bgloop_start(&gc.loop, "berth-gc", gc.conf.interval_ms, tick, NULL) != 0) {

@@ -7,7 +7,7 @@ during the run is compared with the same load while idle.
     BERTH_TEST_PG_DIR=… BERTH_TEST_PG_PORT=… python3 tests/integration/bench_gc.py
 
 Sizes: GC_BENCH_BLOBS (1000000), GC_BENCH_MANIFESTS (100000), GC_BENCH_GARBAGE (percent of manifests untagged, 20),
-GC_BENCH_LOAD_SECONDS (idle load phase, 20), GC_BENCH_WORKERS (the run's `workers`: threads unlinking files, 1).
+GC_BENCH_LOAD_SECONDS (idle load phase, 20), GC_BENCH_WORKERS (the run's `workers`: connections sweeping and threads unlinking, 1).
 """
 import calendar
 import hashlib
