@@ -254,53 +254,56 @@ const berth_db__stmt_t berth_db__gc_stmts[BERTH_SQL__COUNT] = {
                   "(SELECT array_agg(l.digest)::text FROM (SELECT b.digest FROM blobs b JOIN w ON w.digest = b.digest ORDER BY "
                   "b.digest FOR UPDATE OF b SKIP LOCKED) l))::text",
         4),
-    /* $1 run, $2 owner, $3 lease, $4 manifest ids (bigint[] text), $5 new cursor, $6 marks processed, $7 grace, $8 marks.
-     * Deletes the locked manifests that are still untagged, no manifest of the repository lists as a child or names as
-     * its subject, and were not released within the window; their marks go, so a later pass sees only those left. */
+    /* The deletions of a batch: they return what went and update no shared row, so the sweepers' trigger work (the
+     * cascades, the quota release) runs in parallel; BERTH_Q_GC_PROGRESS then counts it in the run's row just before
+     * the commit. $1 manifest ids (bigint[] text), $2 grace, $3 marks. Deletes the locked manifests that are still
+     * untagged, no manifest of the repository lists as a child or names as its subject, and were not released
+     * within the window; their marks go, so a later pass sees only those left. */
     BERTH_DB__STMT(
         BERTH_Q_GC_SWEEP_MANIFESTS,
-        "WITH d AS (DELETE FROM manifests m USING repositories r WHERE m.id = ANY($4::bigint[]) AND r.id = m.repository_id AND NOT "
+        "WITH d AS (DELETE FROM manifests m USING repositories r WHERE m.id = ANY($1::bigint[]) AND r.id = m.repository_id AND NOT "
         "EXISTS (SELECT 1 FROM tags t WHERE t.manifest_id = m.id) AND NOT EXISTS (SELECT 1 FROM manifest_refs x JOIN manifests p "
         "ON p.id = x.manifest_id WHERE x.digest = m.digest AND x.kind = 1 AND p.repository_id = m.repository_id) AND NOT EXISTS "
         "(SELECT 1 FROM manifests f WHERE f.repository_id = m.repository_id AND f.subject_digest = m.digest) AND " NOT_RELEASED(
             "m.repository_id", "m.digest",
-            "$7") " RETURNING r.name, m.repository_id, m.digest, m.size), nt AS (SELECT pg_notify('berth_invalidate', x.name) FROM "
-                  "(SELECT DISTINCT name FROM d) x), k AS (DELETE FROM gc_marks g USING d WHERE g.run_id = "
-                  "$8::bigint AND g.kind = 1 AND g.repository_id = d.repository_id AND g.digest = d.digest), u AS (UPDATE "
-                  "gc_runs u SET manifests_deleted = u.manifests_deleted + (SELECT count(*) FROM d), cursor_id = $5::bigint, "
-                  "processed = u.processed + $6::bigint, " LEASE_SET("$3") " WHERE " LEASE_OK(
-                      "$1", "$2") " RETURNING u.*) SELECT json_build_object('state', (SELECT " RUN_STATE
-                                  " FROM u), 'deleted', (SELECT coalesce(json_agg(json_build_object('repo', name, 'digest', "
-                                  "digest, 'size', size)), '[]') FROM d), 'notified', (SELECT count(*) FROM nt))::text",
-        8),
-    /* $1 run, $2 owner, $3 lease, $4 "repository_id/digest" pairs (text[]), $5 cursor, $6 processed, $7 grace */
+            "$2") " RETURNING r.name, m.repository_id, m.digest, m.size), nt AS (SELECT pg_notify('berth_invalidate', x.name) FROM "
+                  "(SELECT DISTINCT name FROM d) x), k AS (DELETE FROM gc_marks g USING d WHERE g.run_id = $3::bigint AND g.kind = 1 "
+                  "AND g.repository_id = d.repository_id AND g.digest = d.digest) SELECT json_build_object('n', (SELECT count(*) "
+                  "FROM d), 'bytes', 0, 'deleted', (SELECT coalesce(json_agg(json_build_object('repo', name, 'digest', digest, "
+                  "'size', size)), '[]') FROM d), 'notified', (SELECT count(*) FROM nt))::text",
+        3),
+    /* $1 "repository_id/digest" pairs (text[]), $2 grace */
     BERTH_DB__STMT(
         BERTH_Q_GC_SWEEP_LINKS,
-        "WITH d AS (DELETE FROM repository_blobs rb USING unnest($4::text[]) AS l(p) WHERE rb.repository_id = "
+        "WITH d AS (DELETE FROM repository_blobs rb USING unnest($1::text[]) AS l(p) WHERE rb.repository_id = "
         "split_part(l.p, '/', 1)::bigint AND rb.digest = split_part(l.p, '/', 2) AND rb.created_at < " GRACE(
-            "$7") " AND NOT EXISTS (SELECT 1 FROM manifest_refs x JOIN manifests m ON m.id = x.manifest_id WHERE x.digest = "
+            "$2") " AND NOT EXISTS (SELECT 1 FROM manifest_refs x JOIN manifests m ON m.id = x.manifest_id WHERE x.digest = "
                   "rb.digest AND m.repository_id = rb.repository_id) AND " NOT_RELEASED(
                       "rb.repository_id", "rb.digest",
-                      "$7") " RETURNING rb.repository_id AS rid), nt AS (SELECT pg_notify('berth_invalidate', r.name) FROM repositories r WHERE "
-                            "r.id IN (SELECT rid FROM d)), u AS (UPDATE gc_runs u SET links_deleted = u.links_deleted + (SELECT count(*) FROM d), "
-                            "cursor_id = $5::bigint, processed = u.processed + $6::bigint, " LEASE_SET("$3") " WHERE " LEASE_OK(
-                                "$1", "$2") " RETURNING u.*) SELECT json_build_object('state', (SELECT " RUN_STATE
-                                            " FROM u), 'notified', (SELECT count(*) FROM nt))::text",
-        7),
-    /* $1 run, $2 owner, $3 lease, $4 digests (text[]), $5 cursor, $6 processed, $7 grace: blob rows no link and no
-     * manifest needs; the files go after the commit (BERTH_Q_GC_FILES_LOCK) */
-    BERTH_DB__STMT(
-        BERTH_Q_GC_SWEEP_BLOBS,
-        "WITH d AS (DELETE FROM blobs b WHERE b.digest = ANY($4::text[]) AND b.created_at < " GRACE(
-            "$7") " AND NOT EXISTS (SELECT 1 FROM repository_blobs rb WHERE rb.digest = b.digest) AND NOT EXISTS (SELECT 1 FROM "
-                  "manifest_refs x WHERE x.digest = b.digest AND x.kind = 0) RETURNING b.digest, b.size), u AS (UPDATE gc_runs u "
-                  "SET blobs_deleted = u.blobs_deleted + (SELECT count(*) FROM d), bytes_freed = u.bytes_freed + (SELECT "
-                  "coalesce(sum(size), 0) FROM d), cursor_id = $5::bigint, processed = u.processed + $6::bigint, " LEASE_SET(
-                      "$3") " WHERE " LEASE_OK("$1",
-                                               "$2") " RETURNING u.*) SELECT json_build_object('state', (SELECT " RUN_STATE
-                                                     " FROM u), 'deleted', (SELECT coalesce(json_agg(json_build_object('digest', digest, 'size', size)), "
-                                                     "'[]') FROM d))::text",
-        7),
+                      "$2") " RETURNING rb.repository_id AS rid), nt AS (SELECT pg_notify('berth_invalidate', r.name) FROM "
+                            "repositories r WHERE r.id IN (SELECT rid FROM d)) SELECT json_build_object('n', (SELECT count(*) "
+                            "FROM d), 'bytes', 0, 'notified', (SELECT count(*) FROM nt))::text",
+        2),
+    /* $1 digests (text[]), $2 grace: blob rows no link and no manifest needs; the files go after the commit
+     * (BERTH_Q_GC_FILES_LOCK) */
+    BERTH_DB__STMT(BERTH_Q_GC_SWEEP_BLOBS,
+                   "WITH d AS (DELETE FROM blobs b WHERE b.digest = ANY($1::text[]) AND b.created_at < " GRACE(
+                       "$2") " AND NOT EXISTS (SELECT 1 FROM repository_blobs rb WHERE rb.digest = b.digest) AND NOT EXISTS "
+                             "(SELECT 1 FROM manifest_refs x WHERE x.digest = b.digest AND x.kind = 0) RETURNING b.digest, "
+                             "b.size) SELECT json_build_object('n', (SELECT count(*) FROM d), 'bytes', (SELECT "
+                             "coalesce(sum(size), 0) FROM d), 'deleted', (SELECT coalesce(json_agg(json_build_object('digest', "
+                             "digest, 'size', size)), '[]') FROM d))::text",
+                   2),
+    /* $1 run, $2 owner, $3 lease, $4 kind (1 manifests, 2 links, 3 blobs), $5 rows deleted, $6 bytes freed, $7 cursor,
+     * $8 marks processed: a batch's progress, the last statement before its commit (the run's row is locked only from
+     * here to the commit); no row when this berthd lost the run (the batch is rolled back) */
+    BERTH_DB__STMT(BERTH_Q_GC_PROGRESS,
+                   "UPDATE gc_runs u SET manifests_deleted = u.manifests_deleted + CASE WHEN $4::int = 1 THEN $5::bigint ELSE 0 "
+                   "END, links_deleted = u.links_deleted + CASE WHEN $4::int = 2 THEN $5::bigint ELSE 0 END, blobs_deleted = "
+                   "u.blobs_deleted + CASE WHEN $4::int = 3 THEN $5::bigint ELSE 0 END, bytes_freed = u.bytes_freed + $6::bigint, "
+                   "cursor_id = $7::bigint, processed = u.processed + $8::bigint, " LEASE_SET("$3") " WHERE " LEASE_OK(
+                       "$1", "$2") " RETURNING " RUN_STATE "::text",
+                   8),
     /* $1 digests (text[]): take every blob-file lock of the batch, exclusively (an upload that places one of
      * these files holds its lock shared until its row is committed), in a fixed order */
     BERTH_DB__STMT(BERTH_Q_GC_FILES_LOCK,

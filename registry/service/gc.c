@@ -59,6 +59,7 @@ typedef struct {
     int workers;            /* connections that sweep and threads that unlink (the run's `workers`, 1..UNLINK_MAX) */
     int listed;             /* digests named in the log so far */
     long long pass_done;    /* manifests deleted in the current pass (another pass follows when > 0) */
+    int serial;             /* this manifest pass runs on one connection (see execute_run) */
     json_t *state;          /* the run's row as the last statement returned it */
     struct unlinker *files; /* started by the first blob batch */
 } run_t;
@@ -497,19 +498,20 @@ static step_t sweep_batch(berth_dbconn_t *c, run_t *r, int kind, const window_t 
     const char *locked = json_string_value(json_object_get(w, "locked"));
     if (locked == NULL)
         locked = "{}"; /* every row of the window is gone or held by another transaction: skipped */
-    if (kind == 1) {
-        const char *p[] = {r->idbuf, gc.owner, r->lease, locked, hi, n, r->grace, r->marks};
-        rc = q(c, BERTH_Q_GC_SWEEP_MANIFESTS, p, &res, err);
-    } else if (kind == 2) {
-        const char *p[] = {r->idbuf, gc.owner, r->lease, locked, hi, n, r->grace};
-        rc = q(c, BERTH_Q_GC_SWEEP_LINKS, p, &res, err);
-    } else {
-        const char *p[] = {r->idbuf, gc.owner, r->lease, locked, hi, n, r->grace};
-        rc = q(c, BERTH_Q_GC_SWEEP_BLOBS, p, &res, err);
-    }
+    static const berth_q_t sweeps[4] = {0, BERTH_Q_GC_SWEEP_MANIFESTS, BERTH_Q_GC_SWEEP_LINKS, BERTH_Q_GC_SWEEP_BLOBS};
+    const char *sp[] = {locked, r->grace, r->marks};
+    rc = q(c, sweeps[kind], sp, &res, err);
     json_decref(w);
-    json_t *st = res != NULL ? json_object_get(res, "state") : NULL;
-    if (rc != 0 || json_is_null(st) || st == NULL) {
+    json_t *st = NULL;
+    if (rc == 0 && res != NULL) {
+        char k[4], gone[24], bytes[24];
+        snprintf(k, sizeof(k), "%d", kind);
+        snprintf(gone, sizeof(gone), "%lld", jint(res, "n"));
+        snprintf(bytes, sizeof(bytes), "%lld", jint(res, "bytes"));
+        const char *pp[] = {r->idbuf, gc.owner, r->lease, k, gone, bytes, hi, n};
+        rc = q(c, BERTH_Q_GC_PROGRESS, pp, &st, err);
+    }
+    if (rc != 0 || st == NULL) {
         if (rc == 0)
             berth_err_set(err, BERTH_OCI_INTERNAL, "lease lost");
         berth_db_rollback(c);
@@ -517,10 +519,11 @@ static step_t sweep_batch(berth_dbconn_t *c, run_t *r, int kind, const window_t 
         return HALT;
     }
     if ((rc = berth_db_commit(c, err)) != 0) {
+        json_decref(st);
         json_decref(res);
         return HALT;
     }
-    set_state(r, json_incref(st));
+    set_state(r, st);
     json_t *deleted = json_object_get(res, "deleted");
     lines_t l;
     lines_open(&l);
@@ -548,7 +551,7 @@ static step_t sweep_batch(berth_dbconn_t *c, run_t *r, int kind, const window_t 
         else if (remove_files(c, deleted, NULL, NULL, err) < 0)
             berth_log_warn("gc run %lld: files of %zu deleted blob(s) left for the orphan sweep: %s", r->id,
                            json_array_size(deleted), err->msg);
-        for (size_t i = 0; i < json_array_size(deleted) && r->listed < LOG_LIST_MAX; i++) {
+        for (size_t i = 0; i < json_array_size(deleted); i++) {
             json_t *o = json_array_get(deleted, i);
             lines_add(&l, r,
                       line("deleted blob %s (%lld bytes)", json_string_value(json_object_get(o, "digest")), jint(o, "size")));
@@ -653,8 +656,8 @@ static step_t sweep_pass(berth_dbconn_t *c, run_t *r, int kind, berth_err_t *err
     if (kind == 3 && r->files == NULL)
         r->files = unlinker_start(r->id, r->workers > 1 ? r->workers : 1);
     pthread_t th[UNLINK_MAX];
-    int started = 0;
-    for (int i = 1; i < r->workers && i < UNLINK_MAX && (size_t)i < s.n; i++)
+    int started = 0, sweepers = kind == 1 && r->serial ? 1 : r->workers;
+    for (int i = 1; i < sweepers && i < UNLINK_MAX && (size_t)i < s.n; i++)
         if (pthread_create(&th[started], NULL, sweeper_main, &s) == 0)
             started++;
     sweep_loop(&s, c);
@@ -663,6 +666,13 @@ static step_t sweep_pass(berth_dbconn_t *c, run_t *r, int kind, berth_err_t *err
     step_t out = s.halted ? HALT : s.low == s.n ? DONE : GO_ON;
     if (s.halted)
         *err = s.err;
+    if (started > 0 && out == DONE) { /* the sweepers' states came back in any order: the counters as committed */
+        const char *p[] = {r->idbuf, gc.owner, r->lease};
+        json_t *st = NULL;
+        if (q(c, BERTH_Q_GC_RENEW, p, &st, err) != 0 || st == NULL)
+            out = HALT;
+        set_state(r, st);
+    }
     pthread_mutex_destroy(&s.mu);
     free(s.done);
     json_decref(s.ends);
@@ -790,8 +800,12 @@ static void execute_run(berth_dbconn_t *c, run_t *r)
         case PH_SWEEP_BLOBS: {
             int kind = ph == PH_SWEEP_MANIFESTS ? 1 : ph == PH_SWEEP_LINKS ? 2 : 3;
             s = sweep_pass(c, r, kind, &err);
-            if (s == DONE && kind == 1 && r->pass_done > 0) {
-                /* a parent, a referrer went in this pass: what only it referenced may go in the next one */
+            /* a parent, a referrer went in this pass: what only it referenced may go in the next one. And a pass
+               on several connections that deleted nothing is followed by one on a single connection: two sweepers
+               can each skip the other's manifests (both hold some of the quota_blobs rows of a shared layer) */
+            int parallel = r->workers > 1 && !r->serial;
+            if (s == DONE && kind == 1 && (r->pass_done > 0 || parallel)) {
+                r->serial = r->pass_done == 0;
                 r->pass_done = 0;
                 rc = phase(c, r, PH_SWEEP_MANIFESTS, NULL, &err);
             } else if (s == DONE) {
@@ -909,8 +923,9 @@ static void tick(void *data, int stopping)
         gc.running = 1;
         pthread_mutex_unlock(&gc.mu);
         set_state(&r, json_incref(json_object_get(claimed, "state")));
-        /* taken over in the middle of a manifest pass: what that pass deleted may have freed children; one more pass */
-        r.pass_done = jint(r.state, "phase") == PH_SWEEP_MANIFESTS && jint(r.state, "cursor") > 0;
+        /* taken over in the middle of a manifest pass: what that pass deleted may have freed children; one more pass
+           (the cursor does not say whether it deleted anything: with several sweepers it may still be 0) */
+        r.pass_done = jint(r.state, "phase") == PH_SWEEP_MANIFESTS;
         json_decref(claimed);
         execute(c, &r);
         json_decref(r.state);
@@ -918,8 +933,6 @@ static void tick(void *data, int stopping)
         pthread_mutex_lock(&gc.mu);
         gc.running = 0;
         pthread_mutex_unlock(&gc.mu);
-        const char *st = status_of(&r);
-        (void)st;
     }
     berth_db_release(gc.db, c);
 }
