@@ -69,7 +69,10 @@ class PgCluster:
     def __init__(self):
         self.port = free_port()
         self.dir = tempfile.mkdtemp(prefix="berth-site-pg-")
-        subprocess.run([BERTH_PG, "start", self.dir, str(self.port)], check=True, capture_output=True)
+        # a site's cluster lives for one test class and is thrown away: no fsync (its shutdown checkpoint took
+        # seconds of every class's teardown)
+        subprocess.run([BERTH_PG, "start", self.dir, str(self.port)], check=True, capture_output=True,
+                       env=dict(os.environ, BERTH_PG_FSYNC="off"))
 
     def conninfo(self, db="berth"):
         return "host=%s port=%d user=postgres dbname=%s" % (self.dir, self.port, db)
@@ -93,9 +96,45 @@ class Site(Berthd):
         super().__init__(dbname="site", env=dict(env or {}, BERTH_DATABASE_URL=self.pg.conninfo("site")), ip=ip,
                          prefix=["ip", "netns", "exec", netns] if netns else None)
 
+    def wait_ready(self, timeout=60):
+        # sites start side by side (start_sites), each migrating its fresh database: more than one berthd's 20 s
+        # under the sanitizers on two cores
+        super().wait_ready(timeout)
+
     def cleanup(self):
         super().cleanup()
         self.pg.stop()
+
+
+def start_sites(specs):
+    """Sites by name from Site's keyword arguments, started side by side (each its own initdb, cluster and berthd:
+    seconds apiece, mostly waiting); if one fails, those that started are cleaned up and the error raised."""
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(len(specs)) as pool:
+        futures = {name: pool.submit(lambda kw: Site(**kw).start(), kw) for name, kw in specs.items()}
+    done, errors = {}, []
+    for name, f in futures.items():
+        try:
+            done[name] = f.result()
+        except Exception as e:  # noqa: BLE001 (re-raised below, once the others are cleaned up)
+            errors.append(e)
+    if errors:
+        cleanup_sites(done.values())
+        raise errors[0]
+    return done
+
+
+def cleanup_sites(sites):
+    """Stop sites side by side (berthd, then its cluster): every one is stopped even when one's checks fail,
+    and the first failure (a leak or race report in a berthd log) is raised."""
+    from concurrent.futures import ThreadPoolExecutor
+    sites = list(sites)
+    if not sites:
+        return
+    with ThreadPoolExecutor(len(sites)) as pool:
+        futures = [pool.submit(s.cleanup) for s in sites]
+    for f in futures:
+        f.result()
 
 
 class TwoSites(BerthTestCase):
@@ -103,18 +142,25 @@ class TwoSites(BerthTestCase):
 
     @classmethod
     def setUpClass(cls):
-        cls.a = Site().start()
         # in the s3 run (integration_replication_s3) site A keeps its blobs in the test Ceph and B on its file
         # system: pushes go s3 -> filesystem, pulls filesystem -> s3, with the bytes checked at the other end
-        cls.b = Site(env={"BERTH_STORAGE_DRIVER": "filesystem"}).start()
+        sites = start_sites({"a": {}, "b": {"env": {"BERTH_STORAGE_DRIVER": "filesystem"}}})
+        cls.a, cls.b = sites["a"], sites["b"]
         cls.tmp = tempfile.mkdtemp(prefix="repl-")
         cls.reg_b = add_registry(cls.a, "site-b", "http://" + cls.b.host)
         cls.reg_a_on_b = add_registry(cls.b, "site-a", "http://" + cls.a.host)
+        # test_scheduled_trigger's policy fires at the next whole minute: made here, so that wait passes while
+        # the tests before it run (it checks the run later; nothing else here names sched/**)
+        cls.a.project("sched")
+        cls.sched_digest = cls.a.push_image("sched/app", "1", seed=b"scheduled")[0]
+        cls.sched_policy = add_policy(cls.a, {"name": "every-minute", "dest_registry": {"id": cls.reg_b},
+                                              "trigger": {"type": "scheduled", "trigger_settings": {"cron": "0 * * * * *"}},
+                                              "filters": [{"type": "name", "value": "sched/**"}]})
+        cls.sched_made = time.time()
 
     @classmethod
     def tearDownClass(cls):
-        cls.a.cleanup()
-        cls.b.cleanup()
+        cleanup_sites([cls.a, cls.b])
         shutil.rmtree(cls.tmp, ignore_errors=True)
 
     def test_replication_webhook_event(self):
@@ -346,13 +392,15 @@ class TwoSites(BerthTestCase):
                                    "filters": [{"type": "name", "value": "ref/app"}]})
         self.assertEqual(wait_execution(self.a, run_policy(self.a, keep))["status"], "Succeed")
         self.assertEqual(manifest(self.b, "ref/app", "1")[1], subject)
-        # stop: a slow run is stopped, its task too
+        # stop: a slow run is stopped, its task too. 24 MiB in three 8 MiB chunks (the default) at 2 MiB/s: its
+        # progress shows after the first chunk (4 s), the stop takes effect after the chunk in flight, 8 s before
+        # the end (at 1 MiB/s the test waited 16 s for that, and the drain at teardown up to 8 more)
         big = self.a.push_blob("ref/slow", os.urandom(24 << 20))
         cfg2 = self.a.push_blob("ref/slow", cfg)
         m3 = {"schemaVersion": 2, "mediaType": OCI_MANIFEST, "config": {"mediaType": OCI_CONFIG, "digest": cfg2, "size": len(cfg)},
               "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar", "digest": big, "size": 24 << 20}]}
         self.assertEqual(self.a.push_manifest("ref/slow", "1", m3)[0], 201)
-        slow = add_policy(self.a, {"name": "slow", "dest_registry": {"id": self.reg_b}, "speed": 1024,
+        slow = add_policy(self.a, {"name": "slow", "dest_registry": {"id": self.reg_b}, "speed": 2048,
                                    "filters": [{"type": "name", "value": "ref/slow"}]})
         # the stop is announced like an end: REPLICATION to the source project, queued with the Stopped status
         from test_webhook import Receiver, policy
@@ -454,18 +502,18 @@ class TwoSites(BerthTestCase):
         self.assertEqual(manifest(self.b, "mine2/app", "1")[0], 404)
 
     def test_scheduled_trigger(self):
-        d = self.push(self.a, "sched/app", "1", [{"s": b"scheduled"}])
-        pid = add_policy(self.a, {"name": "every-minute", "dest_registry": {"id": self.reg_b},
-                                  "trigger": {"type": "scheduled", "trigger_settings": {"cron": "0 * * * * *"}},
-                                  "filters": [{"type": "name", "value": "sched/**"}]})
-        deadline = time.time() + 75  # the scheduler looks once a minute
+        # the policy and its image were made in setUpClass
+        pid, d = self.sched_policy, self.sched_digest
+        deadline = self.sched_made + 75  # the scheduler looks once a minute
         execs = []
         while time.time() < deadline and not execs:
             execs = api(self.a, "GET", "/replication/executions?policy_id=%d" % pid)[2]
-            time.sleep(1)
-        self.assertTrue(execs, "no scheduled execution within 75 s")
-        self.assertEqual(execs[0]["trigger"], "scheduled")
-        e = wait_execution(self.a, execs[0]["id"])
+            if not execs:
+                time.sleep(1)
+        self.assertTrue(execs, "no scheduled execution within 75 s of the policy's creation")
+        first = min(execs, key=lambda x: x["id"])
+        self.assertEqual(first["trigger"], "scheduled")
+        e = wait_execution(self.a, first["id"])
         self.assertEqual(e["status"], "Succeed", e)
         self.assertEqual(manifest(self.b, "sched/app", "1")[1], d)
 
@@ -708,8 +756,8 @@ class NetworkSites(BerthTestCase):
         # a WAN-ish link to B: tbf shapes its bandwidth (netem, for delay and loss, is not in this kernel)
         sh("tc", "qdisc", "add", "dev", cls.veth("b"), "root", "tbf", "rate", "80mbit", "burst", "256kbit", "latency", "100ms", check=False)
         chunk = "1024"  # KiB: 1 MiB chunks so an interruption lands mid-blob
-        for name, ip in cls.SITES.items():
-            cls.sites[name] = Site(netns=cls.ns(name), ip=ip, env={"BERTH_REPLICATION_CHUNK_KIB": chunk}).start()
+        cls.sites = start_sites({name: dict(netns=cls.ns(name), ip=ip, env={"BERTH_REPLICATION_CHUNK_KIB": chunk})
+                                 for name, ip in cls.SITES.items()})
         cls.a, cls.b, cls.c = cls.sites["a"], cls.sites["b"], cls.sites["c"]
         cls.tmp = tempfile.mkdtemp(prefix="repl-net-")
 
@@ -722,8 +770,7 @@ class NetworkSites(BerthTestCase):
 
     @classmethod
     def tearDownClass(cls):
-        for s in getattr(cls, "sites", {}).values():
-            s.cleanup()
+        cleanup_sites(getattr(cls, "sites", {}).values())
         cls.cleanup_net()
         shutil.rmtree(getattr(cls, "tmp", "/nonexistent"), ignore_errors=True)
 
@@ -742,22 +789,36 @@ class NetworkSites(BerthTestCase):
     def task(self, site, eid):
         return api(site, "GET", "/replication/executions/%d/tasks" % eid)[2][0]
 
+    def task_log(self, site, eid, tid):
+        log = api(site, "GET", "/replication/executions/%d/tasks/%d/log" % (eid, tid))[2]
+        return (log if isinstance(log, bytes) else (log or "").encode()).decode(errors="replace")
+
     def test_partition_mid_transfer_resumes_the_blob(self):
-        d, size = self.push_big(self.a, "net/big", "1", 48)
+        # 16 MiB in 1 MiB chunks, cut at half: a restart would put at least 24 MiB on the wire, a resumption at
+        # most 16 MiB and the chunks in flight (the bound below)
+        d, size = self.push_big(self.a, "net/big", "1", 16)
         reg = add_registry(self.a, "net-b", "http://" + self.b.host)
-        # a per-task bandwidth cap keeps the transfer going long enough to cut it in the middle
-        pid = add_policy(self.a, {"name": "to-b", "dest_registry": {"id": reg}, "speed": 8192,
+        # a per-task bandwidth cap (4 MiB/s: about 2 s for the second half) keeps the transfer going long enough
+        # to cut it in the middle
+        pid = add_policy(self.a, {"name": "to-b", "dest_registry": {"id": reg}, "speed": 4096,
                                   "filters": [{"type": "name", "value": "net/big"}]})
         eid = run_policy(self.a, pid)
         deadline = time.time() + 60
-        while time.time() < deadline and self.task(self.a, eid)["bytes_sent"] < size // 4:
-            time.sleep(0.2)
-        sent_before = self.task(self.a, eid)["bytes_sent"]
-        self.assertGreater(sent_before, 0)
+        while time.time() < deadline and self.task(self.a, eid)["bytes_sent"] < size // 2:
+            time.sleep(0.1)
+        t = self.task(self.a, eid)
+        self.assertGreater(t["bytes_sent"], 0)
         sh("ip", "link", "set", self.veth("b"), "down")  # B is cut off mid-blob
-        time.sleep(8)
-        self.assertEqual(api(self.a, "GET", "/replication/executions/%d" % eid)[2]["status"], "InProgress")
-        sh("ip", "link", "set", self.veth("b"), "up")
+        try:
+            # the link stays down until the attempt in flight has failed on it (curl's low-speed limit: about
+            # 10 s), as the task's log says; a link back too soon would let that attempt carry on (one attempt)
+            deadline = time.time() + 120
+            while time.time() < deadline and "attempt 1: transfer failed" not in self.task_log(self.a, eid, t["id"]):
+                time.sleep(0.3)
+            self.assertIn("attempt 1: transfer failed, will retry", self.task_log(self.a, eid, t["id"]), self.task(self.a, eid))
+            self.assertEqual(api(self.a, "GET", "/replication/executions/%d" % eid)[2]["status"], "InProgress")
+        finally:
+            sh("ip", "link", "set", self.veth("b"), "up")
         e = wait_execution(self.a, eid, timeout=300)
         t = self.task(self.a, eid)
         log = api(self.a, "GET", "/replication/executions/%d/tasks/%d/log" % (eid, t["id"]))[2]
@@ -771,14 +832,16 @@ class NetworkSites(BerthTestCase):
             size >> 20, t["bytes_sent"], t["attempts"]))
 
     def test_killed_berthd_resumes_after_restart(self):
-        d, size = self.push_big(self.c, "kill/big", "1", 32)
+        # 16 MiB killed past half: a restart would send at least 24 MiB, a resumption under the bound below
+        d, size = self.push_big(self.c, "kill/big", "1", 16)
         reg = add_registry(self.c, "kill-a", "http://" + self.a.host)
-        pid = add_policy(self.c, {"name": "c-to-a", "dest_registry": {"id": reg}, "speed": 8192,
+        pid = add_policy(self.c, {"name": "c-to-a", "dest_registry": {"id": reg}, "speed": 4096,
                                   "filters": [{"type": "name", "value": "kill/big"}]})
         eid = run_policy(self.c, pid)
         deadline = time.time() + 60
-        while time.time() < deadline and self.task(self.c, eid)["bytes_sent"] < size // 3:
-            time.sleep(0.2)
+        while time.time() < deadline and self.task(self.c, eid)["bytes_sent"] < size // 2:
+            time.sleep(0.1)
+        self.assertLess(self.task(self.c, eid)["bytes_sent"], size, "the transfer ended before the kill")
         self.c.stop(signal.SIGKILL)
         self.c.start()
         e = wait_execution(self.c, eid, timeout=240)
@@ -788,11 +851,12 @@ class NetworkSites(BerthTestCase):
         self.assertLess(t["bytes_sent"], size + 4 * (1 << 20), t)
 
     def test_throughput_with_and_without_zstd(self):
-        """Site to site over B's shaped link (tbf 80 mbit): a compressible 32 MiB layer and a random one, each to B
+        """Site to site over B's shaped link (tbf 80 mbit): a compressible 8 MiB layer and a random one, each to B
         as a Berth (zstd chunks) and as a generic OCI endpoint (plain chunks)."""
         from harness import OCI_CONFIG, OCI_MANIFEST
-        text = b"".join(b"%08d GROMACS step %d energy -1.2345e+05 pressure 1.01325 temperature 300.0\n" % (i, i) for i in range(500000))
-        layers = {"text": text[: 32 << 20], "random": os.urandom(32 << 20)}
+        mib = 8  # 8 chunks each: what the assertions compare is bytes on the wire, which scale with the layer
+        text = b"".join(b"%08d GROMACS step %d energy -1.2345e+05 pressure 1.01325 temperature 300.0\n" % (i, i) for i in range(130000))
+        layers = {"text": text[: mib << 20], "random": os.urandom(mib << 20)}
         reg_z = add_registry(self.a, "tp-b-berth", "http://" + self.b.host)
         reg_p = add_registry(self.a, "tp-b-plain", "http://" + self.b.host, kind="docker-registry")
         rows = []
@@ -823,7 +887,7 @@ class NetworkSites(BerthTestCase):
         self.assertLess(by[("text", "zstd")][0] * 4, by[("text", "plain")][0])
         self.assertLess(by[("random", "zstd")][0], by[("random", "plain")][0] * 1.02)  # incompressible: sent as is
         for k, l, b, s_, r in rows:
-            print("\n# BENCH replication A->B (tbf 80 mbit), %s layer 32 MiB, %s: %d bytes on the wire, %.2f s, %.1f MiB/s" % (k, l, b, s_, r))
+            print("\n# BENCH replication A->B (tbf 80 mbit), %s layer %d MiB, %s: %d bytes on the wire, %.2f s, %.1f MiB/s" % (k, mib, l, b, s_, r))
 
     def test_three_sites_chain(self):
         # A -> B by event, B -> C by schedule-free manual run: the same digest everywhere
