@@ -766,8 +766,8 @@ static step_t orphans(berth_dbconn_t *c, run_t *r, berth_err_t *err)
     return DONE;
 }
 
-/* Work on a claimed run until it finishes, is stopped, loses its lease or meets an error */
-static void execute_run(berth_dbconn_t *c, run_t *r)
+/* Work on a claimed run until it finishes, is stopped, loses its lease or meets an error (-1: it resumes later) */
+static int execute_run(berth_dbconn_t *c, run_t *r)
 {
     berth_err_t err;
     berth_err_clear(&err);
@@ -776,12 +776,12 @@ static void execute_run(berth_dbconn_t *c, run_t *r)
             unlinker_drain(r->files);
             end(c, r, "Stopped",
                 line("stopped at phase %lld; a new run with the same parameters resumes here", jint(r->state, "phase")), NULL);
-            return;
+            return 0;
         }
         if (berth_bgloop_stopping(gc.loop)) {
             const char *p[] = {r->idbuf, gc.owner};
             q(c, BERTH_Q_GC_LEAVE, p, NULL, &err); /* the next start resumes it without waiting for the lease */
-            return;
+            return 0;
         }
         int ph = (int)jint(r->state, "phase"), rc = 0;
         step_t s = GO_ON;
@@ -843,22 +843,24 @@ static void execute_run(berth_dbconn_t *c, run_t *r)
                               jint(st, "manifests_deleted"), jint(st, "links_deleted"), jint(st, "blobs_deleted"),
                               jint(st, "bytes_freed"), jint(st, "orphans"), jint(st, "orphan_bytes")),
                 NULL);
-            return;
+            return 0;
         }
         }
         if (rc != 0 || (s == HALT && strcmp(status_of(r), "Stopping") != 0)) {
             if (err.code != 0)
-                berth_log_warn("gc run %lld: phase %d interrupted (%s); it resumes there", r->id, ph, err.msg);
-            return;
+                berth_log_warn("gc run %lld: phase %d interrupted (%s); it resumes there at the collector's next look", r->id, ph,
+                               err.msg);
+            return -1;
         }
     }
 }
 
-static void execute(berth_dbconn_t *c, run_t *r)
+static int execute(berth_dbconn_t *c, run_t *r)
 {
-    execute_run(c, r);
+    int rc = execute_run(c, r);
     unlinker_stop(r->files); /* a run left in the middle still unlinks what it committed */
     r->files = NULL;
+    return rc;
 }
 
 /* ---- the thread ----------------------------------------------------------------------------------------- */
@@ -927,12 +929,16 @@ static void tick(void *data, int stopping)
            (the cursor does not say whether it deleted anything: with several sweepers it may still be 0) */
         r.pass_done = jint(r.state, "phase") == PH_SWEEP_MANIFESTS;
         json_decref(claimed);
-        execute(c, &r);
+        int interrupted = execute(c, &r);
         json_decref(r.state);
         pthread_mutex_destroy(&r.mu);
         pthread_mutex_lock(&gc.mu);
         gc.running = 0;
         pthread_mutex_unlock(&gc.mu);
+        /* an error (the database gone, a statement failing): the run waits for the next look (the interval or a wake)
+           instead of being claimed again at once, which repeated the error and its log line back to back */
+        if (interrupted)
+            break;
     }
     berth_db_release(gc.db, c);
 }

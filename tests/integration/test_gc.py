@@ -525,6 +525,34 @@ class GcResume(H.BerthTestCase):
         self.assertEqual(before - self.files_left(), self.N)
         self.intact()
 
+    def test_an_error_waits_for_the_next_look(self):
+        # a sweep statement that fails every time: the run is left where it was and taken up again at the collector's
+        # next look (its interval, or a wake), not claimed again at once (that repeated the error eight times back to
+        # back, each with its log line); once the cause is gone a wake resumes it and it finishes
+        b = self.b
+        H.psql("CREATE FUNCTION t_gc_boom() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN RAISE EXCEPTION 'injected'; END$$; "
+               "CREATE TRIGGER t_gc_boom BEFORE DELETE ON blobs FOR EACH ROW EXECUTE FUNCTION t_gc_boom()", dbname=b.dbname)
+
+        def interruptions():
+            with open(b.log_path, "rb") as f:
+                return f.read().decode(errors="replace").count("gc run %d: phase 6 interrupted" % rid)
+        try:
+            st, h, _ = start_gc(b)
+            self.assertEqual(st, 201)
+            rid = int(h["location"].rsplit("/", 1)[1])
+            self.assertEqual(H.eventually(lambda: interruptions() > 0, True, timeout=60), True, b.logs())
+            time.sleep(2)
+            # one look, or two when the 20 s interval's look fell in these seconds
+            self.assertLessEqual(interruptions(), 2, b.logs())
+            self.assertEqual(get_run(b, rid)["job_status"], "Running")
+        finally:
+            H.psql("DROP TRIGGER t_gc_boom ON blobs; DROP FUNCTION t_gc_boom()", dbname=b.dbname)
+        self.assertEqual(start_gc(b)[0], 409)  # a run is active; the request wakes the collector
+        run = wait_run(b, rid, timeout=30)
+        self.assertEqual(run["job_status"], "Success", run_log(b, rid))
+        self.assertEqual(run["progress"]["blobs_deleted"], self.N)
+        self.intact()
+
     def test_stop_then_resume(self):
         # workers 3: the sweeps' windows go to three connections at once; the cursor the stopped run kept must not
         # pass a window that did not commit
