@@ -248,12 +248,17 @@ const berth_db__stmt_t berth_db__gc_stmts[BERTH_SQL__COUNT] = {
                   "JOIN w ON w.repository_id = rb.repository_id AND w.digest = rb.digest ORDER BY rb.repository_id, rb.digest "
                   "FOR UPDATE OF rb SKIP LOCKED) l))::text",
         4),
-    BERTH_DB__STMT(
-        BERTH_Q_GC_LOCK_BLOBS,
-        WINDOW(3) "SELECT json_build_object('hi', (SELECT max(id) FROM w), 'n', (SELECT count(*) FROM w), 'locked', "
-                  "(SELECT array_agg(l.digest)::text FROM (SELECT b.digest FROM blobs b JOIN w ON w.digest = b.digest ORDER BY "
-                  "b.digest FOR UPDATE OF b SKIP LOCKED) l))::text",
-        4),
+    /* Blobs: the rows, then each one's blob-file lock for this session, tried (an upload placing the file holds it
+     * shared until its row commits: that blob is skipped, and nothing waits, so no upload waiting for a locked row
+     * while holding its file lock can deadlock with the sweep). Held across the commit until the files are unlinked
+     * (BERTH_Q_GC_FILES_UNLOCK): an upload cannot place a file again between the row's deletion and its unlink. */
+    BERTH_DB__STMT(BERTH_Q_GC_LOCK_BLOBS,
+                   WINDOW(3) ", l AS MATERIALIZED (SELECT b.digest FROM blobs b JOIN w ON w.digest = b.digest ORDER BY b.digest "
+                             "FOR UPDATE OF b SKIP LOCKED), f AS MATERIALIZED (SELECT l.digest FROM l WHERE "
+                             "pg_try_advisory_lock(" BERTH_DB__BLOB_FILE_LOCK_CLASS ", hashtext(l.digest))) SELECT "
+                             "json_build_object('hi', (SELECT max(id) FROM w), 'n', (SELECT count(*) FROM w), 'locked', "
+                             "(SELECT array_agg(f.digest)::text FROM f))::text",
+                   4),
     /* The deletions of a batch: they return what went and update no shared row, so the sweepers' trigger work (the
      * cascades, the quota release) runs in parallel; BERTH_Q_GC_PROGRESS then counts it in the run's row just before
      * the commit. $1 manifest ids (bigint[] text), $2 grace, $3 marks. Deletes the locked manifests that are still
@@ -284,8 +289,8 @@ const berth_db__stmt_t berth_db__gc_stmts[BERTH_SQL__COUNT] = {
                             "repositories r WHERE r.id IN (SELECT rid FROM d)) SELECT json_build_object('n', (SELECT count(*) "
                             "FROM d), 'bytes', 0, 'notified', (SELECT count(*) FROM nt))::text",
         2),
-    /* $1 digests (text[]), $2 grace: blob rows no link and no manifest needs; the files go after the commit
-     * (BERTH_Q_GC_FILES_LOCK) */
+    /* $1 digests (text[]), $2 grace: blob rows no link and no manifest needs; the files go after the commit,
+     * under the locks BERTH_Q_GC_LOCK_BLOBS took */
     BERTH_DB__STMT(BERTH_Q_GC_SWEEP_BLOBS,
                    "WITH d AS (DELETE FROM blobs b WHERE b.digest = ANY($1::text[]) AND b.created_at < " GRACE(
                        "$2") " AND NOT EXISTS (SELECT 1 FROM repository_blobs rb WHERE rb.digest = b.digest) AND NOT EXISTS "
@@ -304,14 +309,16 @@ const berth_db__stmt_t berth_db__gc_stmts[BERTH_SQL__COUNT] = {
                    "cursor_id = $7::bigint, processed = u.processed + $8::bigint, " LEASE_SET("$3") " WHERE " LEASE_OK(
                        "$1", "$2") " RETURNING " RUN_STATE "::text",
                    8),
-    /* $1 digests (text[]): take every blob-file lock of the batch, exclusively (an upload that places one of
-     * these files holds its lock shared until its row is committed), in a fixed order */
+    /* $1 digests (text[]) with no blob row: those whose blob-file lock the orphan sweep got, exclusively for its
+     * transaction (an upload placing one of these files holds its lock shared until its row is committed: tried,
+     * so that file is left for the next run and nothing waits); BERTH_Q_GC_FILES_UNOWNED then re-checks them */
     BERTH_DB__STMT(BERTH_Q_GC_FILES_LOCK,
-                   "SELECT count(pg_advisory_xact_lock(" BERTH_DB__BLOB_FILE_LOCK_CLASS
-                   ", h))::text FROM (SELECT DISTINCT hashtext(d) AS h FROM "
-                   "unnest($1::text[]) AS d ORDER BY 1) s",
+                   "SELECT coalesce(json_agg(d), '[]')::text FROM unnest($1::text[]) AS d WHERE pg_try_advisory_xact_lock("
+                   "" BERTH_DB__BLOB_FILE_LOCK_CLASS ", hashtext(d))",
                    1),
-    /* $1 digests: those with no blob row, under the locks above: their files may go */
+    /* a blob batch's session locks (BERTH_Q_GC_LOCK_BLOBS) once its files are gone, or it failed */
+    BERTH_DB__STMT(BERTH_Q_GC_FILES_UNLOCK, "SELECT pg_advisory_unlock_all()::text", 0),
+    /* $1 digests: those with no blob row (under the locks above, in a later statement: their files may go) */
     BERTH_DB__STMT(BERTH_Q_GC_FILES_UNOWNED,
                    "SELECT coalesce(json_agg(d), '[]')::text FROM unnest($1::text[]) AS d WHERE NOT EXISTS (SELECT 1 FROM blobs b "
                    "WHERE b.digest = d)",

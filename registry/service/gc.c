@@ -56,12 +56,11 @@ typedef struct {
     char idbuf[24], marks[24], grace[24], lease[24];
     int dry, untagged;
     long grace_s;
-    int workers;            /* connections that sweep and threads that unlink (the run's `workers`, 1..UNLINK_MAX) */
-    int listed;             /* digests named in the log so far */
-    long long pass_done;    /* manifests deleted in the current pass (another pass follows when > 0) */
-    int serial;             /* this manifest pass runs on one connection (see execute_run) */
-    json_t *state;          /* the run's row as the last statement returned it */
-    struct unlinker *files; /* started by the first blob batch */
+    int workers;         /* connections that sweep (the run's `workers`, 1..SWEEPERS_MAX) */
+    int listed;          /* digests named in the log so far */
+    long long pass_done; /* manifests deleted in the current pass (another pass follows when > 0) */
+    int serial;          /* this manifest pass runs on one connection (see execute_run) */
+    json_t *state;       /* the run's row as the last statement returned it */
 } run_t;
 
 typedef enum { GO_ON, DONE, HALT } step_t; /* HALT: stopped, lost the lease, or an error: leave this run */
@@ -244,21 +243,35 @@ static char *pg_array(json_t *arr)
 }
 
 /*
- * Unlink the files of `digests` (a JSON array) that have no blob row, under their blob-file locks taken
- * exclusively (an upload holds its lock from placing a file until its row commits). Returns the count removed
- * (and adds their sizes, when `sizes` maps digest -> size) or a negative code.
+ * Unlink the files of `digests` (a JSON array) that have no blob row: those found without one are locked (their
+ * blob-file locks, tried exclusively: an upload holds its lock from placing a file until its row commits), looked
+ * up again under the locks, and go. Returns the count removed (and adds their sizes, when `sizes` maps digest ->
+ * size) or a negative code.
  */
 static int remove_files(berth_dbconn_t *c, json_t *digests, json_t *sizes, long long *bytes, berth_err_t *err)
 {
     if (json_array_size(digests) == 0)
         return 0;
+    json_t *cand = NULL, *locked = NULL, *gone = NULL;
     char *arr = pg_array(digests);
     const char *p[] = {arr};
-    json_t *gone = NULL;
-    int rc = berth_db_begin(c, err);
-    if (rc == 0 && (rc = q(c, BERTH_Q_GC_FILES_LOCK, p, NULL, err)) == 0)
-        rc = q(c, BERTH_Q_GC_FILES_UNOWNED, p, &gone, err);
+    int rc = q(c, BERTH_Q_GC_FILES_UNOWNED, p, &cand, err); /* most files have a row: no lock for them */
     free(arr);
+    if (rc != 0 || json_array_size(cand) == 0) {
+        json_decref(cand);
+        return rc != 0 ? rc : 0;
+    }
+    arr = pg_array(cand);
+    p[0] = arr;
+    if ((rc = berth_db_begin(c, err)) == 0 && (rc = q(c, BERTH_Q_GC_FILES_LOCK, p, &locked, err)) == 0) {
+        free(arr);
+        arr = pg_array(locked);
+        p[0] = arr;
+        rc = q(c, BERTH_Q_GC_FILES_UNOWNED, p, &gone, err);
+    }
+    free(arr);
+    json_decref(cand);
+    json_decref(locked);
     int removed = 0;
     for (size_t i = 0; rc == 0 && i < json_array_size(gone); i++) {
         const char *ds = json_string_value(json_array_get(gone, i));
@@ -282,115 +295,7 @@ static int remove_files(berth_dbconn_t *c, json_t *digests, json_t *sizes, long 
     return (rc = berth_db_commit(c, err)) != 0 ? rc : removed;
 }
 
-/*
- * The files of committed blob batches are unlinked on the run's `workers` threads, each with its own connection
- * for the batch's file locks (remove_files: the same rule as before), while the collector sweeps the next batch:
- * at a million rows the unlinks, not the SQL, were most of the blob sweep (docs/benchmarks.md). The queue is short
- * (the sweep waits when it is full) and drained before the phase moves on, so the orphan phase and the log see
- * every file of the sweep gone.
- */
-#define UNLINK_MAX 5   /* Harbor's workers: 1..5 */
-#define UNLINK_QUEUE 2 /* batches waiting per thread */
-
-typedef struct unlinker {
-    pthread_mutex_t mu;
-    pthread_cond_t more, room;
-    json_t *queue; /* batches: JSON arrays of {digest} objects */
-    int n, busy, quit;
-    long long run_id;
-    pthread_t th[UNLINK_MAX];
-} unlinker_t;
-
-static void *unlinker_main(void *data)
-{
-    unlinker_t *u = data;
-    pthread_mutex_lock(&u->mu);
-    for (;;) {
-        while (json_array_size(u->queue) == 0 && !u->quit)
-            pthread_cond_wait(&u->more, &u->mu);
-        if (json_array_size(u->queue) == 0)
-            break;
-        json_t *batch = json_incref(json_array_get(u->queue, 0));
-        json_array_remove(u->queue, 0);
-        u->busy++;
-        pthread_cond_broadcast(&u->room);
-        pthread_mutex_unlock(&u->mu);
-        berth_err_t err;
-        berth_err_clear(&err);
-        berth_dbconn_t *c = berth_db_acquire(gc.db, &err);
-        if (c == NULL || remove_files(c, batch, NULL, NULL, &err) < 0)
-            berth_log_warn("gc run %lld: files of %zu deleted blob(s) left for the orphan sweep: %s", u->run_id,
-                           json_array_size(batch), err.msg);
-        if (c != NULL)
-            berth_db_release(gc.db, c);
-        json_decref(batch);
-        pthread_mutex_lock(&u->mu);
-        u->busy--;
-        pthread_cond_broadcast(&u->room);
-    }
-    pthread_mutex_unlock(&u->mu);
-    return NULL;
-}
-
-/* NULL when no thread starts: the caller then unlinks in line */
-static unlinker_t *unlinker_start(long long run_id, int n)
-{
-    unlinker_t *u = calloc(1, sizeof(*u));
-    if (u == NULL)
-        return NULL;
-    pthread_mutex_init(&u->mu, NULL);
-    pthread_cond_init(&u->more, NULL);
-    pthread_cond_init(&u->room, NULL);
-    u->queue = json_array();
-    u->run_id = run_id;
-    for (; u->n < n && u->n < UNLINK_MAX; u->n++)
-        if (pthread_create(&u->th[u->n], NULL, unlinker_main, u) != 0)
-            break;
-    if (u->n > 0)
-        return u;
-    json_decref(u->queue);
-    free(u);
-    return NULL;
-}
-
-/* takes `batch` (the threads' own copy: jansson's values are not shared across threads here) */
-static void unlinker_push(unlinker_t *u, json_t *batch)
-{
-    pthread_mutex_lock(&u->mu);
-    while (json_array_size(u->queue) >= (size_t)u->n * UNLINK_QUEUE)
-        pthread_cond_wait(&u->room, &u->mu);
-    json_array_append_new(u->queue, batch);
-    pthread_cond_signal(&u->more);
-    pthread_mutex_unlock(&u->mu);
-}
-
-/* every batch handed over so far is done */
-static void unlinker_drain(unlinker_t *u)
-{
-    if (u == NULL)
-        return;
-    pthread_mutex_lock(&u->mu);
-    while (json_array_size(u->queue) > 0 || u->busy > 0)
-        pthread_cond_wait(&u->room, &u->mu);
-    pthread_mutex_unlock(&u->mu);
-}
-
-static void unlinker_stop(unlinker_t *u)
-{
-    if (u == NULL)
-        return;
-    pthread_mutex_lock(&u->mu);
-    u->quit = 1; /* the threads finish the queue first */
-    pthread_cond_broadcast(&u->more);
-    pthread_mutex_unlock(&u->mu);
-    for (int i = 0; i < u->n; i++)
-        pthread_join(u->th[i], NULL);
-    json_decref(u->queue);
-    pthread_cond_destroy(&u->more);
-    pthread_cond_destroy(&u->room);
-    pthread_mutex_destroy(&u->mu);
-    free(u);
-}
+#define SWEEPERS_MAX 5 /* Harbor's workers: 1..5 */
 
 /* ---- phases --------------------------------------------------------------------------------------------- */
 
@@ -467,9 +372,23 @@ static long batch_size(int kind)
     return kind == 1 && gc.conf.batch > 100 ? 100 : gc.conf.batch;
 }
 
+/* The files of a committed blob batch: BERTH_Q_GC_LOCK_BLOBS took their blob-file locks for this connection's
+ * session, so no upload can place one of them again until BERTH_Q_GC_FILES_UNLOCK */
+static void unlink_files(run_t *r, json_t *deleted)
+{
+    for (size_t i = 0; i < json_array_size(deleted); i++) {
+        const char *ds = json_string_value(json_object_get(json_array_get(deleted, i), "digest"));
+        berth_digest_t d;
+        berth_err_t ferr;
+        if (ds != NULL && berth_digest_parse(&d, ds, strlen(ds), NULL) == 0 &&
+            berth_store_blob_remove(gc.reg->store, &d, &ferr) != 0)
+            berth_log_warn("gc run %lld: %s (left for the orphan sweep)", r->id, ferr.msg);
+    }
+}
+
 /* One batch of a sweep phase: lock, re-check and delete, commit; then the files (blobs) or the events
  * (manifests). GO_ON, DONE when the window has no marks, HALT on stop or error. */
-static step_t sweep_batch(berth_dbconn_t *c, run_t *r, int kind, const window_t *win, berth_err_t *err)
+static step_t sweep_batch_tx(berth_dbconn_t *c, run_t *r, int kind, const window_t *win, berth_err_t *err)
 {
     static const berth_q_t locks[4] = {0, BERTH_Q_GC_LOCK_MANIFESTS, BERTH_Q_GC_LOCK_LINKS, BERTH_Q_GC_LOCK_BLOBS};
     char after[24], last[24], size[24];
@@ -546,11 +465,7 @@ static step_t sweep_batch(berth_dbconn_t *c, run_t *r, int kind, const window_t 
             lines_add(&l, r, line("deleted manifest %s@%s", repo, dg));
         }
     } else if (kind == 3) {
-        if (r->files != NULL) /* started with the phase */
-            unlinker_push(r->files, json_deep_copy(deleted));
-        else if (remove_files(c, deleted, NULL, NULL, err) < 0)
-            berth_log_warn("gc run %lld: files of %zu deleted blob(s) left for the orphan sweep: %s", r->id,
-                           json_array_size(deleted), err->msg);
+        unlink_files(r, deleted);
         for (size_t i = 0; i < json_array_size(deleted); i++) {
             json_t *o = json_array_get(deleted, i);
             lines_add(&l, r,
@@ -560,6 +475,17 @@ static step_t sweep_batch(berth_dbconn_t *c, run_t *r, int kind, const window_t 
     lines_flush(&l, c, r, err);
     json_decref(res);
     return stop_asked(r) ? HALT : GO_ON;
+}
+
+static step_t sweep_batch(berth_dbconn_t *c, run_t *r, int kind, const window_t *win, berth_err_t *err)
+{
+    step_t s = sweep_batch_tx(c, r, kind, win, err);
+    berth_err_t uerr;
+    /* the blob-file locks are the session's: a rollback keeps them, so every way out releases them (a broken
+       connection has lost them with its session) */
+    if (kind == 3 && q(c, BERTH_Q_GC_FILES_UNLOCK, NULL, NULL, &uerr) != 0)
+        berth_log_warn("gc run %lld: blob-file locks not released: %s", r->id, uerr.msg);
+    return s;
 }
 
 /*
@@ -653,11 +579,9 @@ static step_t sweep_pass(berth_dbconn_t *c, run_t *r, int kind, berth_err_t *err
     if (s.done == NULL)
         abort();
     pthread_mutex_init(&s.mu, NULL);
-    if (kind == 3 && r->files == NULL)
-        r->files = unlinker_start(r->id, r->workers > 1 ? r->workers : 1);
-    pthread_t th[UNLINK_MAX];
+    pthread_t th[SWEEPERS_MAX];
     int started = 0, sweepers = kind == 1 && r->serial ? 1 : r->workers;
-    for (int i = 1; i < sweepers && i < UNLINK_MAX && (size_t)i < s.n; i++)
+    for (int i = 1; i < sweepers && i < SWEEPERS_MAX && (size_t)i < s.n; i++)
         if (pthread_create(&th[started], NULL, sweeper_main, &s) == 0)
             started++;
     sweep_loop(&s, c);
@@ -767,13 +691,12 @@ static step_t orphans(berth_dbconn_t *c, run_t *r, berth_err_t *err)
 }
 
 /* Work on a claimed run until it finishes, is stopped, loses its lease or meets an error (-1: it resumes later) */
-static int execute_run(berth_dbconn_t *c, run_t *r)
+static int execute(berth_dbconn_t *c, run_t *r)
 {
     berth_err_t err;
     berth_err_clear(&err);
     for (;;) {
         if (strcmp(status_of(r), "Stopping") == 0) {
-            unlinker_drain(r->files);
             end(c, r, "Stopped",
                 line("stopped at phase %lld; a new run with the same parameters resumes here", jint(r->state, "phase")), NULL);
             return 0;
@@ -809,7 +732,6 @@ static int execute_run(berth_dbconn_t *c, run_t *r)
                 r->pass_done = 0;
                 rc = phase(c, r, PH_SWEEP_MANIFESTS, NULL, &err);
             } else if (s == DONE) {
-                unlinker_drain(r->files); /* the count and the orphan phase come after the last file */
                 /* the usage the batches released is in the ledger: into the quota rows (a short transaction of its own) */
                 if (kind == 1 && (rc = q(c, BERTH_Q_GC_SETTLE_QUOTAS, NULL, NULL, &err)) != 0)
                     break;
@@ -853,14 +775,6 @@ static int execute_run(berth_dbconn_t *c, run_t *r)
             return -1;
         }
     }
-}
-
-static int execute(berth_dbconn_t *c, run_t *r)
-{
-    int rc = execute_run(c, r);
-    unlinker_stop(r->files); /* a run left in the middle still unlinks what it committed */
-    r->files = NULL;
-    return rc;
 }
 
 /* ---- the thread ----------------------------------------------------------------------------------------- */
@@ -960,8 +874,8 @@ int berth_gc_start(berth_registry_t *reg, const berth_gc_conf_t *conf, berth_err
     snprintf(gc.owner, sizeof(gc.owner), "%.39s/%d/%02x%02x%02x%02x%02x%02x", host, (int)getpid(), rnd[0], rnd[1], rnd[2], rnd[3],
              rnd[4], rnd[5]);
     /* its own connection without the request deadline: a mark over a million rows takes longer than a request may */
-    /* + the sweepers' and the unlinkers' (opened on first use) */
-    int rc = berth_db_open(&gc.db, conf->database_url, 2 + 2 * UNLINK_MAX, err);
+    /* + the sweepers' (opened on first use) */
+    int rc = berth_db_open(&gc.db, conf->database_url, 1 + SWEEPERS_MAX, err);
     if (rc != 0)
         return rc;
     if (berth_bgloop_start(&gc.loop, "berth-gc", gc.conf.interval_ms, tick, NULL) != 0) {

@@ -8,6 +8,8 @@ during the run is compared with the same load while idle.
 
 Sizes: GC_BENCH_BLOBS (1000000), GC_BENCH_MANIFESTS (100000), GC_BENCH_GARBAGE (percent of manifests untagged, 20),
 GC_BENCH_LOAD_SECONDS (idle load phase, 20), GC_BENCH_WORKERS (the run's `workers`: connections sweeping and threads unlinking, 1).
+GC_BENCH_STATEMENTS=1 prints the statements that took the run's database time (pg_stat_statements; the cluster must
+have it in shared_preload_libraries: `ALTER SYSTEM SET shared_preload_libraries = 'pg_stat_statements'` and a restart).
 """
 import calendar
 import hashlib
@@ -26,6 +28,7 @@ MANIFESTS = int(os.environ.get("GC_BENCH_MANIFESTS", "100000"))
 GARBAGE_PCT = int(os.environ.get("GC_BENCH_GARBAGE", "20"))
 LOAD_S = float(os.environ.get("GC_BENCH_LOAD_SECONDS", "20"))
 WORKERS = int(os.environ.get("GC_BENCH_WORKERS", "1"))
+STATEMENTS = os.environ.get("GC_BENCH_STATEMENTS") == "1"
 REPOS = 1000
 PER_MANIFEST = BLOBS // MANIFESTS  # blobs each manifest lists (10)
 
@@ -113,6 +116,8 @@ try:
     th = threading.Thread(target=lambda: res.update(zip(("put", "get", "err"), load(b, 0, stop, "g"))))
     th.start()
     time.sleep(1)
+    if STATEMENTS:
+        psql("CREATE EXTENSION IF NOT EXISTS pg_stat_statements; SELECT pg_stat_statements_reset()", dbname=b.dbname)
     t0 = time.time()
     st, h, _ = b.request("POST", "/api/v2.0/system/gc/schedule", json.dumps(
         {"schedule": {"type": "Manual"}, "parameters": {"delete_untagged": True, "workers": WORKERS}}).encode(), {"Content-Type": "application/json"})
@@ -149,5 +154,11 @@ try:
     for (a, _), (z, what) in zip(marks, marks[1:]):
         xs = [d for at, d in during if a <= at < z]
         print("  PUT p99 until '%s': %.1f ms (n=%d)" % (what, pct(xs, 99), len(xs)))
+    if STATEMENTS:
+        print("database time by statement (total ms, calls, mean ms, rows, statement):")
+        print(psql("SELECT format('%%10s %%7s %%8s %%9s  %%s', round(total_exec_time)::bigint, calls, "
+                   "round((total_exec_time / calls)::numeric, 2), rows, left(regexp_replace(query, '\\s+', ' ', 'g'), 110)) "
+                   "FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid WHERE d.datname = current_database() "
+                   "ORDER BY total_exec_time DESC LIMIT 15", dbname=b.dbname))
 finally:
     b.cleanup()
