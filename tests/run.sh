@@ -39,10 +39,11 @@ echo "== release build"
 echo "== ASan+UBSan build"
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 LSAN_OPTIONS=suppressions=$root/tests/lsan.supp:print_suppressions=0 \
   UBSAN_OPTIONS=print_stacktrace=1 "$root"/tests/ctest-strict --output-on-failure -j"$par" "$@") || status=1
-# ThreadSanitizer: the unit tests and integration_replication (the cache, audit queue, scanner, replication
-# workers and event threads all run in it); a race report fails them (exitcode 66; the harness fails a test
+# ThreadSanitizer: the unit tests, integration_replication (the cache, audit queue, scanner, replication
+# workers and event threads all run in it) and integration_gc (a run's sweepers and mark parts share it); a race
+# report fails them (exitcode 66; the harness fails a test
 # whose berthd log holds one).
 echo "== ThreadSanitizer build"
 (cd build-tsan && TSAN_OPTIONS="suppressions=$root/tests/tsan.supp second_deadlock_stack=1 exitcode=66" \
-  "$root"/tests/ctest-strict --output-on-failure -j2 -R '^(unit_.*|integration_replication)$') || status=1
+  "$root"/tests/ctest-strict --output-on-failure -j2 -R '^(unit_.*|integration_replication|integration_gc)$') || status=1
 exit $status
