@@ -164,7 +164,7 @@ const berth_db__stmt_t berth_db__gc_stmts[BERTH_SQL__COUNT] = {
                        "$1", "$2") " RETURNING " RUN_STATE "::text",
                    2),
 
-    /* ---- marking: INSERT ... SELECT per kind (links and blobs in parts, below) ---- */
+    /* ---- marking: one INSERT ... SELECT per kind, committed together with the move to the next phase ---- */
     /* $1 run, $2 marks, $3 grace, $4 dry, $5 owner (the run row is updated only while this berthd holds it). Untagged
      * manifests outside the keep set */
     BERTH_DB__STMT(
@@ -177,55 +177,34 @@ const berth_db__stmt_t berth_db__gc_stmts[BERTH_SQL__COUNT] = {
                            "count(*) FROM ins), phase = CASE WHEN $4::bool THEN 3 ELSE 2 END, cursor_id = 0, processed = 0, "
                            "updated_at = now() WHERE u.id = $1::bigint AND u.lease_owner = $5::text RETURNING " RUN_STATE "::text",
         5),
-/* Links and blobs are marked in `workers` parts at once, each its own transaction: a part is the digests whose
- * hash falls in it ($6 parts, $7 this part), filtered on both sides of each anti-join so that every part hashes
- * only its share. The marks of the kind are cleared first (BERTH_Q_GC_MARK_CLEAR: a mark cut short is redone) and
- * counted into the run's row, with the move to the next phase, after the last part (BERTH_Q_GC_MARK_SETTLE). A
- * part inserts only while this berthd holds the run. Parameters as above, plus $6, $7; each returns its count. */
-#define PART(d) "(hashtext(" d ") & 2147483647) % $6::int = $7::int"
-#define HOLDS_RUN "EXISTS (SELECT 1 FROM gc_runs u WHERE u.id = $1::bigint AND u.lease_owner = $5::text)"
     /* links no manifest of their repository lists */
     BERTH_DB__STMT(
         BERTH_Q_GC_MARK_LINKS,
         "WITH ins AS (INSERT INTO gc_marks (run_id, kind, repository_id, digest) SELECT $2::bigint, 2, rb.repository_id, rb.digest "
-        "FROM repository_blobs rb WHERE " PART("rb.digest") " AND " HOLDS_RUN " AND rb.created_at < " GRACE("$3") " AND " NOT_RELEASED(
+        "FROM repository_blobs rb WHERE rb.created_at < " GRACE("$3") " AND " NOT_RELEASED(
             "rb.repository_id", "rb.digest",
-            "$3") " AND NOT EXISTS (SELECT 1 FROM manifest_refs x JOIN manifests m ON m.id = "
-                  "x.manifest_id WHERE x.digest = rb.digest AND " PART(
-                      "x.digest") " AND m.repository_id = rb.repository_id AND NOT ($4::bool AND " MARKED_MANIFEST("m") ")) ORDER "
-                                                                                                                        "BY rb.repository_id, rb.digest RETURNING 1) SELECT count(*)::text "
-                                                                                                                        "FROM ins",
-        7),
+            "$3") " AND NOT EXISTS (SELECT 1 FROM manifest_refs x JOIN manifests m ON m.id = x.manifest_id WHERE x.digest = "
+                  "rb.digest AND m.repository_id = rb.repository_id AND NOT ($4::bool AND " MARKED_MANIFEST(
+                      "m") ")) ORDER BY rb.repository_id, rb.digest RETURNING 1) UPDATE gc_runs u SET links_marked = (SELECT "
+                           "count(*) FROM ins), phase = CASE WHEN $4::bool THEN 5 ELSE 4 END, cursor_id = 0, processed = 0, "
+                           "updated_at = now() WHERE u.id = $1::bigint AND u.lease_owner = $5::text RETURNING " RUN_STATE "::text",
+        5),
     /* blobs no repository links and no manifest lists */
     BERTH_DB__STMT(
         BERTH_Q_GC_MARK_BLOBS,
         "WITH ins AS (INSERT INTO gc_marks (run_id, kind, repository_id, digest, size) SELECT $2::bigint, 3, 0, b.digest, b.size "
-        "FROM blobs b WHERE " PART(
-            "b.digest") " AND " HOLDS_RUN
-                        " AND b.created_at < " GRACE("$3") " AND NOT EXISTS (SELECT 1 FROM repository_blobs rb WHERE rb.digest = b.digest AND " PART(
-                            "rb.digest") " AND NOT ($4::bool AND EXISTS (SELECT 1 FROM gc_marks k WHERE k.run_id = $2::bigint AND k.kind = 2 AND "
-                                         "k.repository_id = rb.repository_id AND k.digest = rb.digest))) AND NOT EXISTS (SELECT 1 FROM "
-                                         "manifest_refs x JOIN manifests m ON m.id = x.manifest_id WHERE x.digest = b.digest AND " PART(
-                                             "x.digest") " AND x.kind = 0 AND NOT ($4::bool AND " MARKED_MANIFEST("m") ")) ORDER BY b.digest "
-                                                                                                                       "RETURNING 1) SELECT "
-                                                                                                                       "count(*)::text FROM ins",
-        7),
-#undef PART
-#undef HOLDS_RUN
-    /* $1 marks, $2 kind */
-    BERTH_DB__STMT(BERTH_Q_GC_MARK_CLEAR,
-                   "WITH d AS (DELETE FROM gc_marks WHERE run_id = $1::bigint AND kind = $2::int RETURNING 1) SELECT "
-                   "count(*)::text FROM d",
-                   2),
-    /* $1 run, $2 marks, $3 kind (2 links, 3 blobs), $4 dry, $5 owner */
-    BERTH_DB__STMT(
-        BERTH_Q_GC_MARK_SETTLE,
-        "WITH k AS (SELECT count(*) AS n, coalesce(sum(size), 0) AS b FROM gc_marks WHERE run_id = $2::bigint AND kind = $3::int) "
-        "UPDATE gc_runs u SET links_marked = CASE WHEN $3::int = 2 THEN k.n ELSE u.links_marked END, blobs_marked = CASE WHEN "
-        "$3::int = 3 THEN k.n ELSE u.blobs_marked END, bytes_marked = CASE WHEN $3::int = 3 THEN k.b ELSE u.bytes_marked END, "
-        "phase = CASE WHEN $3::int = 2 THEN CASE WHEN $4::bool THEN 5 ELSE 4 END WHEN $4::bool THEN 7 ELSE 6 END, cursor_id = "
-        "0, processed = 0, updated_at = now() FROM k WHERE u.id = $1::bigint AND u.lease_owner = $5::text RETURNING " RUN_STATE
-        "::text",
+        "FROM blobs b WHERE b.created_at < " GRACE(
+            "$3") " AND NOT EXISTS (SELECT 1 FROM repository_blobs rb WHERE rb.digest = "
+                  "b.digest AND NOT ($4::bool AND EXISTS (SELECT 1 FROM gc_marks k WHERE "
+                  "k.run_id = $2::bigint AND k.kind = 2 AND k.repository_id = "
+                  "rb.repository_id AND k.digest = rb.digest))) AND NOT EXISTS (SELECT 1 "
+                  "FROM manifest_refs x JOIN manifests m ON m.id = x.manifest_id WHERE "
+                  "x.digest = b.digest AND x.kind = 0 AND NOT ($4::bool AND " MARKED_MANIFEST(
+                      "m") ")) ORDER BY b.digest RETURNING size) UPDATE gc_runs u SET "
+                           "blobs_marked = (SELECT count(*) FROM ins), bytes_marked = "
+                           "(SELECT coalesce(sum(size), 0) FROM ins), phase = CASE WHEN "
+                           "$4::bool THEN 7 ELSE 6 END, cursor_id = 0, processed = 0, "
+                           "updated_at = now() WHERE u.id = $1::bigint AND u.lease_owner = $5::text RETURNING " RUN_STATE "::text",
         5),
     /* $1 marks, $2 kind, $3 limit: up to 1000 marked digests, for the log of a dry run */
     BERTH_DB__STMT(BERTH_Q_GC_MARKED,

@@ -299,78 +299,10 @@ static int remove_files(berth_dbconn_t *c, json_t *digests, json_t *sizes, long 
 
 /* ---- phases --------------------------------------------------------------------------------------------- */
 
-/* One part of a link or blob mark (BERTH_Q_GC_MARK_LINKS / _BLOBS), on a connection of its own */
-typedef struct {
-    run_t *r;
-    berth_q_t id;
-    int parts, part, rc;
-    berth_err_t err;
-} part_t;
-
-static int mark_part(berth_dbconn_t *c, part_t *pt)
-{
-    char parts[8], part[8];
-    snprintf(parts, sizeof(parts), "%d", pt->parts);
-    snprintf(part, sizeof(part), "%d", pt->part);
-    const char *p[] = {pt->r->idbuf, pt->r->marks, pt->r->grace, pt->r->dry ? "true" : "false", gc.owner, parts, part};
-    return q(c, pt->id, p, NULL, &pt->err);
-}
-
-static void *mark_part_main(void *data)
-{
-    part_t *pt = data;
-    berth_dbconn_t *c = berth_db_acquire(gc.db, &pt->err);
-    if (c == NULL) {
-        pt->rc = berth_err_set(&pt->err, BERTH_OCI_INTERNAL, "gc: a mark part has no connection");
-        return NULL;
-    }
-    pt->rc = mark_part(c, pt);
-    berth_db_release(gc.db, c);
-    return NULL;
-}
-
-/* Links or blobs: the kind's marks cleared, its parts inserted on the run's `workers` connections at once (on a
- * million rows one statement left a core idle), then counted into the run's row with the move to the next phase,
- * only while this berthd holds the run. A berthd that took the run over meanwhile clears and marks again, and
- * parts of the old holder that still commit only add marks a sweep re-checks like any other. */
-static int mark_parts(berth_dbconn_t *c, run_t *r, berth_q_t id, json_t **st, berth_err_t *err)
-{
-    const char *kind = id == BERTH_Q_GC_MARK_LINKS ? "2" : "3";
-    const char *cp[] = {r->marks, kind};
-    int rc = q(c, BERTH_Q_GC_MARK_CLEAR, cp, NULL, err);
-    int n = r->workers < 1 ? 1 : r->workers > SWEEPERS_MAX ? SWEEPERS_MAX : r->workers;
-    part_t pt[SWEEPERS_MAX];
-    pthread_t th[SWEEPERS_MAX];
-    int started[SWEEPERS_MAX] = {0};
-    for (int i = 0; i < n; i++) {
-        pt[i] = (part_t){.r = r, .id = id, .parts = n, .part = i};
-        berth_err_clear(&pt[i].err);
-    }
-    for (int i = 1; rc == 0 && i < n; i++)
-        started[i] = pthread_create(&th[i], NULL, mark_part_main, &pt[i]) == 0;
-    for (int i = 0; rc == 0 && i < n; i++) /* part 0, and any whose thread did not start, here */
-        if (!started[i])
-            pt[i].rc = mark_part(c, &pt[i]);
-    for (int i = 1; i < n; i++)
-        if (started[i])
-            pthread_join(th[i], NULL);
-    for (int i = 0; rc == 0 && i < n; i++)
-        if (pt[i].rc != 0) {
-            rc = pt[i].rc;
-            *err = pt[i].err;
-        }
-    if (rc != 0)
-        return rc;
-    const char *sp[] = {r->idbuf, r->marks, kind, r->dry ? "true" : "false", gc.owner};
-    if ((rc = q(c, BERTH_Q_GC_MARK_SETTLE, sp, st, err)) == 0 && *st == NULL)
-        rc = berth_err_set(err, BERTH_OCI_INTERNAL, "lease lost");
-    return rc;
-}
-
-/* A mark phase. Manifests: one statement in its own transaction, committed only while this berthd still holds the
- * run (a berthd that took the run over meanwhile cannot have both mark sets: the statement's update of the run row
- * then finds another owner, and the marks are rolled back); links and blobs: mark_parts. A mark over a million
- * rows outlasts a short lease, so the lease is stretched first. */
+/* One mark statement in its own transaction, committed only while this berthd still holds the run: a berthd
+ * that took the run over meanwhile cannot have both mark sets (the statement's update of the run row then finds
+ * another owner, and the marks are rolled back). A mark over a million rows outlasts a short lease, so the lease
+ * is stretched first. */
 static int mark(berth_dbconn_t *c, run_t *r, berth_q_t id, berth_err_t *err)
 {
     char long_lease[24];
@@ -383,9 +315,7 @@ static int mark(berth_dbconn_t *c, run_t *r, berth_q_t id, berth_err_t *err)
         rc = berth_err_set(err, BERTH_OCI_INTERNAL, "lease lost");
     json_decref(st);
     st = NULL;
-    if (rc == 0 && id != BERTH_Q_GC_MARK_MANIFESTS)
-        rc = mark_parts(c, r, id, &st, err);
-    else if (rc == 0 && (rc = berth_db_begin(c, err)) == 0) {
+    if (rc == 0 && (rc = berth_db_begin(c, err)) == 0) {
         if ((rc = q(c, id, p, &st, err)) == 0 && st == NULL)
             rc = berth_err_set(err, BERTH_OCI_INTERNAL, "lease lost");
         if (rc == 0)

@@ -156,7 +156,7 @@ try:
         print("  PUT p99 until '%s': %.1f ms (n=%d)" % (what, pct(xs, 99), len(xs)))
     if STATEMENTS:
         print("database time by statement (total ms, calls, mean ms, rows, statement):")
-        print(psql("SELECT format('%10s %7s %8s %9s  %s', round(total_exec_time)::bigint, calls, "
+        print(psql("SELECT format('%%10s %%7s %%8s %%9s  %%s', round(total_exec_time)::bigint, calls, "
                    "round((total_exec_time / calls)::numeric, 2), rows, left(regexp_replace(query, '\\s+', ' ', 'g'), 110)) "
                    "FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid WHERE d.datname = current_database() "
                    "ORDER BY total_exec_time DESC LIMIT 15", dbname=b.dbname))

@@ -177,9 +177,8 @@ class GcRules(H.BerthTestCase):
         for i in range(3):  # untagged: tags moved away
             image(b, "p/moved", "latest", [os.urandom(700)], {"n": i})
         b.push_blob("p/loose", os.urandom(900))  # uploaded, never used
-        # workers 3: links and blobs are marked in three parts at once (by digest hash), dry and real alike
-        dry = run_gc(b, delete_untagged=True, dry_run=True, workers=3)
-        real = run_gc(b, delete_untagged=True, workers=3)
+        dry = run_gc(b, delete_untagged=True, dry_run=True)
+        real = run_gc(b, delete_untagged=True)
         dp, rp = dry["progress"], real["progress"]
         self.assertEqual(dp["manifests_marked"], 2)
         self.assertGreater(dp["blobs_marked"], 0)
