@@ -40,7 +40,7 @@ echo "== ASan+UBSan build"
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 LSAN_OPTIONS=suppressions=$root/tests/lsan.supp:print_suppressions=0 \
   UBSAN_OPTIONS=print_stacktrace=1 "$root"/tests/ctest-strict --output-on-failure -j"$par" "$@") || status=1
 # ThreadSanitizer: the unit tests, integration_replication (the cache, audit queue, scanner, replication
-# workers and event threads all run in it) and integration_gc (a run's sweepers and mark parts share it); a race
+# workers and event threads all run in it) and integration_gc (a run's sweeper threads share it); a race
 # report fails them (exitcode 66; the harness fails a test
 # whose berthd log holds one).
 echo "== ThreadSanitizer build"
