@@ -343,7 +343,8 @@ class TestGateway(unittest.TestCase):
             subprocess.run(["curl", "-sf", "--max-time", "60", "-T", f.name, *auth, url], check=True)
         stat = subprocess.run(["timeout", "20", "radosgw-admin", "-c", conf, "object", "stat", "--bucket", e["BERTH_S3_BUCKET"], "--object", key],
                               capture_output=True, check=True).stdout
-        tail = "__shadow_" + json.loads(stat)["manifest"]["prefix"]
+        # the dump carries some attributes' raw bytes (not always UTF-8); the manifest's prefix is ASCII
+        tail = "__shadow_" + json.loads(stat.decode("utf-8", "replace"))["manifest"]["prefix"]
 
         def tails():
             out = subprocess.run(["timeout", "20", "rados", "-c", conf, "-p", "default.rgw.buckets.data", "ls"], capture_output=True,
