@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/err.h"
+#include "core/utf8.h"
 
 #define NONE SIZE_MAX
 
@@ -175,6 +176,10 @@ int berth_glob_check(const char *pattern, const char **why)
     size_t n = strlen(pattern), i = 0;
     if (n > BERTH_GLOB_MAX_LEN) {
         *why = "pattern too long";
+        return BERTH_EINVAL;
+    }
+    if (!berth_utf8_valid(pattern, n)) { /* '*' and '?' step over characters: a broken one has no meaning */
+        *why = "pattern is not valid UTF-8";
         return BERTH_EINVAL;
     }
     long count = check_seq(pattern, n, &i, 0, why);
