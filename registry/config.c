@@ -87,6 +87,7 @@ static const struct {
     {"gc.grace_seconds", "BERTH_GC_GRACE_SECONDS", T_SECONDS, FIELD(gc_grace)},
     {"gc.lease_seconds", "BERTH_GC_LEASE_SECONDS", T_INT, FIELD(gc_lease)},
     {"gc.batch", "BERTH_GC_BATCH", T_INT, FIELD(gc_batch)},
+    {"gc.interval_seconds", "BERTH_GC_INTERVAL_SECONDS", T_SECONDS, FIELD(gc_interval)},
     {"webhook.workers", "BERTH_WEBHOOK_WORKERS", T_INT, FIELD(wh_workers)},
     {"webhook.timeout_seconds", "BERTH_WEBHOOK_TIMEOUT_SECONDS", T_INT, FIELD(wh_timeout)},
     {"webhook.max_attempts", "BERTH_WEBHOOK_MAX_ATTEMPTS", T_INT, FIELD(wh_max_attempts)},
@@ -322,6 +323,7 @@ int berth_config_load(berth_config_t *cfg, const char *path, char *errbuf, size_
     cfg->gc_grace = 7200;
     cfg->gc_lease = 60;
     cfg->gc_batch = 1000;
+    cfg->gc_interval = 20;
     cfg->wh_workers = 2;
     cfg->wh_timeout = 10;
     cfg->wh_max_attempts = 10;
@@ -382,8 +384,10 @@ int berth_config_load(berth_config_t *cfg, const char *path, char *errbuf, size_
                  "must be at least 1");
         return -1;
     }
-    if (cfg->gc_grace < 0 || cfg->gc_lease < 1 || cfg->gc_batch < 1 || cfg->gc_batch > 100000) {
-        snprintf(errbuf, errlen, "gc.grace_seconds must be 0 or more, gc.lease_seconds at least 1, gc.batch 1 to 100000");
+    if (cfg->gc_grace < 0 || cfg->gc_lease < 1 || cfg->gc_batch < 1 || cfg->gc_batch > 100000 || cfg->gc_interval < 1) {
+        snprintf(errbuf, errlen,
+                 "gc.grace_seconds must be 0 or more, gc.lease_seconds at least 1, gc.batch 1 to 100000, "
+                 "gc.interval_seconds at least 1");
         return -1;
     }
     if (cfg->wh_workers < 1 || cfg->wh_workers > 16 || cfg->wh_timeout < 1 || cfg->wh_timeout > 3600 || cfg->wh_max_attempts < 1 ||

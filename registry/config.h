@@ -71,6 +71,7 @@ typedef struct st_berth_config_t {
     int gc_grace;             /* gc.grace_seconds BERTH_GC_GRACE_SECONDS: unreferenced this long before GC deletes (7200) */
     int gc_lease;             /* gc.lease_seconds BERTH_GC_LEASE_SECONDS: a silent run holder is replaced after this (60) */
     int gc_batch;             /* gc.batch BERTH_GC_BATCH: rows per sweep transaction (1000) */
+    int gc_interval;          /* gc.interval_seconds BERTH_GC_INTERVAL_SECONDS: how often GC looks for runs (20) */
     /* webhook.* (issue 14): delivery of the outbox (docs/webhooks.md) */
     int wh_workers;      /* webhook.workers BERTH_WEBHOOK_WORKERS: delivery threads, 1 to 16 (2) */
     int wh_timeout;      /* webhook.timeout_seconds BERTH_WEBHOOK_TIMEOUT_SECONDS: per attempt, 1 to 3600 (10) */

@@ -558,8 +558,11 @@ static int serve(berth_config_t *cfgp, berth_db_t *db, berth_store_t *store, ber
         failed = "the upload janitor";
         goto Fail;
     }
-    berth_gc_conf_t gc_conf = {
-        .database_url = cfg.database_url, .grace_seconds = cfg.gc_grace, .lease_seconds = cfg.gc_lease, .batch = cfg.gc_batch};
+    berth_gc_conf_t gc_conf = {.database_url = cfg.database_url,
+                               .grace_seconds = cfg.gc_grace,
+                               .lease_seconds = cfg.gc_lease,
+                               .batch = cfg.gc_batch,
+                               .interval_ms = cfg.gc_interval * 1000L};
     berth_err_t gc_err;
     st.gc = berth_gc_start(&reg, &gc_conf, &gc_err) == 0;
     if (!st.gc) {

@@ -79,6 +79,21 @@ int main(void)
         berth_config_dispose(&cfg);
     }
 
+    ok(load_text(&cfg, "gc:\n  batch: 500\n", err, sizeof(err)) == 0 && cfg.gc_interval == 20,
+       "gc.interval_seconds defaults to 20 (%s)", err);
+    berth_config_dispose(&cfg);
+    setenv("BERTH_GC_INTERVAL_SECONDS", "3", 1);
+    ok(load_text(&cfg, "gc:\n  interval_seconds: 2\n", err, sizeof(err)) == 0 && cfg.gc_interval == 3,
+       "gc.interval_seconds loads, BERTH_GC_INTERVAL_SECONDS overrides it (%s)", err);
+    berth_config_dispose(&cfg);
+    unsetenv("BERTH_GC_INTERVAL_SECONDS");
+    static const char *const bad_gc[] = {"gc:\n  interval_seconds: 0\n", "gc:\n  interval_seconds: soon\n"};
+    for (size_t i = 0; i < sizeof(bad_gc) / sizeof(bad_gc[0]); i++) {
+        err[0] = 0;
+        ok(load_text(&cfg, bad_gc[i], err, sizeof(err)) != 0 && strstr(err, "gc.") != NULL, "refused naming the key: %s", err);
+        berth_config_dispose(&cfg);
+    }
+
     ok(load_text(&cfg, "auth:\n  decision_ttl_seconds: 1\n", err, sizeof(err)) == 0, "file loads (%s)", err);
     ok(cfg.decision_ttl == 1, "the file sets auth.decision_ttl_seconds");
     berth_config_dispose(&cfg);
