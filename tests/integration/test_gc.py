@@ -453,6 +453,9 @@ class GcRace(H.BerthTestCase):
                     stats["runs"] += 1
                     stats["links"] += run["progress"]["links_deleted"]
                     stats["blobs"] += run["progress"]["blobs_deleted"]
+                    # a breath between runs: back to back, a loaded machine (the ThreadSanitizer suite beside other
+                    # tests) ran 11 a second, and pushes, slower there, lost most rounds; runs still overlap pushes
+                    stop.wait(0.1)
 
             threads = [threading.Thread(target=pusher, args=(n,)) for n in range(3)]
             gct = threading.Thread(target=collector)
