@@ -45,6 +45,7 @@ static const struct {
     {"storage.s3.path_style", "BERTH_S3_PATH_STYLE", T_BOOL, FIELD(s3_path_style)},
     {"storage.s3.part_size_mib", "BERTH_S3_PART_SIZE_MIB", T_INT, FIELD(s3_part_size_mib)},
     {"storage.s3.redirect", "BERTH_S3_REDIRECT", T_BOOL, FIELD(s3_redirect)},
+    {"storage.s3.edge_cache_bytes", "BERTH_S3_EDGE_CACHE", T_BYTES, FIELD(s3_edge_cache)},
     {"storage.s3.tls_verify", "BERTH_S3_TLS_VERIFY", T_BOOL, FIELD(s3_tls_verify)},
     {"storage.s3.timeout_ms", "BERTH_S3_TIMEOUT_MS", T_INT, FIELD(s3_timeout_ms)},
     {"storage.s3.retries", "BERTH_S3_RETRIES", T_INT, FIELD(s3_retries)},
@@ -296,6 +297,7 @@ int berth_config_load(berth_config_t *cfg, const char *path, char *errbuf, size_
     cfg->s3_region = strdup("us-east-1");
     cfg->s3_prefix = strdup("");
     cfg->s3_part_size_mib = 16;
+    cfg->s3_edge_cache = 8LL << 30;
     cfg->s3_tls_verify = 1;
     cfg->s3_timeout_ms = 30000;
     cfg->s3_retries = 3;

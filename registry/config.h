@@ -22,6 +22,7 @@ typedef struct st_berth_config_t {
     int s3_path_style;         /* storage.s3.path_style: host/bucket/key (default false: bucket.host/key) */
     int s3_part_size_mib;      /* storage.s3.part_size_mib (16, at least 5) */
     int s3_redirect;           /* storage.s3.redirect: blob GETs answer 307 to a presigned URL (false: the edge streams) */
+    long long s3_edge_cache;   /* storage.s3.edge_cache_bytes BERTH_S3_EDGE_CACHE: blob bytes the edge keeps (8 GiB; 0 off) */
     int s3_tls_verify;         /* storage.s3.tls_verify (true) */
     int s3_timeout_ms;         /* storage.s3.timeout_ms: per request without a body stream, and per stall (30000) */
     int s3_retries;            /* storage.s3.retries on 500/503/SlowDown (3) */

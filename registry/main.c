@@ -220,7 +220,8 @@ static int open_store(const berth_config_t *cfg, berth_store_t **out, berth_err_
                                       .timeout_ms = cfg->s3_timeout_ms,
                                       .retries = cfg->s3_retries},
                                .part_size = (int64_t)cfg->s3_part_size_mib << 20,
-                               .redirect = cfg->s3_redirect};
+                               .redirect = cfg->s3_redirect,
+                               .edge_cache = !cfg->s3_redirect && cfg->s3_edge_cache > 0};
     return berth_store_open_s3(out, &c, err);
 }
 
@@ -595,6 +596,8 @@ static int serve(berth_config_t *cfgp, berth_db_t *db, berth_store_t *store, ber
         .blob_tls_verify = cfg.s3_tls_verify,
         .blob_ca_file = cfg.s3_ca_file,
         .blob_prefix = BLOB_PREFIX,
+        .blob_cache_bytes = cfg.s3_redirect ? 0 : cfg.s3_edge_cache,
+        .blob_cache_min_free = cfg.storage_min_free,
         .api_port = api_port,
         .upload_port = upload_port,
         .upload_idle_timeout = cfg.upload_idle_timeout,

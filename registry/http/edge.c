@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -47,6 +48,52 @@ static void gateway_tls(FILE *f, const berth_edge_conf_t *c)
             "      proxy_ssl_trusted_certificate \"%s\";\n"
             "      proxy_ssl_server_name on; proxy_ssl_name %.*s;\n",
             ca, n, h);
+}
+
+/* s3 driver: what the edge proxies from the gateway it keeps on local disk, in slices of BLOB_SLICE keyed by the
+ * object's path (a content address: every presigned URL of one blob names the same path), so a blob thousands of nodes
+ * pull leaves the gateway once per edge and is then sent from the page cache with sendfile. nginx evicts the least
+ * recently used slices past max_size or below min_free, and any slice not sent for a day. berthd still decides every
+ * request: a refused or deleted blob never reaches these locations, whatever the cache holds, so a deleted blob's
+ * slices are never sent again and leave the disk of every instance within that day. */
+#define BLOB_SLICE "32m"
+
+static int blob_cache_on(const berth_edge_conf_t *c)
+{
+    return c->blob_root == NULL && c->blob_cache_bytes > 0;
+}
+
+static void blob_cache_http(FILE *f, const berth_edge_conf_t *c)
+{
+    long long min_free = c->blob_cache_min_free;
+    struct statvfs v;
+    if (min_free < 0) { /* storage.min_free_bytes' default: min(1 GiB, 2 % of the file system) */
+        min_free = 1LL << 30;
+        if (statvfs(c->run_dir, &v) == 0 && (long long)v.f_blocks * (long long)v.f_frsize / 50 < min_free)
+            min_free = (long long)v.f_blocks * (long long)v.f_frsize / 50;
+    }
+    /* a key per 256 KiB kept (small configs and layers take one each); nginx holds ~8,000 keys per MiB of zone */
+    long long zone_mib = c->blob_cache_bytes / (256 << 10) / 8000 + 1;
+    fprintf(f,
+            "  proxy_cache_path %s/blobcache levels=1:2 keys_zone=berth_blobs:%lldm max_size=%lld min_free=%lld inactive=1d "
+            "use_temp_path=off;\n",
+            c->run_dir, zone_mib < 4 ? 4 : zone_mib, c->blob_cache_bytes, min_free);
+}
+
+static void blob_cache_location(FILE *f)
+{
+    fprintf(f,
+            "      slice " BLOB_SLICE ";\n"
+            "      proxy_cache berth_blobs;\n"
+            "      proxy_cache_key $uri$slice_range;\n"
+            "      proxy_set_header Range $slice_range;\n"
+            "      proxy_cache_valid 200 206 30d;\n"
+            "      proxy_cache_lock on; # one gateway GET per slice however many clients ask for it at once\n"
+            "      proxy_ignore_headers Cache-Control Expires Set-Cookie Vary X-Accel-Expires X-Accel-Redirect X-Accel-Limit-Rate "
+            "X-Accel-Buffering X-Accel-Charset;\n"
+            "      proxy_buffering on;\n"
+            /* a kept slice's descriptor is not kept open: a file removed from the cache is gone at once */
+            "      open_file_cache off;\n");
 }
 
 static int write_conf(const berth_edge_conf_t *c, const char *path, int fast_blobs)
@@ -90,6 +137,8 @@ static int write_conf(const berth_edge_conf_t *c, const char *path, int fast_blo
             c->limits->upstream_max_conns, upload_keepalive, c->upload_idle_timeout);
     if (fast_blobs)
         berth_edge_decisions_http(f, berth_edge_decisions_path(), c->blob_prefix);
+    if (blob_cache_on(c))
+        blob_cache_http(f, c);
     fprintf(f,
             "  server {\n"
             "    listen %s backlog=%d;\n",
@@ -136,6 +185,10 @@ static int write_conf(const berth_edge_conf_t *c, const char *path, int fast_blo
               * client's credentials do not */
         fprintf(f, "    location %s {\n", c->blob_prefix);
         gateway_tls(f, c);
+        if (blob_cache_on(c))
+            blob_cache_location(f);
+        else
+            fprintf(f, "      proxy_buffering off;\n");
         fprintf(f,
                 "      internal;\n"
                 "      set $blob_digest $upstream_http_docker_content_digest; # berthd's answer, before the gateway's\n"
@@ -148,10 +201,10 @@ static int write_conf(const berth_edge_conf_t *c, const char *path, int fast_blo
                 "      proxy_set_header Authorization \"\";\n"
                 "      proxy_set_header Cookie \"\";\n"
                 "      proxy_set_header X-Forwarded-For \"\";\n"
-                "      proxy_buffering off;\n"
                 "      proxy_connect_timeout %ds; proxy_read_timeout %ds;\n"
                 "      proxy_intercept_errors on;\n"
                 "      proxy_hide_header etag;\n"
+                "      proxy_hide_header content-type; # berthd's application/octet-stream, not the gateway's stored guess\n"
                 "      proxy_hide_header x-amz-request-id;\n"
                 "      proxy_hide_header x-rgw-object-type;\n"
                 "      proxy_hide_header last-modified;\n"

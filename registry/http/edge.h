@@ -23,7 +23,9 @@ typedef struct st_berth_edge_conf_t {
     int blob_tls_verify;       /* s3 driver, https gateway: verify its certificate (storage.s3.tls_verify) */
     const char *blob_ca_file;  /* s3 driver: CA bundle to verify it with (storage.s3.ca_file); NULL: OpenSSL's default */
     const char *blob_prefix;
-    const char *ui_dir; /* built web UI served at "/" (registry/http/edge_ui.c), or NULL */
+    long long blob_cache_bytes;    /* s3 driver: what the edge keeps of the blobs it proxies, in run_dir/blobcache (0: off) */
+    long long blob_cache_min_free; /* ... and the free space it leaves on that file system (-1: min(1 GiB, 2 %)) */
+    const char *ui_dir;            /* built web UI served at "/" (registry/http/edge_ui.c), or NULL */
     int api_port, upload_port, workers;
     int upload_idle_timeout;      /* seconds an upload body may stall before the edge cuts it (uploads.idle_timeout_seconds) */
     int upload_connections;       /* threads of the upload listener (uploads.max_connections) */

@@ -123,10 +123,10 @@ static void manifest_resp(berth_resp_t *resp, const char *digest, const char *me
 }
 
 /* The one place a blob answer is built: the store's driver says where the edge (or the client) gets the bytes */
-static void blob_resp(berth_registry_t *reg, const char *method, berth_resp_t *resp, const berth_digest_t *d)
+static void blob_resp(berth_registry_t *reg, const char *method, berth_resp_t *resp, const berth_digest_t *d, int64_t size)
 {
     berth_resp_header(resp, "docker-content-digest", "%s", d->str);
-    berth_store_blob_serve(reg->store, d, method, resp);
+    berth_store_blob_serve(reg->store, d, size, method, resp);
 }
 
 /* Harbor counts a manifest GET as a pull (HEAD is a client checking, blobs follow a manifest) */
@@ -270,9 +270,10 @@ int berth_v2_cached(berth_registry_t *reg, const berth_v2_req_t *rq, berth_resp_
         if (berth_digest_parse(&d, rq->route.ref, strlen(rq->route.ref), NULL) != 0 ||
             !berth_cache_get(BERTH_CACHE_BLOB, rq->route.name, d.str, &v))
             return 0;
+        int64_t size = (int64_t)v.len;
         berth_cache_val_dispose(&v);
         berth_resp_init(resp);
-        blob_resp(reg, rq->method, resp, &d);
+        blob_resp(reg, rq->method, resp, &d, size);
         return 1;
     }
     return 0;
@@ -385,7 +386,7 @@ static int do_blob_get(berth_registry_t *reg, berth_dbconn_t *c, const berth_v2_
     berth_cache_val_t v = {.len = (size_t)size};
     snprintf(v.digest, sizeof(v.digest), "%s", d.str);
     berth_cache_put(BERTH_CACHE_BLOB, rq->route.name, d.str, epoch, &v);
-    blob_resp(reg, rq->method, resp, &d);
+    blob_resp(reg, rq->method, resp, &d, size);
     return 0;
 }
 

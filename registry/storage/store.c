@@ -82,9 +82,9 @@ int berth_store_blob_each(berth_store_t *s, berth_store_blob_fn cb, void *cb_dat
     return s->ops->blob_each(s, cb, cb_data);
 }
 
-void berth_store_blob_serve(berth_store_t *s, const berth_digest_t *d, const char *method, berth_resp_t *resp)
+void berth_store_blob_serve(berth_store_t *s, const berth_digest_t *d, int64_t size, const char *method, berth_resp_t *resp)
 {
-    s->ops->blob_serve(s, d, method, resp);
+    s->ops->blob_serve(s, d, size, method, resp);
 }
 
 int berth_store_upload_open(berth_store_t *s, const char *id, int create, berth_store_upload_t **out, int64_t *size_out,

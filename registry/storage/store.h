@@ -34,6 +34,7 @@ typedef struct st_berth_store_s3_conf_t {
     int64_t part_size; /* bytes per multipart part (storage.s3.part_size_mib, default 16 MiB; at least 5 MiB) */
     int redirect;      /* blob GETs answer 307 to a presigned URL instead of streaming through the edge */
     long presign_ttl;  /* seconds a presigned URL is valid (default 1200) */
+    int edge_cache;    /* the edge keeps what it proxies (storage.s3.edge_cache_bytes > 0): its URLs live longer */
 } berth_store_s3_conf_t;
 /** The s3 driver: checks that the bucket answers to these credentials (err says which of the two is wrong). */
 int berth_store_open_s3(berth_store_t **out, const berth_store_s3_conf_t *conf, berth_err_t *err);
@@ -64,9 +65,10 @@ int berth_store_blob_each(berth_store_t *s, berth_store_blob_fn cb, void *cb_dat
 /**
  * Make `resp` a blob answer without its bytes: headers that let the edge send them (X-Accel-Redirect to the
  * file, or to a presigned URL it proxies), or a 307 to a presigned URL (s3 with redirect). `method` is the
- * client's (GET or HEAD). The caller adds Docker-Content-Digest. Pure computation: safe on the event loop.
+ * client's (GET or HEAD); `size` the blob's, as the database knows it (s3 answers a HEAD or an empty blob from it,
+ * without the gateway). The caller adds Docker-Content-Digest. Pure computation: safe on the event loop.
  */
-void berth_store_blob_serve(berth_store_t *s, const berth_digest_t *d, const char *method, berth_resp_t *resp);
+void berth_store_blob_serve(berth_store_t *s, const berth_digest_t *d, int64_t size, const char *method, berth_resp_t *resp);
 
 /* ---- upload sessions ---- */
 /**

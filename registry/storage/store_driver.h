@@ -15,7 +15,7 @@ typedef struct st_berth_store_ops_t {
                      berth_err_t *err);
     int (*blob_remove)(berth_store_t *s, const berth_digest_t *d, berth_err_t *err);
     int (*blob_each)(berth_store_t *s, berth_store_blob_fn cb, void *cb_data);
-    void (*blob_serve)(berth_store_t *s, const berth_digest_t *d, const char *method, berth_resp_t *resp);
+    void (*blob_serve)(berth_store_t *s, const berth_digest_t *d, int64_t size, const char *method, berth_resp_t *resp);
     int (*upload_open)(berth_store_t *s, const char *id, int create, berth_store_upload_t **out, int64_t *size_out,
                        berth_err_t *err);
     int (*upload_write)(berth_store_upload_t *u, const void *buf, size_t len, berth_err_t *err);

@@ -255,9 +255,9 @@ static int fs_blob_each(berth_store_t *st, berth_store_blob_fn cb, void *cb_data
     return 0;
 }
 
-static void fs_blob_serve(berth_store_t *st, const berth_digest_t *d, const char *method, berth_resp_t *resp)
+static void fs_blob_serve(berth_store_t *st, const berth_digest_t *d, int64_t size, const char *method, berth_resp_t *resp)
 {
-    (void)method; /* the edge answers HEAD from the file too */
+    (void)size, (void)method; /* the edge answers HEAD from the file too: the file is the truth */
     char rel[BERTH_DIGEST_MAX + 16];
     berth_store__blob_relpath(d, rel, sizeof(rel));
     berth_resp_header(resp, "x-accel-redirect", "%s%s", st->edge_prefix, rel);

@@ -12,6 +12,7 @@ Service select the Deployment's pods.
 Exit 0 when everything holds, 1 with one line per problem otherwise.
 """
 import os
+import re
 import sys
 
 import yaml
@@ -79,6 +80,14 @@ def matches(selector, labels):
     return bool(selector) and all(labels.get(k) == v for k, v in selector.items())
 
 
+def size_bytes(text):
+    """"8G", "10Gi", "512Mi", "1073741824": berthd's sizes (powers of 1024) and Kubernetes quantities."""
+    m = re.fullmatch(r"\s*(\d+)\s*([KMGT]?)i?\s*", str(text))
+    if m is None:
+        return 0
+    return int(m.group(1)) << (10 * " KMGT".index(m.group(2) or " "))
+
+
 def check(objs):
     problems = []
     have = {(o["kind"], o["metadata"]["name"]) for o in objs}
@@ -134,6 +143,16 @@ def check(objs):
         problems.append("Deployment berth: BERTH_STORAGE_DRIVER is %r, not s3" % env.get("BERTH_STORAGE_DRIVER"))
     if env.get("BERTH_KEYS_DIR") not in [m["mountPath"] for m in c.get("volumeMounts", [])]:
         problems.append("Deployment berth: BERTH_KEYS_DIR %r is not a mounted Secret" % env.get("BERTH_KEYS_DIR"))
+    # the edge keeps blob slices in run_dir (storage.root/run): an emptyDir past its sizeLimit gets the pod evicted
+    cache = size_bytes(env.get("BERTH_S3_EDGE_CACHE", "8G"))
+    root = env.get("BERTH_RUN_DIR") or (env.get("BERTH_STORAGE_ROOT") or "/var/lib/berth") + "/run"
+    mounts = sorted((m for m in c.get("volumeMounts", []) if (root + "/").startswith(m["mountPath"].rstrip("/") + "/")),
+                    key=lambda m: len(m["mountPath"]))
+    vols = {v["name"]: v for v in spec.get("volumes", [])}
+    limit = vols.get(mounts[-1]["name"], {}).get("emptyDir", {}).get("sizeLimit") if mounts else None
+    if cache and limit is not None and size_bytes(limit) < cache + (1 << 30):
+        problems.append("Deployment berth: the volume of run_dir (%s, sizeLimit %s) cannot hold BERTH_S3_EDGE_CACHE %s and 1 GiB more"
+                        % (root, limit, env.get("BERTH_S3_EDGE_CACHE", "8G (default)")))
     pdbs = [o for o in objs if o["kind"] == "PodDisruptionBudget"]
     if not pdbs:
         problems.append("no PodDisruptionBudget")
@@ -154,7 +173,9 @@ DOCTORED = [
     ("base/pdb.yaml", "app.kubernetes.io/component: registry", "app.kubernetes.io/component: regsitry",
      "PodDisruptionBudget berth: its selector does not match"),
     ("base/deployment.yaml", "          readinessProbe:\n", "          readinessProbeX:\n", "has no readinessProbe"),
-    ("base/deployment.yaml", "requests: {cpu: 500m, memory: 256Mi}", "requests: {memory: 256Mi}", "has no cpu request"),
+    ("base/deployment.yaml", "requests: {cpu: 500m, memory: 256Mi", "requests: {memory: 256Mi", "has no cpu request"),
+    ("base/deployment.yaml", "emptyDir: {sizeLimit: 10Gi}", "emptyDir: {sizeLimit: 2Gi}", "cannot hold BERTH_S3_EDGE_CACHE"),
+    ("base/configmap.yaml", "BERTH_S3_EDGE_CACHE: 8G", "BERTH_S3_EDGE_CACHE: 12G", "cannot hold BERTH_S3_EDGE_CACHE 12G"),
     ("base/deployment.yaml", "secretName: berth-s3", "secretName: berth-s4", "refers to Secret berth-s4"),
     ("base/deployment.yaml", "configMapRef: {name: berth-config}", "configMapRef: {name: berth-cfg}", "refers to ConfigMap berth-cfg"),
     ("example/secrets.example.yaml", "  name: berth-admin\n", "  name: berth-admins\n", "refers to Secret berth-admin,"),

@@ -46,7 +46,7 @@ def in_location(extra):
         a, z = s3_location(conf)
         loc = conf[a:z]
         for d in extra.split(";"):
-            if d.strip():
+            if d.strip() and d.split()[0] != "proxy_set_header":  # a list: the location keeps its others
                 loc = re.sub(r"\n\s*%s [^;]*;" % d.split()[0], "", loc)
         return conf[:a] + loc + "\n      " + extra + conf[z:]
     return f
@@ -66,17 +66,38 @@ def workers(n):
     return lambda conf: re.sub(r"worker_processes \d+;", "worker_processes %d;" % n, conf)
 
 
+def nocache(conf):
+    """The edge before it kept slices: every GET streams from the gateway (proxy_buffering off)."""
+    conf = re.sub(r"  proxy_cache_path [^;]*;\n", "", conf)
+    a, z = s3_location(conf)
+    loc = conf[a:z]
+    for d in ("slice", "proxy_cache", "proxy_cache_key", "proxy_set_header Range", "proxy_cache_valid", "proxy_cache_lock",
+              "proxy_ignore_headers", "proxy_buffering", "open_file_cache"):
+        loc = re.sub(r"\n\s*%s [^;]*;[^\n]*" % d, "", loc)
+    return conf[:a] + loc + "\n      proxy_buffering off;" + conf[z:]
+
+
 BUF_ON = "proxy_buffering on; proxy_buffers 8 64k; proxy_busy_buffers_size 128k;"
-VARIANTS = {  # name: nginx.conf -> nginx.conf; each one change from the landed edge (proxy_buffering off with
-    # the http block's 64k proxy_buffer_size, a new gateway connection per GET, 2 workers, sendfile on)
+def streamed(f):
+    return lambda conf: f(nocache(conf))
+
+
+VARIANTS = {  # name: nginx.conf -> nginx.conf. "landed" keeps 32 MiB slices on disk (warm: every variant answers
+    # once before the runs); "cold" is landed with the kept slices removed before each measurement; "nocache" streams
+    # every GET from the gateway (proxy_buffering off with the http block's 64k proxy_buffer_size, a new gateway
+    # connection per GET, 2 workers, sendfile on), and the rest are one change each to nocache
+    "cold": lambda c: c,  # first: its measurement leaves the slices warm for the next
     "landed": lambda c: c,
-    "keepalive": keepalive(),
-    "buf256k": in_location("proxy_buffer_size 256k; proxy_buffers 4 256k;"),
-    "buf1m": in_location("proxy_buffer_size 1m; proxy_buffers 4 1m;"),
-    "buffering_on+temp0": in_location(BUF_ON + " proxy_max_temp_file_size 0;"),
-    "buffering_on+temp": in_location(BUF_ON),
-    "1worker": workers(1),
-    "sendfile_off": lambda c: c.replace("sendfile on; tcp_nopush on;", "sendfile off; tcp_nopush off;"),
+    "cold_slice16": lambda c: c.replace("slice 32m;", "slice 16m;"),
+    "cold_slice64": lambda c: c.replace("slice 32m;", "slice 64m;"),
+    "nocache": nocache,
+    "keepalive": streamed(keepalive()),
+    "buf256k": streamed(in_location("proxy_buffer_size 256k; proxy_buffers 4 256k;")),
+    "buf1m": streamed(in_location("proxy_buffer_size 1m; proxy_buffers 4 1m;")),
+    "buffering_on+temp0": streamed(in_location(BUF_ON + " proxy_max_temp_file_size 0;")),
+    "buffering_on+temp": streamed(in_location(BUF_ON)),
+    "1worker": streamed(workers(1)),
+    "sendfile_off": streamed(lambda c: c.replace("sendfile on; tcp_nopush on;", "sendfile off; tcp_nopush off;")),
 }
 if os.environ.get("ONLY"):
     VARIANTS = {k: v for k, v in VARIANTS.items() if k in os.environ["ONLY"].split()}
@@ -116,7 +137,7 @@ class Edge:
         if name == self.current:
             return
         conf = VARIANTS[name](self.landed)
-        assert name == "landed" or conf != self.landed, name
+        assert name in ("landed", "cold") or conf != self.landed, name
         with open(self.path, "w") as f:
             f.write(conf)
         old = children(self.master)
@@ -214,6 +235,8 @@ try:
         else:
             edge.apply(name)
             args, inst = eargs, b
+            if name.startswith("cold"):
+                subprocess.run(["find", os.path.join(b.env["BERTH_RUN_DIR"], "blobcache"), "-type", "f", "-delete"], check=True)
         c0 = sample(inst)
         x = rate(args, n)
         if n == 1:
@@ -249,7 +272,7 @@ try:
     bearer = new_token()
     surl = "http://%s/v2/p/big/blobs/%s" % (b.host, small)
     print("\nsmall blob %d KiB, wrk %d s: req/s, median latency ms, berthd CPU ms/req, berthd+edge CPU ms/req" % (SMALL // 1024, WRK_S))
-    for name in ["landed", "keepalive"]:
+    for name in ["landed", "nocache", "keepalive"]:
         if name not in VARIANTS:
             continue
         edge.apply(name)

@@ -95,12 +95,12 @@ class S3(BerthTestCase):
         finally:
             b.cleanup()
 
-    def paused_gateway(self):
+    def paused_gateway(self, env=None):
         """A berthd whose gateway is behind a relay of its own (paused, the shared gateway goes on serving the
         suites that run beside this one)."""
         relay = PausableRelay(self.b.env["BERTH_S3_ENDPOINT"])
         self.addCleanup(relay.close)
-        b = Berthd(dbname=self.b.dbname, storage=self.b.storage, env={"BERTH_S3_ENDPOINT": relay.url}).start()
+        b = Berthd(dbname=self.b.dbname, storage=self.b.storage, env=dict(env or {}, BERTH_S3_ENDPOINT=relay.url)).start()
         self.addCleanup(b.cleanup)
         return relay, b
 
@@ -130,6 +130,65 @@ class S3(BerthTestCase):
         st, _, got = b.request("GET", "/v2/s3/pause/blobs/" + d)
         self.assertEqual((st, got), (200, data), "recovered once resumed")
         self.assertEqual(b.push_blob("s3/pause", new), sha256(new))
+
+    def test_edge_keeps_what_it_sent(self):
+        """storage.s3.edge_cache_bytes (on by default): the edge keeps the slices it proxied, so a blob it sent once is
+        sent again with the gateway paused — every byte, any Range, digest headers — while berthd still decides each
+        request: a caller without access, a deleted blob and a blob never pulled get no bytes."""
+        relay, b = self.paused_gateway()
+        slice_ = 32 * 2 ** 20
+        data = os.urandom(2 * slice_ + 12345)  # three slices, the last short
+        d = b.push_blob("s3/kept", data)
+        never = b.push_blob("s3/kept", os.urandom(5000))
+        empty = b.push_blob("s3/kept", b"")
+        st, h, got = b.request("GET", "/v2/s3/kept/blobs/" + d)
+        self.assertEqual((st, sha256(got)), (200, d))
+        st, _, _ = b.request("POST", "/api/v2.0/users", json.dumps({
+            "username": "outsider", "email": "o@example.com", "realname": "O", "password": "Outsider123"}).encode(),
+            {"Content-Type": "application/json"})
+        self.assertIn(st, (201, 409))
+        outsider = "Basic " + __import__("base64").b64encode(b"outsider:Outsider123").decode()
+        relay.pause()
+        try:
+            st, h, got = b.request("GET", "/v2/s3/kept/blobs/" + d, timeout=60)
+            self.assertEqual((st, sha256(got), h["docker-content-digest"], h["content-type"]),
+                             (200, d, d, "application/octet-stream"), "sent by the edge, the gateway paused")
+            lo, hi = slice_ - 10, 2 * slice_ + 9  # across both slice boundaries
+            st, h, got = b.request("GET", "/v2/s3/kept/blobs/" + d, headers={"Range": "bytes=%d-%d" % (lo, hi)}, timeout=60)
+            self.assertEqual((st, h["content-range"], got == data[lo:hi + 1]), (206, "bytes %d-%d/%d" % (lo, hi, len(data)), True))
+            st, h, got = b.request("HEAD", "/v2/s3/kept/blobs/" + never, timeout=60)
+            self.assertEqual((st, int(h["content-length"]), got), (200, 5000, b""), "a HEAD needs no gateway: berthd knows the length")
+            st, h, got = b.request("GET", "/v2/s3/kept/blobs/" + empty, timeout=60)
+            self.assertEqual((st, got, h["docker-content-digest"]), (200, b"", empty), "nor does a blob of no bytes")
+            st, _, body = b.request("GET", "/v2/s3/kept/blobs/" + never, timeout=60)
+            self.assertEqual((st, error_code(body)), (503, "UNAVAILABLE"), "a blob the edge never sent needs the gateway")
+            for auth in (outsider, None):
+                st, _, body = b.request("GET", "/v2/s3/kept/blobs/" + d, auth=auth, timeout=60)
+                self.assertIn(st, (401, 403, 404), "berthd decides before the edge sends what it keeps")
+                self.assertNotIn(data[:64], body)
+            st, _, _ = b.request("DELETE", "/v2/s3/kept/blobs/" + d, timeout=60)
+            self.assertEqual(st, 202)
+            st, _, body = b.request("GET", "/v2/s3/kept/blobs/" + d, timeout=60)
+            self.assertEqual((st, error_code(body)), (404, "BLOB_UNKNOWN"), "deleted: the kept slices are not sent")
+        finally:
+            relay.resume()
+        kept = [f for _, _, fs in os.walk(os.path.join(b.env["BERTH_RUN_DIR"], "blobcache")) for f in fs]
+        self.assertEqual(len(kept), 3, "one file per slice: %s" % kept)
+
+    def test_edge_cache_off(self):
+        relay, b = self.paused_gateway({"BERTH_S3_EDGE_CACHE": "0"})
+        data = os.urandom(100000)
+        d = b.push_blob("s3/unkept", data)
+        st, _, got = b.request("GET", "/v2/s3/unkept/blobs/" + d)
+        self.assertEqual((st, got), (200, data))
+        relay.pause()
+        try:
+            st, _, body = b.request("GET", "/v2/s3/unkept/blobs/" + d, timeout=60)
+        finally:
+            relay.resume()
+        self.assertEqual((st, error_code(body)), (503, "UNAVAILABLE"), "storage.s3.edge_cache_bytes 0: every GET asks the gateway")
+        with open(os.path.join(b.env["BERTH_RUN_DIR"], "nginx.conf")) as f:
+            self.assertNotIn("proxy_cache", f.read())
 
     def test_health_asks_the_bucket(self):
         """GET /api/v2.0/health (deploy/k8s's readiness probe) reports the bucket: healthy while it answers, 503 with
@@ -300,14 +359,16 @@ class GatewayTls(unittest.TestCase):
         self.b.project("s3")
         data = os.urandom(1 << 20)
         d = self.b.push_blob("s3/tls", data)
+        unpulled = self.b.push_blob("s3/tls", os.urandom(1 << 20))
         st, _, body = self.b.request("GET", "/v2/s3/tls/blobs/" + d)
         self.assertEqual((st, sha256(body)), (200, d), "pulled through the edge from the https gateway")
-        # the gateway's name now answers with a certificate the configured CA did not sign
+        # the gateway's name now answers with a certificate the configured CA did not sign (a blob the edge has not
+        # kept: it asks the gateway)
         self.terminate_tls(port, *self.cert("other"), upstream)
-        st, h, body = self.b.request("GET", "/v2/s3/tls/blobs/" + d)
+        st, h, body = self.b.request("GET", "/v2/s3/tls/blobs/" + unpulled)
         self.assertEqual(st, 503, body[:200])
         self.assertIn(b"the object store does not answer", body, "the edge refused the gateway (not berthd)")
-        self.assertNotEqual(sha256(body), d)
+        self.assertNotEqual(sha256(body), unpulled)
         # storage.s3.tls_verify false turns it off for the edge too
         lax = Berthd(dbname=self.b.dbname, storage=self.b.storage, env={"BERTH_S3_ENDPOINT": self.b.env["BERTH_S3_ENDPOINT"],
                                                                        "BERTH_S3_TLS_VERIFY": "false"})

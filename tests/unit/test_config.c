@@ -94,6 +94,23 @@ int main(void)
         berth_config_dispose(&cfg);
     }
 
+    ok(load_text(&cfg, "gc:\n  batch: 500\n", err, sizeof(err)) == 0 && cfg.s3_edge_cache == 8LL << 30,
+       "storage.s3.edge_cache_bytes defaults to 8 GiB (%s)", err);
+    berth_config_dispose(&cfg);
+    setenv("BERTH_S3_EDGE_CACHE", "0", 1);
+    ok(load_text(&cfg, "storage:\n  s3:\n    edge_cache_bytes: 2G\n", err, sizeof(err)) == 0 && cfg.s3_edge_cache == 0,
+       "BERTH_S3_EDGE_CACHE=0 turns it off over the file (%s)", err);
+    berth_config_dispose(&cfg);
+    unsetenv("BERTH_S3_EDGE_CACHE");
+    ok(load_text(&cfg, "storage:\n  s3:\n    edge_cache_bytes: 2G\n", err, sizeof(err)) == 0 && cfg.s3_edge_cache == 2LL << 30,
+       "storage.s3.edge_cache_bytes takes a size (%s)", err);
+    berth_config_dispose(&cfg);
+    err[0] = 0;
+    ok(load_text(&cfg, "storage:\n  s3:\n    edge_cache_bytes: lots\n", err, sizeof(err)) != 0 &&
+           strstr(err, "edge_cache_bytes") != NULL,
+       "refused naming the key: %s", err);
+    berth_config_dispose(&cfg);
+
     ok(load_text(&cfg, "auth:\n  decision_ttl_seconds: 1\n", err, sizeof(err)) == 0, "file loads (%s)", err);
     ok(cfg.decision_ttl == 1, "the file sets auth.decision_ttl_seconds");
     berth_config_dispose(&cfg);
