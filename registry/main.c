@@ -47,6 +47,7 @@
 #include <openssl/crypto.h>
 
 #define BLOB_PREFIX "/_berth/blobs/"
+#define BLOB_HEAD_PREFIX "/_berth/blob-heads/"
 
 static void usage(void)
 {
@@ -339,7 +340,7 @@ int main(int argc, char **argv)
         goto Out;
     }
     berth_store_set_reserve(store, cfg.storage_min_free);
-    berth_store_set_edge_prefix(store, BLOB_PREFIX);
+    berth_store_set_edge_prefix(store, BLOB_PREFIX, BLOB_HEAD_PREFIX);
     if (berth_token_keys_load(&keys, cfg.keys_dir, cfg.token_alg, &err) != 0) {
         fprintf(stderr, "berthd: %s\n", err.msg);
         goto Out;
@@ -596,6 +597,7 @@ static int serve(berth_config_t *cfgp, berth_db_t *db, berth_store_t *store, ber
         .blob_tls_verify = cfg.s3_tls_verify,
         .blob_ca_file = cfg.s3_ca_file,
         .blob_prefix = BLOB_PREFIX,
+        .blob_head_prefix = BLOB_HEAD_PREFIX,
         .blob_cache_bytes = cfg.s3_redirect ? 0 : cfg.s3_edge_cache,
         .blob_cache_min_free = cfg.storage_min_free,
         .api_port = api_port,

@@ -20,6 +20,8 @@
 
 #define OCI_413 "{\"errors\":[{\"code\":\"SIZE_INVALID\",\"message\":\"request body too large\",\"detail\":{}}]}"
 #define OCI_404 "{\"errors\":[{\"code\":\"BLOB_UNKNOWN\",\"message\":\"blob unknown to registry\",\"detail\":{}}]}"
+/* a Range past the blob's end (Distribution's code for it) */
+#define OCI_416 "{\"errors\":[{\"code\":\"RANGE_INVALID\",\"message\":\"requested range not satisfiable\",\"detail\":{}}]}"
 /* requests nginx refuses before berthd sees them: a malformed request line or header, headers over its buffers
  * (494), a URI over them (414); clients parse errors as JSON */
 #define OCI_400 "{\"errors\":[{\"code\":\"BAD_REQUEST\",\"message\":\"malformed request, or headers too large\",\"detail\":{}}]}"
@@ -80,8 +82,12 @@ static void blob_cache_http(FILE *f, const berth_edge_conf_t *c)
             c->run_dir, zone_mib < 4 ? 4 : zone_mib, c->blob_cache_bytes, min_free);
 }
 
-static void blob_cache_location(FILE *f)
+static void blob_cache_location(FILE *f, int timeout_s)
 {
+    /* clients waiting for a slice another request is fetching wait for it as long as a gateway may take to send
+     * it (nginx's default, 5 s, sends every waiter to the gateway once a slice takes longer: a slow gateway got
+     * one GET per waiting client, and none of them kept); a fetch that dies releases the lock at once */
+    int lock_s = timeout_s * 10 > 300 ? timeout_s * 10 : 300;
     fprintf(f,
             "      slice " BLOB_SLICE ";\n"
             "      proxy_cache berth_blobs;\n"
@@ -89,11 +95,53 @@ static void blob_cache_location(FILE *f)
             "      proxy_set_header Range $slice_range;\n"
             "      proxy_cache_valid 200 206 30d;\n"
             "      proxy_cache_lock on; # one gateway GET per slice however many clients ask for it at once\n"
+            "      proxy_cache_lock_timeout %ds; proxy_cache_lock_age %ds;\n"
             "      proxy_ignore_headers Cache-Control Expires Set-Cookie Vary X-Accel-Expires X-Accel-Redirect X-Accel-Limit-Rate "
             "X-Accel-Buffering X-Accel-Charset;\n"
             "      proxy_buffering on;\n"
             /* a kept slice's descriptor is not kept open: a file removed from the cache is gone at once */
-            "      open_file_cache off;\n");
+            "      open_file_cache off;\n",
+            lock_s, lock_s);
+}
+
+/* s3: the bytes come from the gateway through a presigned URL (the client's Range goes along, or the slice's); the
+ * client's credentials do not */
+static void s3_location(FILE *f, const berth_edge_conf_t *c, const char *prefix, int cached)
+{
+    fprintf(f, "    location %s {\n", prefix);
+    gateway_tls(f, c);
+    if (cached)
+        blob_cache_location(f, c->blob_timeout_s);
+    else
+        fprintf(f, "      proxy_buffering off;\n");
+    fprintf(f,
+            "      internal;\n"
+            "      set $blob_digest $upstream_http_docker_content_digest; # berthd's answer, before the gateway's\n"
+            /* no upstream keep-alive: on a reused connection RGW (Nagle on by default) and nginx's delayed ACK
+             * hold every small blob ~40 ms; bulk pulls gain nothing from it (docs/benchmarks.md) */
+            "      proxy_pass %s/;\n"
+            "      proxy_http_version 1.1;\n"
+            "      proxy_set_header Host \"%s\";\n"
+            "      proxy_set_header Connection \"\";\n"
+            "      proxy_set_header Authorization \"\";\n"
+            "      proxy_set_header Cookie \"\";\n"
+            "      proxy_set_header X-Forwarded-For \"\";\n"
+            "      proxy_connect_timeout %ds; proxy_read_timeout %ds;\n"
+            "      proxy_intercept_errors on;\n"
+            "      proxy_hide_header etag;\n"
+            "      proxy_hide_header content-type; # berthd's application/octet-stream, not the gateway's stored guess\n"
+            "      proxy_hide_header x-amz-request-id;\n"
+            "      proxy_hide_header x-rgw-object-type;\n"
+            "      proxy_hide_header last-modified;\n"
+            "      add_header docker-content-digest $blob_digest always;\n"
+            "      add_header etag \"\\\"$blob_digest\\\"\" always;\n"
+            "      add_header docker-distribution-api-version registry/2.0 always;\n"
+            "      add_header cache-control \"max-age=31536000\" always;\n"
+            "      error_page 404 = @blob_unknown;\n"
+            "      error_page 416 = @blob_range;\n"
+            "      error_page 403 500 502 503 504 = @blob_unavailable;\n"
+            "    }\n",
+            c->blob_upstream, c->blob_host, c->blob_timeout_s, c->blob_timeout_s);
 }
 
 static int write_conf(const berth_edge_conf_t *c, const char *path, int fast_blobs)
@@ -159,6 +207,7 @@ static int write_conf(const berth_edge_conf_t *c, const char *path, int fast_blo
             "    location @too_big { default_type application/json; return 413 '%s'; }\n"
             "    location @unavailable { default_type application/json; add_header retry-after 2 always; return 503 '%s'; }\n"
             "    location @blob_unknown { default_type application/json; return 404 '%s'; }\n"
+            "    location @blob_range { default_type application/json; return 416 '%s'; }\n"
             /* uploads: stream, never buffer; the body can be any size and take any time, but a body that stalls
              * is cut after uploads.idle_timeout_seconds: each one holds a thread of the upload listener */
             "    location ~ ^/v2/.+/blobs/uploads(/|$) {\n"
@@ -168,7 +217,7 @@ static int write_conf(const berth_edge_conf_t *c, const char *path, int fast_blo
             "      client_body_timeout %ds; proxy_read_timeout 3600s; proxy_send_timeout 3600s;\n"
             "      proxy_pass http://berth_upload;\n"
             "    }\n",
-            OCI_400, OCI_414, OCI_413, OCI_502, OCI_404, c->upload_idle_timeout);
+            OCI_400, OCI_414, OCI_413, OCI_502, OCI_404, OCI_416, c->upload_idle_timeout);
     if (fast_blobs)
         berth_edge_decisions_locations(f, c->blob_root);
     berth_edge_ui_locations(f, c->ui_dir);
@@ -180,47 +229,17 @@ static int write_conf(const berth_edge_conf_t *c, const char *path, int fast_blo
                 c->blob_prefix, c->blob_root);
         berth_edge_blob_headers(f, "$upstream_http_docker_content_digest");
         fprintf(f, "      error_page 404 = @blob_unknown;\n"
+                   "      error_page 416 = @blob_range;\n"
                    "    }\n");
-    } else { /* s3: the bytes come from the gateway through a presigned URL (the client's Range goes along); the
-              * client's credentials do not */
-        fprintf(f, "    location %s {\n", c->blob_prefix);
-        gateway_tls(f, c);
-        if (blob_cache_on(c))
-            blob_cache_location(f);
-        else
-            fprintf(f, "      proxy_buffering off;\n");
+    } else {
+        s3_location(f, c, c->blob_prefix, blob_cache_on(c));
+        s3_location(f, c, c->blob_head_prefix, 0); /* a HEAD asks the gateway: the object may be gone behind Berth's back */
         fprintf(f,
-                "      internal;\n"
-                "      set $blob_digest $upstream_http_docker_content_digest; # berthd's answer, before the gateway's\n"
-                /* no upstream keep-alive: on a reused connection RGW (Nagle on by default) and nginx's delayed ACK
-                 * hold every small blob ~40 ms; bulk pulls gain nothing from it (docs/benchmarks.md) */
-                "      proxy_pass %s/;\n"
-                "      proxy_http_version 1.1;\n"
-                "      proxy_set_header Host \"%s\";\n"
-                "      proxy_set_header Connection \"\";\n"
-                "      proxy_set_header Authorization \"\";\n"
-                "      proxy_set_header Cookie \"\";\n"
-                "      proxy_set_header X-Forwarded-For \"\";\n"
-                "      proxy_connect_timeout %ds; proxy_read_timeout %ds;\n"
-                "      proxy_intercept_errors on;\n"
-                "      proxy_hide_header etag;\n"
-                "      proxy_hide_header content-type; # berthd's application/octet-stream, not the gateway's stored guess\n"
-                "      proxy_hide_header x-amz-request-id;\n"
-                "      proxy_hide_header x-rgw-object-type;\n"
-                "      proxy_hide_header last-modified;\n"
-                "      add_header docker-content-digest $blob_digest always;\n"
-                "      add_header etag \"\\\"$blob_digest\\\"\" always;\n"
-                "      add_header docker-distribution-api-version registry/2.0 always;\n"
-                "      add_header cache-control \"max-age=31536000\" always;\n"
-                "      error_page 404 = @blob_unknown;\n"
-                "      error_page 403 500 502 503 504 = @blob_unavailable;\n"
-                "    }\n"
                 "    location @blob_unavailable {\n"
                 "      default_type application/json;\n"
                 "      add_header retry-after 5 always;\n"
                 "      return 503 '{\"errors\":[{\"code\":\"UNAVAILABLE\",\"message\":\"the object store does not answer\"}]}';\n"
-                "    }\n",
-                c->blob_upstream, c->blob_host, c->blob_timeout_s, c->blob_timeout_s);
+                "    }\n");
     }
     fprintf(f, "  }\n}\n");
     int rc = fflush(f) == 0 && fsync(fileno(f)) == 0 ? 0 : -1;

@@ -23,6 +23,7 @@ typedef struct st_berth_edge_conf_t {
     int blob_tls_verify;       /* s3 driver, https gateway: verify its certificate (storage.s3.tls_verify) */
     const char *blob_ca_file;  /* s3 driver: CA bundle to verify it with (storage.s3.ca_file); NULL: OpenSSL's default */
     const char *blob_prefix;
+    const char *blob_head_prefix;  /* s3 driver: berthd's X-Accel-Redirect prefix for a HEAD (never kept by the edge) */
     long long blob_cache_bytes;    /* s3 driver: what the edge keeps of the blobs it proxies, in run_dir/blobcache (0: off) */
     long long blob_cache_min_free; /* ... and the free space it leaves on that file system (-1: min(1 GiB, 2 %)) */
     const char *ui_dir;            /* built web UI served at "/" (registry/http/edge_ui.c), or NULL */

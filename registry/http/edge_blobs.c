@@ -180,6 +180,7 @@ void berth_edge_decisions_locations(FILE *f, const char *blob_root)
             /* a 401 is answered here (auth_request copied berthd's challenge): asking berthd again would count a
              * failed login twice */
             "      error_page 401 = @berth_unauthorized;\n"
+            "      error_page 416 = @blob_range;\n"
             "      root %s;\n"
             "      try_files $berth_blob_file @berth_api;\n",
             blob_root);

@@ -204,9 +204,10 @@ void berth_store_edge(const berth_store_t *s, berth_store_edge_t *out)
     s->ops->edge(s, out);
 }
 
-void berth_store_set_edge_prefix(berth_store_t *s, const char *prefix)
+void berth_store_set_edge_prefix(berth_store_t *s, const char *prefix, const char *head_prefix)
 {
     snprintf(s->edge_prefix, sizeof(s->edge_prefix), "%s", prefix);
+    snprintf(s->edge_head_prefix, sizeof(s->edge_head_prefix), "%s", head_prefix);
 }
 
 void berth_store_set_reserve(berth_store_t *s, int64_t min_free)

@@ -65,8 +65,8 @@ int berth_store_blob_each(berth_store_t *s, berth_store_blob_fn cb, void *cb_dat
 /**
  * Make `resp` a blob answer without its bytes: headers that let the edge send them (X-Accel-Redirect to the
  * file, or to a presigned URL it proxies), or a 307 to a presigned URL (s3 with redirect). `method` is the
- * client's (GET or HEAD); `size` the blob's, as the database knows it (s3 answers a HEAD or an empty blob from it,
- * without the gateway). The caller adds Docker-Content-Digest. Pure computation: safe on the event loop.
+ * client's (GET or HEAD); `size` the blob's, as the database knows it (s3 answers a blob of no bytes from it without
+ * the gateway). The caller adds Docker-Content-Digest. Pure computation: safe on the event loop.
  */
 void berth_store_blob_serve(berth_store_t *s, const berth_digest_t *d, int64_t size, const char *method, berth_resp_t *resp);
 
@@ -141,8 +141,8 @@ typedef struct st_berth_store_edge_t {
     const char *host;     /* s3: the Host header the signatures cover */
 } berth_store_edge_t;
 void berth_store_edge(const berth_store_t *s, berth_store_edge_t *out);
-/** The internal edge location of blob bytes ("/_berth/blobs/"), set once at start. */
-void berth_store_set_edge_prefix(berth_store_t *s, const char *prefix);
+/** The internal edge locations of blob bytes ("/_berth/blobs/") and of a HEAD (s3), set once at start. */
+void berth_store_set_edge_prefix(berth_store_t *s, const char *prefix, const char *head_prefix);
 
 /*
  * Free space (filesystem). Below the reserve (storage.min_free_bytes; by default the smaller of 1 GiB and 2 % of

@@ -43,9 +43,10 @@ typedef struct st_berth_store_ops_t {
 
 struct st_berth_store_t {
     const berth_store_ops_t *ops;
-    char edge_prefix[64]; /* "/_berth/blobs/" */
-    int64_t min_free;     /* -1: min(1 GiB, 2 % of the file system) */
-    int below;            /* last reserve state logged, so each crossing is logged once */
+    char edge_prefix[64];      /* "/_berth/blobs/" */
+    char edge_head_prefix[64]; /* "/_berth/blob-heads/": a HEAD the edge proxies (s3) */
+    int64_t min_free;          /* -1: min(1 GiB, 2 % of the file system) */
+    int below;                 /* last reserve state logged, so each crossing is logged once */
 };
 
 struct st_berth_store_upload_t {

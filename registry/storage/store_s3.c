@@ -191,18 +191,18 @@ static void s3_blob_serve(berth_store_t *st, const berth_digest_t *d, int64_t si
 {
     s3s_t *s = S3S(st);
     char key[256], url[4096];
-    /* the database knows the length: a HEAD, or a blob with no bytes (a gateway answers its Range with 416), needs
-     * no gateway round trip */
-    if ((method != NULL && strcmp(method, "HEAD") == 0) || size == 0) {
+    int head = method != NULL && strcmp(method, "HEAD") == 0;
+    /* a blob of no bytes is all known (a gateway would answer the edge's slice Range with 416); a HEAD is not: the
+     * gateway says whether the object is still there, so a client that HEADs before pushing restores a lost one */
+    if (size == 0 && !head) {
         berth_resp_header(resp, "etag", "\"%s\"", d->str); /* the edge's blob headers, as it sends them */
-        berth_resp_header(resp, "accept-ranges", "bytes");
         berth_resp_header(resp, "cache-control", "max-age=31536000");
-        berth_resp_body(resp, 200, NULL, size > 0 ? (size_t)size : 0, "application/octet-stream");
+        berth_resp_body(resp, 200, NULL, 0, "application/octet-stream");
         return;
     }
     blob_key(d, key, sizeof(key));
-    long ttl = !s->redirect && s->edge_cache ? EDGE_TTL : s->ttl;
-    if (berth_s3_presign(s->s3, "GET", key, time(NULL), ttl, url, sizeof(url)) != 0) {
+    long ttl = !s->redirect && s->edge_cache && !head ? EDGE_TTL : s->ttl;
+    if (berth_s3_presign(s->s3, head ? "HEAD" : "GET", key, time(NULL), ttl, url, sizeof(url)) != 0) {
         berth_err_t err;
         berth_err_set(&err, BERTH_OCI_INTERNAL, "s3: cannot presign %s", key);
         berth_resp_error(resp, &err);
@@ -216,7 +216,7 @@ static void s3_blob_serve(berth_store_t *st, const berth_digest_t *d, int64_t si
     /* the edge proxies the presigned URL: "/_berth/blobs/" + path and query after scheme://host/ */
     const char *p = strstr(url, "://");
     p = p != NULL ? strchr(p + 3, '/') : NULL;
-    berth_resp_header(resp, "x-accel-redirect", "%s%s", st->edge_prefix, p != NULL ? p + 1 : "");
+    berth_resp_header(resp, "x-accel-redirect", "%s%s", head ? st->edge_head_prefix : st->edge_prefix, p != NULL ? p + 1 : "");
     berth_resp_body(resp, 200, NULL, 0, "application/octet-stream");
 }
 

@@ -139,6 +139,8 @@ class PausableRelay:
         self.running.set()
         self.closed = False
         self.conns = []
+        self.accepted = 0  # connections relayed: the edge opens one per gateway GET
+        self.rate = None  # bytes per second and connection from the server, when slowed (a gateway under load)
         threading.Thread(target=self._accept, daemon=True).start()
 
     def pause(self):
@@ -171,18 +173,22 @@ class PausableRelay:
                 c.close()
                 continue
             self.conns += [c, u]
-            for a, b in ((c, u), (u, c)):
-                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+            self.accepted += 1
+            for a, b, slow in ((c, u, False), (u, c, True)):
+                threading.Thread(target=self._pump, args=(a, b, slow), daemon=True).start()
 
-    def _pump(self, src, dst):
+    def _pump(self, src, dst, slow):
         try:
             while True:
                 self.running.wait()  # paused: read nothing, so nothing is answered
-                data = src.recv(65536)
+                rate = self.rate if slow else None
+                data = src.recv(16384 if rate else 65536)
                 self.running.wait()
                 if not data or self.closed:
                     break
                 dst.sendall(data)
+                if rate:
+                    time.sleep(len(data) / rate)
         except OSError:
             pass
         for x in (src, dst):
