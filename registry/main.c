@@ -21,6 +21,7 @@
 #include "registry/http/access_log.h"
 #include "registry/http/edge.h"
 #include "registry/http/edge_blobs.h"
+#include "registry/http/edge_cache.h"
 #include "registry/http/edge_ui.h"
 #include "registry/http/limits.h"
 #include "registry/http/listen_check.h"
@@ -199,6 +200,11 @@ static int start_replication(const berth_config_t *cfg, berth_db_t *db)
 }
 
 static int serve(berth_config_t *cfgp, berth_db_t *db, berth_store_t *store, berth_authsvc_t *authp, sigset_t *sigsp);
+
+static void forget_gone_slices(berth_dbconn_t *c, void *dir)
+{
+    berth_edge_cache_forget_gone(dir, c);
+}
 
 /* The blob store of storage.driver: the filesystem under storage.root, or a bucket (checked now: a missing
  * bucket or refused credentials stop the start with one line) */
@@ -556,7 +562,11 @@ static int serve(berth_config_t *cfgp, berth_db_t *db, berth_store_t *store, ber
         failed = "the webhook delivery threads";
         goto Fail;
     }
-    if ((st.janitor = berth_janitor_start(&reg, cfg.upload_purge_interval, cfg.upload_max_age)) == NULL) {
+    static char blobcache[4096]; /* the edge's kept slices (s3): the janitor removes those of collected blobs */
+    snprintf(blobcache, sizeof(blobcache), "%s/blobcache", cfg.run_dir);
+    int kept = strcmp(berth_store_driver(store), "s3") == 0 && !cfg.s3_redirect && cfg.s3_edge_cache > 0;
+    if ((st.janitor = berth_janitor_start(&reg, cfg.upload_purge_interval, cfg.upload_max_age, kept ? forget_gone_slices : NULL,
+                                          blobcache)) == NULL) {
         failed = "the upload janitor";
         goto Fail;
     }

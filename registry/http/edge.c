@@ -56,8 +56,8 @@ static void gateway_tls(FILE *f, const berth_edge_conf_t *c)
  * object's path (a content address: every presigned URL of one blob names the same path), so a blob thousands of nodes
  * pull leaves the gateway once per edge and is then sent from the page cache with sendfile. nginx evicts the least
  * recently used slices past max_size or below min_free, and any slice not sent for a day. berthd still decides every
- * request: a refused or deleted blob never reaches these locations, whatever the cache holds, so a deleted blob's
- * slices are never sent again and leave the disk of every instance within that day. */
+ * request: a refused or deleted blob never reaches these locations, whatever the cache holds; the slices of a blob GC
+ * collected leave every instance's disk at its janitor's next pass (edge_cache.h). */
 #define BLOB_SLICE "32m"
 
 static int blob_cache_on(const berth_edge_conf_t *c)

@@ -242,6 +242,19 @@ static char *pg_array(json_t *arr)
     return s;
 }
 
+json_t *berth_gc_unowned(berth_dbconn_t *c, json_t *digests, berth_err_t *err)
+{
+    json_t *gone = NULL;
+    char *arr = pg_array(digests);
+    const char *p[] = {arr};
+    int rc = q(c, BERTH_Q_GC_FILES_UNOWNED, p, &gone, err);
+    free(arr);
+    if (rc == 0 && json_is_array(gone))
+        return gone;
+    json_decref(gone);
+    return NULL;
+}
+
 /*
  * Unlink the files of `digests` (a JSON array) that have no blob row: those found without one are locked (their
  * blob-file locks, tried exclusively: an upload holds its lock from placing a file until its row commits), looked
@@ -252,17 +265,14 @@ static int remove_files(berth_dbconn_t *c, json_t *digests, json_t *sizes, long 
 {
     if (json_array_size(digests) == 0)
         return 0;
-    json_t *cand = NULL, *locked = NULL, *gone = NULL;
-    char *arr = pg_array(digests);
-    const char *p[] = {arr};
-    int rc = q(c, BERTH_Q_GC_FILES_UNOWNED, p, &cand, err); /* most files have a row: no lock for them */
-    free(arr);
-    if (rc != 0 || json_array_size(cand) == 0) {
+    json_t *cand = berth_gc_unowned(c, digests, err), *locked = NULL, *gone = NULL; /* most have a row: no lock */
+    if (cand == NULL || json_array_size(cand) == 0) {
         json_decref(cand);
-        return rc != 0 ? rc : 0;
+        return cand == NULL ? BERTH_ERROR : 0;
     }
-    arr = pg_array(cand);
-    p[0] = arr;
+    int rc;
+    char *arr = pg_array(cand);
+    const char *p[] = {arr};
     if ((rc = berth_db_begin(c, err)) == 0 && (rc = q(c, BERTH_Q_GC_FILES_LOCK, p, &locked, err)) == 0) {
         free(arr);
         arr = pg_array(locked);

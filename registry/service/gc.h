@@ -10,6 +10,7 @@
 #ifndef BERTH_SERVICE_GC_H
 #define BERTH_SERVICE_GC_H
 
+#include <jansson.h>
 #include <stdio.h>
 #include <time.h>
 
@@ -33,6 +34,8 @@ void berth_gc_wake(void);
 long berth_gc_grace_seconds(void);
 /** Append the collector's figures to a /metrics page. */
 void berth_gc_metrics(FILE *f);
+/** Which of `digests` (a JSON array of digest strings) have no blob row: a new JSON array, or NULL with err set. */
+json_t *berth_gc_unowned(berth_dbconn_t *c, json_t *digests, berth_err_t *err);
 
 /**
  * Harbor's schedule types as a cron expression (seconds first, as Harbor writes them): Hourly, Daily, Weekly, or

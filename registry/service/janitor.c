@@ -11,6 +11,8 @@
 struct st_berth_janitor_t {
     berth_registry_t *reg;
     long interval_s, max_age_s;
+    berth_janitor_hook_fn hook;
+    void *hook_arg;
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int stop;
@@ -90,16 +92,25 @@ static void *main_loop(void *arg)
             break;
         pthread_mutex_unlock(&j->mu);
         berth_janitor_purge(j->reg, j->max_age_s);
+        berth_err_t err;
+        berth_dbconn_t *c = j->hook != NULL ? berth_db_acquire(j->reg->db, &err) : NULL;
+        if (c != NULL) {
+            j->hook(c, j->hook_arg);
+            berth_db_release(j->reg->db, c);
+        }
         pthread_mutex_lock(&j->mu);
     }
     pthread_mutex_unlock(&j->mu);
     return NULL;
 }
 
-berth_janitor_t *berth_janitor_start(berth_registry_t *reg, long interval_s, long max_age_s)
+berth_janitor_t *berth_janitor_start(berth_registry_t *reg, long interval_s, long max_age_s, berth_janitor_hook_fn hook,
+                                     void *hook_arg)
 {
     berth_janitor_t *j = calloc(1, sizeof(*j));
     j->reg = reg;
+    j->hook = hook;
+    j->hook_arg = hook_arg;
     j->interval_s = interval_s;
     j->max_age_s = max_age_s;
     pthread_mutex_init(&j->mu, NULL);

@@ -175,6 +175,40 @@ class S3(BerthTestCase):
         kept = [f for _, _, fs in os.walk(os.path.join(b.env["BERTH_RUN_DIR"], "blobcache")) for f in fs]
         self.assertEqual(len(kept), 3, "one file per slice: %s" % kept)
 
+    def test_collected_blobs_leave_the_edge(self):
+        """A blob deleted and collected: its kept slices leave the edge's disk at the janitor's next pass (each
+        instance reads the key in its cache files and asks the database), the slices of a blob still in use stay."""
+        b = Berthd(dbname=self.b.dbname, storage=self.b.storage,
+                   env={"BERTH_UPLOAD_PURGE_INTERVAL": "1", "BERTH_GC_GRACE_SECONDS": "0"}).start()
+        self.addCleanup(b.cleanup)
+        gone = b.push_blob("s3/collect", os.urandom(40 * 2 ** 20))  # two slices, no manifest: garbage
+        _, raw = b.push_image("s3/collect", "v1", layers=1, size=5000)
+        kept = json.loads(raw)["layers"][0]["digest"]
+        for d in (gone, kept):
+            self.assertEqual(b.request("GET", "/v2/s3/collect/blobs/" + d)[0], 200)
+
+        def slices():
+            out = {}
+            for top, _, files in os.walk(os.path.join(b.env["BERTH_RUN_DIR"], "blobcache")):
+                for f in files:
+                    with open(os.path.join(top, f), "rb") as fh:
+                        m = re.search(rb"\nKEY: [^\n]*/blobs/sha256/[0-9a-f]{2}/([0-9a-f]{64})bytes=", fh.read(4096))
+                    if m:
+                        out.setdefault("sha256:" + m.group(1).decode(), []).append(f)
+            return out
+        self.assertEqual((len(slices().get(gone, [])), len(slices().get(kept, []))), (2, 1))
+        run = __import__("test_gc").run_gc(b)
+        self.assertEqual(run["job_status"], "Success", run)
+        self.assertEqual(b.request("HEAD", "/v2/s3/collect/blobs/" + gone)[0], 404)
+        deadline = time.time() + 15
+        while gone in slices() and time.time() < deadline:
+            time.sleep(0.2)
+        self.assertNotIn(gone, slices(), "collected: its slices are gone from the edge's disk")
+        self.assertEqual(len(slices().get(kept, [])), 1, "a blob in use keeps its slice")
+        st, _, got = b.request("GET", "/v2/s3/collect/blobs/" + kept)
+        self.assertEqual((st, sha256(got)), (200, kept))
+        self.assertIn("removed 2 kept slice(s)", b.logs())
+
     def test_waiters_share_a_slow_slice(self):
         """Clients asking at once for a slice the edge is still fetching wait for it, even when the gateway takes
         longer than nginx's default lock timeout (5 s) to send it: one gateway GET, not one per client."""
