@@ -113,19 +113,22 @@ static void s3_location(FILE *f, const berth_edge_conf_t *c, const char *prefix,
     if (cached)
         blob_cache_location(f, c->blob_timeout_s);
     else
-        fprintf(f, "      proxy_buffering off;\n");
+        fprintf(f, "      proxy_buffering off;\n"
+                   "      proxy_set_header Range $http_range;\n");
+    /* nginx's error lines name the upstream URL, signature included: a presigned URL in a log is a key to the blob.
+     * A gateway that fails is seen by the client (503) and by GET /api/v2.0/health, not in these lines */
     fprintf(f,
             "      internal;\n"
+            "      error_log stderr crit;\n"
             "      set $blob_digest $upstream_http_docker_content_digest; # berthd's answer, before the gateway's\n"
+            /* only what the signature needs: nothing of the client's reaches the gateway (and a kept slice) */
+            "      proxy_pass_request_headers off;\n"
             /* no upstream keep-alive: on a reused connection RGW (Nagle on by default) and nginx's delayed ACK
              * hold every small blob ~40 ms; bulk pulls gain nothing from it (docs/benchmarks.md) */
             "      proxy_pass %s/;\n"
             "      proxy_http_version 1.1;\n"
             "      proxy_set_header Host \"%s\";\n"
             "      proxy_set_header Connection \"\";\n"
-            "      proxy_set_header Authorization \"\";\n"
-            "      proxy_set_header Cookie \"\";\n"
-            "      proxy_set_header X-Forwarded-For \"\";\n"
             "      proxy_connect_timeout %ds; proxy_read_timeout %ds;\n"
             "      proxy_intercept_errors on;\n"
             "      proxy_hide_header etag;\n"

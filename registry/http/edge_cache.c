@@ -17,7 +17,7 @@
 
 typedef struct {
     char digest[BERTH_DIGEST_MAX];
-    char path[PATH_MAX];
+    char name[40]; /* "<c>/<cc>/<32 hex>" under the cache directory: 8 GiB of small blobs is ~40,000 files */
 } slice_t;
 
 typedef struct {
@@ -76,22 +76,29 @@ static int is_name(const char *s, size_t len)
     return 1;
 }
 
-/* nginx's levels=1:2 tree: <dir>/<c>/<cc>/<32 hex>; anything else (temp files being written) is left alone */
-static void collect(const char *dir, int level, slices_t *s)
+/* nginx's levels=1:2 tree: <root>/<c>/<cc>/<32 hex>; anything else (temp files being written) is left alone */
+static void collect(const char *root, const char *rel, int level, slices_t *s)
 {
+    char dir[PATH_MAX];
+    if (snprintf(dir, sizeof(dir), "%s%s%s", root, rel[0] != '\0' ? "/" : "", rel) >= (int)sizeof(dir))
+        return;
     DIR *d = opendir(dir);
     if (d == NULL)
         return;
     struct dirent *e;
     static const size_t names[] = {1, 2, 32};
     while ((e = readdir(d)) != NULL) {
-        char path[PATH_MAX];
-        if (!is_name(e->d_name, names[level]) || snprintf(path, sizeof(path), "%s/%s", dir, e->d_name) >= (int)sizeof(path))
+        char name[40], path[PATH_MAX];
+        if (!is_name(e->d_name, names[level]))
+            continue;
+        if (snprintf(name, sizeof(name), "%s%s%s", rel, rel[0] != '\0' ? "/" : "", e->d_name) >= (int)sizeof(name))
             continue;
         if (level < 2) {
-            collect(path, level + 1, s);
+            collect(root, name, level + 1, s);
             continue;
         }
+        if (snprintf(path, sizeof(path), "%s/%s", root, name) >= (int)sizeof(path))
+            continue;
         char digest[BERTH_DIGEST_MAX];
         if (berth_edge_cache_file_digest(path, digest, sizeof(digest)) != 0)
             continue;
@@ -102,7 +109,7 @@ static void collect(const char *dir, int level, slices_t *s)
                 abort();
         }
         snprintf(s->v[s->n].digest, sizeof(s->v[s->n].digest), "%s", digest);
-        snprintf(s->v[s->n].path, sizeof(s->v[s->n].path), "%s", path);
+        snprintf(s->v[s->n].name, sizeof(s->v[s->n].name), "%s", name);
         s->n++;
     }
     closedir(d);
@@ -113,8 +120,13 @@ static int by_digest(const void *a, const void *b)
     return strcmp(((const slice_t *)a)->digest, ((const slice_t *)b)->digest);
 }
 
-/* Remove the slices of the batch's digests that have no row; `from`..`to` are the slices of those digests */
-static int forget_batch(berth_dbconn_t *c, json_t *batch, slice_t *from, slice_t *to)
+/*
+ * Empty the slices of the batch's digests that have no row; `from`..`to` are the slices of those digests. Emptied,
+ * not removed: nginx still counts the entry and unlinks its file when it evicts it, and a file already gone makes
+ * that a [crit] line each. A request never reaches an emptied slice (berthd refuses a blob with no row), and if the
+ * digest is pushed again nginx reads the empty file as unusable and fetches the slice anew.
+ */
+static int forget_batch(const char *root, berth_dbconn_t *c, json_t *batch, slice_t *from, slice_t *to)
 {
     berth_err_t err;
     json_t *gone = berth_gc_unowned(c, batch, &err);
@@ -128,10 +140,13 @@ static int forget_batch(berth_dbconn_t *c, json_t *batch, slice_t *from, slice_t
         json_t *v;
         json_array_foreach(gone, i, v)
         {
-            if (strcmp(json_string_value(v), x->digest) == 0 && unlink(x->path) == 0) {
+            const char *g = json_string_value(v);
+            char path[PATH_MAX];
+            if (g == NULL || strcmp(g, x->digest) != 0)
+                continue;
+            if (snprintf(path, sizeof(path), "%s/%s", root, x->name) < (int)sizeof(path) && truncate(path, 0) == 0)
                 removed++;
-                break;
-            }
+            break;
         }
     }
     json_decref(gone);
@@ -141,7 +156,9 @@ static int forget_batch(berth_dbconn_t *c, json_t *batch, slice_t *from, slice_t
 int berth_edge_cache_forget_gone(const char *dir, berth_dbconn_t *c)
 {
     slices_t s = {0};
-    collect(dir, 0, &s);
+    collect(dir, "", 0, &s);
+    if (s.n == 0)
+        return 0;
     qsort(s.v, s.n, sizeof(*s.v), by_digest);
     int removed = 0;
     json_t *batch = json_array();
@@ -149,7 +166,7 @@ int berth_edge_cache_forget_gone(const char *dir, berth_dbconn_t *c)
     for (size_t i = 0; i < s.n; i++) {
         if (i == 0 || strcmp(s.v[i].digest, s.v[i - 1].digest) != 0) {
             if (json_array_size(batch) == BATCH) {
-                removed += forget_batch(c, batch, s.v + start, s.v + i);
+                removed += forget_batch(dir, c, batch, s.v + start, s.v + i);
                 json_array_clear(batch);
                 start = i;
             }
@@ -157,10 +174,10 @@ int berth_edge_cache_forget_gone(const char *dir, berth_dbconn_t *c)
         }
     }
     if (json_array_size(batch) > 0)
-        removed += forget_batch(c, batch, s.v + start, s.v + s.n);
+        removed += forget_batch(dir, c, batch, s.v + start, s.v + s.n);
     json_decref(batch);
     free(s.v);
     if (removed > 0)
-        berth_log_info("edge cache: removed %d kept slice(s) of blobs that are gone", removed);
+        berth_log_info("edge cache: emptied %d kept slice(s) of blobs that are gone", removed);
     return removed;
 }

@@ -251,6 +251,8 @@ json_t *berth_gc_unowned(berth_dbconn_t *c, json_t *digests, berth_err_t *err)
     free(arr);
     if (rc == 0 && json_is_array(gone))
         return gone;
+    if (rc == 0)
+        berth_err_set(err, BERTH_OCI_INTERNAL, "unexpected answer to the blob-row check");
     json_decref(gone);
     return NULL;
 }

@@ -183,9 +183,9 @@ static int s3_blob_each(berth_store_t *st, berth_store_blob_fn cb, void *cb_data
     return w.stop;
 }
 
-/* Edge URLs never leave the edge: they only have to outlive the slowest pull, whose slices (edge.c) are fetched as
- * the client reads. A week is SigV4's limit. */
-#define EDGE_TTL (7 * 24 * 3600L)
+/* URLs the edge keeps slices of are fetched slice by slice as the client reads (edge.c): they must outlive a slow
+ * pull (6 h: 4 GiB at 200 KB/s). They never reach a client, and the edge logs nothing of them (edge.c). */
+#define EDGE_TTL (6 * 3600L)
 
 static void s3_blob_serve(berth_store_t *st, const berth_digest_t *d, int64_t size, const char *method, berth_resp_t *resp)
 {

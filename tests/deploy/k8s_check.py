@@ -80,12 +80,14 @@ def matches(selector, labels):
     return bool(selector) and all(labels.get(k) == v for k, v in selector.items())
 
 
-def size_bytes(text):
-    """"8G", "10Gi", "512Mi", "1073741824": berthd's sizes (powers of 1024) and Kubernetes quantities."""
-    m = re.fullmatch(r"\s*(\d+)\s*([KMGT]?)i?\s*", str(text))
-    if m is None:
+def size_bytes(text, k8s=False):
+    """berthd's sizes ("8G", "1073741824": K/M/G/T are powers of 1024) or, with k8s, a Kubernetes quantity ("10Gi"
+    binary, "10G" or "10k" decimal)."""
+    m = re.fullmatch(r"\s*(\d+)\s*([kKMGT]?)(i?)\s*", str(text))
+    if m is None or (m.group(3) and not k8s):
         return 0
-    return int(m.group(1)) << (10 * " KMGT".index(m.group(2) or " "))
+    n, unit = int(m.group(1)), " KMGT".index(m.group(2).upper() or " ")
+    return n * (1000 ** unit if k8s and not m.group(3) else 1024 ** unit)
 
 
 def check(objs):
@@ -151,7 +153,7 @@ def check(objs):
                     key=lambda m: len(m["mountPath"]))
     vols = {v["name"]: v for v in spec.get("volumes", [])}
     limit = vols.get(mounts[-1]["name"], {}).get("emptyDir", {}).get("sizeLimit") if mounts else None
-    if cache and limit is not None and size_bytes(limit) < cache * 5 // 4 + (1 << 30):
+    if cache and limit is not None and size_bytes(limit, k8s=True) < cache * 5 // 4 + (1 << 30):
         problems.append("Deployment berth: the volume of run_dir (%s, sizeLimit %s) cannot hold BERTH_S3_EDGE_CACHE %s, a quarter more and 1 GiB"
                         % (root, limit, env.get("BERTH_S3_EDGE_CACHE", "8G (default)")))
     pdbs = [o for o in objs if o["kind"] == "PodDisruptionBudget"]
@@ -176,6 +178,8 @@ DOCTORED = [
     ("base/deployment.yaml", "          readinessProbe:\n", "          readinessProbeX:\n", "has no readinessProbe"),
     ("base/deployment.yaml", "requests: {cpu: 500m, memory: 256Mi", "requests: {memory: 256Mi", "has no cpu request"),
     ("base/deployment.yaml", "emptyDir: {sizeLimit: 10Gi}", "emptyDir: {sizeLimit: 2Gi}", "cannot hold BERTH_S3_EDGE_CACHE"),
+    # a Kubernetes "9G" is 9.0e9 bytes, below the 9.13e9 a 6G cache needs (read as 9 GiB it would pass)
+    ("base/deployment.yaml", "emptyDir: {sizeLimit: 10Gi}", "emptyDir: {sizeLimit: 9G}", "cannot hold BERTH_S3_EDGE_CACHE"),
     ("base/configmap.yaml", "BERTH_S3_EDGE_CACHE: 6G", "BERTH_S3_EDGE_CACHE: 8G", "cannot hold BERTH_S3_EDGE_CACHE 8G"),
     ("base/deployment.yaml", "secretName: berth-s3", "secretName: berth-s4", "refers to Secret berth-s4"),
     ("base/deployment.yaml", "configMapRef: {name: berth-config}", "configMapRef: {name: berth-cfg}", "refers to ConfigMap berth-cfg"),
