@@ -17,10 +17,12 @@
 
 const berth_db__stmt_t berth_db__retention_stmts[BERTH_SQL__COUNT] = {
     BERTH_DB__STMT(BERTH_SQL_RET_SCHEDULED, "SELECT id, cron FROM retention_policies WHERE coalesce(cron, '') <> ''", 0),
-    /* $1 policy, $2 the minute (epoch): the first berthd to mark the minute starts the run */
+    /* $1 policy, $2 the minute (epoch): the first berthd to mark the minute starts the run; a berthd that read its
+     * clock before a stall and comes late with an earlier minute finds a later one marked and starts nothing (with
+     * "differs from" it fired that minute again and moved the mark back, so the next minute fired twice) */
     BERTH_DB__STMT(BERTH_SQL_RET_FIRE,
                    "WITH f AS (UPDATE retention_policies SET last_fired = to_timestamp($2::bigint) WHERE id = $1::bigint AND "
-                   "last_fired IS DISTINCT FROM to_timestamp($2::bigint) RETURNING id) INSERT INTO retention_executions "
+                   "(last_fired IS NULL OR last_fired < to_timestamp($2::bigint)) RETURNING id) INSERT INTO retention_executions "
                    "(policy_id, trigger) SELECT id, 'SCHEDULE' FROM f",
                    2),
     BERTH_DB__STMT(BERTH_SQL_RET_CLAIM,
