@@ -59,8 +59,12 @@ const berth_db__stmt_t berth_db__registry_stmts[BERTH_SQL__COUNT] = {
         8),
     /* locks the row like BERTH_SQL_MISSING_MANIFEST: a re-pushed manifest (or a subject) is not swept under the PUT */
     BERTH_DB__STMT(BERTH_SQL_MANIFEST_ID, "SELECT id FROM manifests WHERE repository_id = $1 AND digest = $2 FOR KEY SHARE", 2),
+    /* every reference of a manifest in one statement: one round trip and one run of the quota trigger per push,
+     * not one per layer (a layer listed twice is one row) */
     BERTH_DB__STMT(BERTH_SQL_REF_INSERT,
-                   "INSERT INTO manifest_refs (manifest_id, digest, kind, size) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING", 4),
+                   "INSERT INTO manifest_refs (manifest_id, digest, kind, size) SELECT $1::bigint, x.d, x.k, x.s FROM "
+                   "unnest($2::text[], $3::smallint[], $4::bigint[]) AS x(d, k, s) ON CONFLICT DO NOTHING",
+                   4),
     BERTH_DB__STMT(BERTH_SQL_TAG_UPSERT,
                    "INSERT INTO tags (repository_id, name, manifest_id) VALUES ($1, $2, $3) ON CONFLICT (repository_id, name) "
                    "DO UPDATE SET manifest_id = EXCLUDED.manifest_id, updated_at = now()",
@@ -113,7 +117,13 @@ const berth_db__stmt_t berth_db__registry_stmts[BERTH_SQL__COUNT] = {
     BERTH_DB__STMT(BERTH_SQL_UPLOAD_SAVE,
                    "UPDATE upload_sessions SET state = $2, hash_state = nullif($3, ''), updated_at = now() WHERE id = $1", 3),
     BERTH_DB__STMT(BERTH_SQL_UPLOAD_STATE, "SELECT coalesce(state, '') FROM upload_sessions WHERE id = $1 AND repository = $2", 2),
-    BERTH_DB__STMT(BERTH_SQL_REPO_TOUCH, "UPDATE repositories SET updated_at = now() WHERE id = $1", 1),
+    /* the end of a manifest PUT in one round trip: the repository touched, caches told (at commit), the push event
+     * queued; $1 repository id, $2 repository, $3 actor, $4 digest, $5 tag or NULL */
+    BERTH_DB__STMT(BERTH_SQL_PUSH_DONE,
+                   "WITH t AS (UPDATE repositories SET updated_at = now() WHERE id = $1::bigint RETURNING id) SELECT "
+                   "pg_notify('berth_invalidate', $2::text), berth_webhook_enqueue(NULL::text, 'PUSH_ARTIFACT', $3::text, "
+                   "$2::text, $4::text, $5::text, NULL::jsonb), (SELECT count(*) FROM t)",
+                   5),
     BERTH_DB__STMT(BERTH_SQL_REPO_DELETE, "DELETE FROM repositories WHERE name = $1", 1),
     /* the row locked FOR UPDATE and the GC's release ledger folded into it (0205_quota_releases.sql), so `used` is
        current but for releases committing meanwhile (they only lower it) */
@@ -390,6 +400,35 @@ int berth_db_blob_unlink(berth_dbconn_t *c, const char *repo, const char *digest
     return delete_and_notify(c, BERTH_SQL_BLOB_UNLINK, blob_removable, repo, digest, err, BERTH_OCI_BLOB_UNKNOWN, NULL, HOOK_NONE);
 }
 
+/* The three array literals of BERTH_SQL_REF_INSERT, aligned: digests, kinds and sizes of every reference.
+ * Returns 0, or -1 when out of memory (nothing to free then). */
+static int refs_arrays(const berth_manifest_info_t *info, char **digests, char **kinds, char **sizes)
+{
+    size_t dcap = 3 + info->nrefs * (BERTH_DIGEST_MAX + 1), kcap = 3 + info->nrefs * 2, scap = 3 + info->nrefs * 21;
+    char *d = malloc(dcap), *k = malloc(kcap), *z = malloc(scap);
+    if (d == NULL || k == NULL || z == NULL) {
+        free(d);
+        free(k);
+        free(z);
+        return -1;
+    }
+    size_t dn = 0, kn = 0, zn = 0;
+    d[dn++] = k[kn++] = z[zn++] = '{';
+    for (size_t i = 0; i < info->nrefs; i++) {
+        const char *sep = i > 0 ? "," : "";
+        dn += (size_t)snprintf(d + dn, dcap - dn, "%s%s", sep, info->refs[i].digest);
+        kn += (size_t)snprintf(k + kn, kcap - kn, "%s%d", sep, (int)info->refs[i].kind);
+        zn += (size_t)snprintf(z + zn, scap - zn, "%s%lld", sep, (long long)info->refs[i].size);
+    }
+    snprintf(d + dn, dcap - dn, "}");
+    snprintf(k + kn, kcap - kn, "}");
+    snprintf(z + zn, scap - zn, "}");
+    *digests = d;
+    *kinds = k;
+    *sizes = z;
+    return 0;
+}
+
 /* '{d1,d2}' array literal: digests are [a-z0-9:] only, so no quoting is needed. */
 static char *digest_array(const berth_manifest_info_t *info, berth_ref_kind_t kind, size_t *count)
 {
@@ -527,12 +566,18 @@ int berth_db_manifest_put(berth_dbconn_t *c, const char *repo, const char *tag, 
         }
     }
     snprintf(midbuf, sizeof(midbuf), "%lld", (long long)mid);
-    for (size_t i = 0; inserted && i < info->nrefs; i++) {
-        char kind[4], rsize[24];
-        snprintf(kind, sizeof(kind), "%d", (int)info->refs[i].kind);
-        snprintf(rsize, sizeof(rsize), "%lld", (long long)info->refs[i].size);
-        const char *rp[] = {midbuf, info->refs[i].digest, kind, rsize};
-        if ((rc = run_count(c, BERTH_SQL_REF_INSERT, rp, err)) < 0)
+    if (inserted && info->nrefs > 0) {
+        char *ds, *ks, *ss;
+        if (refs_arrays(info, &ds, &ks, &ss) != 0) {
+            rc = berth_err_set(err, BERTH_OCI_INTERNAL, "out of memory");
+            goto Fail;
+        }
+        const char *rp[] = {midbuf, ds, ks, ss};
+        rc = run_count(c, BERTH_SQL_REF_INSERT, rp, err);
+        free(ds);
+        free(ks);
+        free(ss);
+        if (rc < 0)
             goto Fail;
     }
     if (inserted && isa_rows != NULL) {
@@ -542,11 +587,9 @@ int berth_db_manifest_put(berth_dbconn_t *c, const char *repo, const char *tag, 
     }
     if (tag != NULL && (rc = berth_db__tag_set(c, repo, ridbuf, tag, midbuf, digest->str, err)) != 0)
         goto Fail;
-    const char *tp[] = {ridbuf};
-    const char *np[] = {repo};
+    const char *dp[] = {ridbuf, repo, c->actor, digest->str, tag};
     if ((rc = quota_check(c, qidbuf, q, err)) != 0 || (hook != NULL && (rc = hook(c, q, hook_arg, err)) != 0) ||
-        (rc = run_count(c, BERTH_SQL_REPO_TOUCH, tp, err)) < 0 || (rc = run_count(c, BERTH_SQL_NOTIFY, np, err)) < 0 ||
-        (rc = berth_db_webhook_enqueue(c, NULL, "PUSH_ARTIFACT", repo, digest->str, tag, NULL, err)) != 0)
+        (rc = run_count(c, BERTH_SQL_PUSH_DONE, dp, err)) < 0)
         goto Fail;
     return berth_db_commit(c, err);
 Fail:

@@ -242,6 +242,36 @@ class Quota(BerthTestCase):
         self.assertEqual(self.used("q-other"), once)
         self.recount_matches()
 
+    def test_many_layers_one_listed_twice(self):
+        """A manifest's references go in with one statement: every layer is recorded and charged, a layer listed twice
+        once, and a layer the repository lacks still refuses the push with nothing stored."""
+        self.create("q-many", storage_limit=-1)
+        repo = "q-many/app"
+        layers = [os.urandom(1000 + i) for i in range(40)]
+        descs = [{"mediaType": OCI_LAYER, "digest": self.b.push_blob(repo, x), "size": len(x)} for x in layers]
+        cfg = b'{"architecture":"amd64","os":"linux","rootfs":{"type":"layers","diff_ids":[]}}'
+        m = {"schemaVersion": 2, "mediaType": OCI_MANIFEST,
+             "config": {"mediaType": OCI_CONFIG, "digest": self.b.push_blob(repo, cfg), "size": len(cfg)},
+             "layers": descs + [descs[7]]}
+        st, h, body, raw = self.b.push_manifest(repo, "v1", m)
+        self.assertEqual(st, 201, body)
+        d = h["docker-content-digest"]
+        refs = self.db("SELECT count(*) || ' ' || count(DISTINCT x.digest) || ' ' || sum(x.size) FROM manifest_refs x "
+                       "JOIN manifests m ON m.id = x.manifest_id WHERE m.digest = '%s'" % d)
+        self.assertEqual(refs, "41 41 %d" % (sum(len(x) for x in layers) + len(cfg)))
+        self.assertEqual(self.used("q-many"), sum(len(x) for x in layers) + len(cfg) + len(raw))
+        st, _, got = self.b.request("GET", "/v2/%s/manifests/v1" % repo, headers={"Accept": OCI_MANIFEST})
+        self.assertEqual((st, got), (200, raw))
+        # one reference the repository lacks: refused, and neither the manifest nor any of its rows stays
+        lost = dict(descs[0], digest="sha256:" + "0" * 64)
+        m2 = dict(m, layers=descs[1:] + [lost])
+        st, _, body, raw2 = self.b.push_manifest(repo, "v2", m2)
+        self.assertEqual(st, 400, body)
+        self.assertIn(b"MANIFEST_BLOB_UNKNOWN", body)
+        self.assertEqual(self.db("SELECT count(*) FROM manifests m JOIN repositories r ON r.id = m.repository_id "
+                                 "WHERE r.name = '%s'" % repo), "1")
+        self.recount_matches()
+
     def test_an_index_counts_itself_and_its_children_once(self):
         self.create("q-index", storage_limit=-1)
         st, _, d1, n1 = self.image("q-index/multi", [os.urandom(3000)], tag="amd64")
