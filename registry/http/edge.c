@@ -178,6 +178,9 @@ static int write_conf(const berth_edge_conf_t *c, const char *path, int fast_blo
             "  proxy_http_version 1.1;\n"
             "  " BERTH_EDGE_PROXY_HEADERS "\n"
             "  proxy_buffer_size 64k; proxy_buffers 8 64k;\n"
+            /* the hash of the proxy_set_header lines plus nginx's hidden headers: its 64-byte default buckets are
+             * too small for them, and nginx warned about it at every start */
+            "  proxy_headers_hash_bucket_size 128;\n"
             /* a pool of idle keep-alive connections per worker; max_conns keeps berthd under its descriptor limit,
              * past it a client gets 503 + Retry-After (@unavailable) instead of berthd failing accept() */
             "  upstream berth_api { server 127.0.0.1:%d max_conns=%d; keepalive 256; }\n"
