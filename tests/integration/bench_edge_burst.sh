@@ -16,6 +16,20 @@ ulimit -n 20000
 sysctl -qw net.ipv4.ip_local_port_range="15000 65000"
 D=${D:-/tmp/berth-edge-burst}; rm -rf $D; mkdir -p $D
 cd "$root"
+# HUP the edge's master and wait for a new set of workers: nginx keeps the old ones when it refuses an edited
+# configuration (an error in berthd.log), and a measurement on them would be of the old configuration
+reload() {
+  local old; old=$(pgrep -f "nginx: worker" | sort | tr '\n' ' ')
+  kill -HUP "$(pgrep -f "nginx: master" | head -1)"
+  for _ in $(seq 1 50); do
+    sleep 0.1
+    local now; now=$(pgrep -f "nginx: worker" | sort | tr '\n' ' ')
+    if [ -n "$now" ] && [ -z "$(comm -12 <(tr ' ' '\n' <<<"$old" | grep .) <(tr ' ' '\n' <<<"$now" | grep .))" ]; then return 0; fi
+  done
+  echo "nginx kept its old workers: the edited configuration was refused (see $D/berthd.log)" >&2
+  grep emerg "$D/berthd.log" | tail -1 >&2
+  kill "$PID"; deploy/berth-pg stop "$D/pg" >/dev/null 2>&1; exit 1
+}
 CONN=$(deploy/berth-pg start $D/pg 55722)
 env BERTH_DATABASE_URL="$CONN" BERTH_STORAGE_ROOT=$D/store BERTH_HTTP_ADDR=127.0.0.1:5072 BERTH_LOG_LEVEL=warn \
   BERTH_PROJECTS_AUTO_CREATE=true BERTH_EDGE_ALLOW_ROOT=true BERTH_ADMIN_PASSWORD=Bench-pass-1234 $BIN > $D/berthd.log 2>&1 &
@@ -38,7 +52,7 @@ s = re.sub(r"(?m)^error_log .*$", "error_log stderr warn;", s)
 open(c, "w").write(s)
 PY
   fi
-  kill -HUP $(pgrep -f "nginx: master" | head -1); sleep 2
+  reload
   curl -s -o /dev/null -w "refconf check %{http_code} %{size_download}\n" http://127.0.0.1:5072/v2/regbench/burst/manifests/latest
 fi
 if [ "${STATICMAN:-0}" = 1 ]; then
@@ -53,10 +67,9 @@ s = open(conf).read()
 i = s.index('    location ~ "^/v2/.+/blobs/sha256')
 s = s[:i] + '    location = /v2/regbench/burst/manifests/latest { default_type %s; alias %s; }\n' % (ct, mf) + s[i:]
 open(conf, "w").write(s)
-os.kill(int(subprocess.check_output(["pgrep", "-f", "nginx: master"]).split()[0]), signal.SIGHUP)
 print("static manifest", ct, os.path.getsize(mf))
 PY
-  sleep 2
+  reload
   if [ "${STATICBLOB:-0}" = 1 ]; then python3 - "$CONF" $D/store/blobs <<'PY'
 import re, sys, os, signal, subprocess
 conf, blob_root = sys.argv[1], sys.argv[2]
@@ -67,12 +80,12 @@ new = ('    location ~ "^/v2/.+/blobs/sha256:([0-9a-f]{2})([0-9a-f]{62})$" {\n'
        '      root %s;\n      default_type application/octet-stream;\n'
        '      try_files /sha256/$1/$1$2 =404;\n    }\n' % blob_root)
 s = s[:start] + new + s[end:]
+# the map reads $berth_blob, which only the replaced location sets: nginx refuses the configuration with it
+s = re.sub(r"(?m)^  map \$berth_blob .*\n", "", s)
 open(conf, "w").write(s)
-pid = int(subprocess.check_output(["pgrep", "-f", "nginx: master"]).split()[0])
-os.kill(pid, signal.SIGHUP)
-print("static blob location loaded into", pid)
+print("static blob location")
 PY
-    sleep 2
+    reload
   fi
   if [ -n "${STRIP:-}" ]; then python3 - "$CONF" "$STRIP" <<'PY'
 import re, sys, os, signal, subprocess
@@ -81,9 +94,8 @@ lines = open(conf).read().split("\n")
 keep = [l for l in lines if not re.search(pat, l)]
 open(conf, "w").write("\n".join(keep))
 print("stripped", len(lines) - len(keep), "lines")
-os.kill(int(subprocess.check_output(["pgrep", "-f", "nginx: master"]).split()[0]), signal.SIGHUP)
 PY
-  sleep 2; fi
+  reload; fi
   curl -s -o /dev/null -w "static check %{http_code} %{size_download}\n" http://127.0.0.1:5072/v2/regbench/burst/manifests/latest
 fi
 ( while kill -0 $PID 2>/dev/null; do
