@@ -190,7 +190,7 @@ static int write_conf(const berth_edge_conf_t *c, const char *path, int fast_blo
             c->run_dir, c->run_dir, c->run_dir, c->run_dir, c->run_dir, c->api_port, c->limits->upstream_max_conns, c->upload_port,
             c->limits->upstream_max_conns, upload_keepalive, c->upload_idle_timeout);
     if (fast_blobs)
-        berth_edge_decisions_http(f, berth_edge_decisions_path(), c->blob_prefix);
+        berth_edge_decisions_http(f);
     if (blob_cache_on(c))
         blob_cache_http(f, c);
     fprintf(f,
@@ -225,7 +225,7 @@ static int write_conf(const berth_edge_conf_t *c, const char *path, int fast_blo
             "    }\n",
             OCI_400, OCI_414, OCI_413, OCI_502, OCI_404, OCI_416, c->upload_idle_timeout);
     if (fast_blobs)
-        berth_edge_decisions_locations(f, c->blob_root);
+        berth_edge_decisions_locations(f, berth_edge_decisions_path());
     berth_edge_ui_locations(f, c->ui_dir);
     if (c->blob_root != NULL) {
         fprintf(f,
@@ -265,7 +265,7 @@ pid_t berth_edge_start(const berth_edge_conf_t *c)
         }
     }
     /* the fast path for blobs by digest: the file system driver's files only, and only on a tmpfs */
-    int fast_blobs = c->blob_root != NULL && c->decision_cache && berth_edge_decisions_dir(c->run_dir) == 0;
+    int fast_blobs = c->blob_root != NULL && c->decision_cache && berth_edge_decisions_dir(c->run_dir, c->blob_root) == 0;
     snprintf(path, sizeof(path), "%s/nginx.conf", c->run_dir);
     if (write_conf(c, path, fast_blobs) != 0) {
         berth_log_err("cannot write %s", path);

@@ -1,14 +1,20 @@
 /*
- * The edge's fast path for blob GET/HEAD by digest (issue #18): nginx asks berthd whether this credential may
- * read this blob with a HEAD subrequest (auth_request) and keeps a positive answer for about a second, keyed on
- * the Authorization header, the method and the raw URI, so a burst of nodes sharing credentials costs berthd one
- * question per second per blob instead of one proxied request each. Only content-addressed blob paths take it,
- * never manifests or tags; a refusal, an error or an answer that names no file is never kept and is answered by
- * the normal proxied path, so clients see exactly what berthd says. The kept answers are files whose header holds
- * the key (the credential): they live only on a tmpfs (/dev/shm), in a directory of berthd's own, wiped at start
- * and stop; without a tmpfs the fast path is off. Whenever berthd forgets its own decisions or a repository's cached
- * answers, the kept decisions are voided too, so a revocation or a blob DELETE is seen at once (a decision read
- * just before it and stored just after lives at most its 1-2 s).
+ * The edge's fast path for blob GET/HEAD by digest (issue #18). When berthd has answered such a request with the
+ * blob's file, it keeps that decision for about a second as a symbolic link to the file, named after the whole
+ * Authorization header, the repository and the digest: <dir>/<credential>/~/<repository>/<hex>. nginx serves a
+ * later request with the same credential and URI through that link as a static file (try_files), with no
+ * subrequest and no proxied request, so a burst of nodes sharing credentials costs berthd about one request per
+ * second per blob and the edge no more memory per client than a static file server. A request that finds no link
+ * is proxied to berthd as before, which answers it (refusals included) and keeps the link when it serves the file.
+ *
+ * The names hold credentials: they live only on a tmpfs (/dev/shm), in a directory of berthd's own (0700), wiped at
+ * start and stop; without a tmpfs the fast path is off. The name is built from the header by the same rule on both
+ * sides (berth_edge_cred_path and the map of berth_edge_decisions_http), only from characters that cannot form "."
+ * or ".." and from no empty segment, so two different credentials never share a name and nothing leaves the
+ * directory; a header the rule does not take is always asked of berthd. A janitor thread removes each link 1-1.25 s
+ * after it was made, and whenever berthd forgets its own decisions or a repository's cached answers every link goes
+ * at once, so a revocation or a blob DELETE is seen at once (a decision read just before it and kept just after
+ * lives at most those 1.25 s).
  */
 #ifndef BERTH_HTTP_EDGE_BLOBS_H
 #define BERTH_HTTP_EDGE_BLOBS_H
@@ -16,26 +22,28 @@
 #include <stddef.h>
 #include <stdio.h>
 
-/* what every proxied request carries to berthd (nginx inherits proxy_set_header only when a level sets none); a
- * client's X-Berth-Decision is dropped, only the decision subrequest sends one */
+/* what every proxied request carries to berthd (nginx inherits proxy_set_header only when a level sets none) */
 #define BERTH_EDGE_PROXY_HEADERS                                                                                                   \
     "proxy_set_header Connection \"\"; proxy_set_header Host $http_host; proxy_set_header X-Real-IP $remote_addr; "                \
-    "proxy_set_header X-Forwarded-Proto $scheme; proxy_set_header X-Berth-Decision \"\";"
+    "proxy_set_header X-Forwarded-Proto $scheme;"
 
-/** Seconds a positive decision is kept by the edge (nginx counts whole seconds: an entry lives 1–2 s) */
-#define BERTH_EDGE_DECISION_SECONDS 1
+/** Milliseconds a kept decision lives at least; the janitor passes every quarter of it */
+#define BERTH_EDGE_DECISION_MS 1000
+
+/** At most this many links at once (each costs the tmpfs about a kilobyte with its directories) */
+#define BERTH_EDGE_DECISIONS_MAX 32768
 
 /**
  * Make an empty private directory for the kept decisions on a tmpfs, named after `run_dir` (so a restart finds
- * and wipes its predecessor's). 0 when made (berth_edge_decisions_path() names it); -1 when there is no tmpfs or
- * it cannot be made.
+ * and wipes its predecessor's), for links to the files below `blob_root`, and start its janitor. 0 when made
+ * (berth_edge_decisions_path() names it); -1 when there is no tmpfs or it cannot be made.
  */
-int berth_edge_decisions_dir(const char *run_dir);
+int berth_edge_decisions_dir(const char *run_dir, const char *blob_root);
 
 /** That directory, or NULL when the fast path is off. */
 const char *berth_edge_decisions_path(void);
 
-/** Remove that directory and everything in it (at stop). */
+/** Stop the janitor and remove that directory and everything in it (at stop). */
 void berth_edge_decisions_remove(void);
 
 /**
@@ -45,16 +53,27 @@ void berth_edge_decisions_remove(void);
 void berth_edge_decisions_forget(void);
 
 /**
- * The http-level lines: the cache zone in `dir` and the maps the locations use. `blob_prefix` is berthd's
- * X-Accel-Redirect prefix ("/_berth/blobs/": letters, '_' and '/', no regex character).
+ * Keep "the caller with this Authorization header (NULL: none) may read blob `digest` of `repository`": called
+ * once berthd has answered a GET/HEAD of it with its file. Does nothing when the fast path is off, the header or
+ * the names fall outside the rule, or BERTH_EDGE_DECISIONS_MAX links exist. Any thread; never blocks on a disk.
  */
-void berth_edge_decisions_http(FILE *f, const char *dir, const char *blob_prefix);
+void berth_edge_decisions_keep(const char *authorization, const char *repository, const char *digest);
 
 /**
- * The server-level locations: blob GET/HEAD by digest served from `blob_root` after a kept or fresh decision,
- * the decision subrequest, and @berth_api, the normal proxied path everything else falls back to.
+ * The part of a link's name that the Authorization header gives, as the edge's map builds it: "-" for none,
+ * "b/<value>" for Basic, "t/<value in NAME_MAX-character pieces>" for a Bearer token shaped like a JWT. 0 with `out`
+ * filled, -1 when the edge does not take this header (it then always asks berthd).
  */
-void berth_edge_decisions_locations(FILE *f, const char *blob_root);
+int berth_edge_cred_path(const char *authorization, char *out, size_t cap);
+
+/** The http-level lines: the map that turns the Authorization header into that part of a name. */
+void berth_edge_decisions_http(FILE *f);
+
+/**
+ * The server-level locations: blob GET/HEAD by digest served through a kept decision in `dir`, and @berth_api,
+ * the normal proxied path everything else falls back to.
+ */
+void berth_edge_decisions_locations(FILE *f, const char *dir);
 
 /** The headers of a blob sent from a file, its digest taken from nginx variable `digest_var` (with the '$'). */
 void berth_edge_blob_headers(FILE *f, const char *digest_var);

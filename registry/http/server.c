@@ -24,6 +24,7 @@
 #include "core/query.h"
 #include "registry/api/api.h"
 #include "registry/http/access_log.h"
+#include "registry/http/edge_blobs.h"
 #include "registry/http/limits.h"
 #include "registry/http/metrics.h"
 #include "registry/service/isa.h"
@@ -150,6 +151,14 @@ static void send_resp(h2o_req_t *req, berth_resp_t *resp, berth_route_kind_t rou
     berth_access_log(remote, method, path, resp->status, req->entity.len, is_head ? 0 : resp->len, ms_since(t0),
                      berth_route_label(route));
     h2o_send_inline(req, resp->body != NULL ? resp->body : "", resp->body != NULL ? resp->len : 0); /* a length alone: HEAD */
+}
+
+/* A blob by digest answered with its file: the edge serves this caller's next reads of it itself for a while */
+static void keep_blob_decision(const job_t *j, const berth_resp_t *resp)
+{
+    if (j->kind == JOB_V2 && j->v2.route.id == BERTH_V2_BLOB_GET && resp->status == 200 &&
+        berth_resp_get(resp, "x-accel-redirect") != NULL)
+        berth_edge_decisions_keep(j->authorization, j->v2.route.name, berth_resp_get(resp, "docker-content-digest"));
 }
 
 static void on_guard_dispose(void *p)
@@ -391,6 +400,7 @@ static void on_jobs_done(h2o_multithread_receiver_t *receiver, h2o_linklist_t *m
         }
         if (j->req != NULL) {
             j->guard->job = NULL;
+            keep_blob_decision(j, &j->resp);
             send_resp(j->req, &j->resp, j->v2.route.kind, &j->start);
         }
         job_free(j);
@@ -640,7 +650,6 @@ static int serve_v2(loop_thread_t *lt, h2o_req_t *req)
     j->accept = header_dup(req, H2O_TOKEN_ACCEPT, &j->v2.accept_len);
     j->v2.accept = j->accept;
     j->v2.need = &j->proxy;
-    j->v2.edge_decision = h2o_find_header_by_str(&req->headers, H2O_STRLIT("x-berth-decision"), -1) >= 0;
     j->ctype = header_dup(req, H2O_TOKEN_CONTENT_TYPE, NULL);
     j->v2.content_type = j->ctype;
     j->authorization = header_dup(req, H2O_TOKEN_AUTHORIZATION, NULL);
@@ -650,6 +659,7 @@ static int serve_v2(loop_thread_t *lt, h2o_req_t *req)
                                      j->has_need ? &j->need : NULL, j->who) == BERTH_GATE_ALLOW;
     if (j->gate_passed && j->isa_view[0] == '\0' &&
         berth_v2_cached(s->reg, &j->v2, &cached)) { /* hot pull path: no worker hop, no SQL */
+        keep_blob_decision(j, &cached);
         send_resp(req, &cached, j->v2.route.kind, &j->start);
         berth_resp_dispose(&cached);
         job_free(j);

@@ -36,9 +36,6 @@ typedef struct st_berth_v2_req_t {
     struct st_berth_proxy_need_t *need;
     int proxy_done;
     int from_upstream;
-    /* the edge asking whether a blob may be served from its file (registry/http/edge_blobs.h): answer from what is
-     * held, never ask an upstream for it (the client's own request follows when no file is named) */
-    int edge_decision;
 } berth_v2_req_t;
 
 /**

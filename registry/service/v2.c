@@ -363,8 +363,6 @@ static int do_blob_get(berth_registry_t *reg, berth_dbconn_t *c, const berth_v2_
         return rc;
     uint64_t epoch = berth_cache_epoch(rq->route.name);
     if ((rc = berth_db_blob_stat(c, rq->route.name, d.str, &size, err)) != 0) {
-        if (rq->edge_decision)
-            return rc;
         int head = is(rq->method, "HEAD");
         if (head && is_miss(rc, err) && berth_proxy_head_lookup(rq->route.name, d.str, &size)) {
             if (size < 0) /* the upstream's 404, lately: BLOB_UNKNOWN without asking again */

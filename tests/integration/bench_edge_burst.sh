@@ -74,14 +74,12 @@ PY
 import re, sys, os, signal, subprocess
 conf, blob_root = sys.argv[1], sys.argv[2]
 s = open(conf).read()
-start = s.index('    location ~ "^/v2/.+/blobs/sha256:[0-9a-f]{64}$" {')
+start = s.rindex('\n', 0, s.index('/blobs/(?<berth_digest>')) + 1  # the kept decisions' location
 end = s.index('\n    }\n', start) + len('\n    }\n')
 new = ('    location ~ "^/v2/.+/blobs/sha256:([0-9a-f]{2})([0-9a-f]{62})$" {\n'
        '      root %s;\n      default_type application/octet-stream;\n'
        '      try_files /sha256/$1/$1$2 =404;\n    }\n' % blob_root)
 s = s[:start] + new + s[end:]
-# the map reads $berth_blob, which only the replaced location sets: nginx refuses the configuration with it
-s = re.sub(r"(?m)^  map \$berth_blob .*\n", "", s)
 open(conf, "w").write(s)
 print("static blob location")
 PY

@@ -22,6 +22,20 @@ def basic(user, pw=PW):
     return "Basic " + base64.b64encode(("%s:%s" % (user, pw)).encode()).decode()
 
 
+def slashed_user(b, name):
+    """A member of project edge whose Basic value has a '/' inside (never twice in a row, nor at an end)."""
+    for i in range(1000):
+        pw = "%s?>?%d" % (PW, i)
+        v = basic(name, pw)[6:]
+        if "/" in v.strip("/") and "//" not in v and not v.startswith("/") and not v.endswith("/"):
+            break
+    st, h, out = b.api("POST", "/users", {"username": name, "password": pw, "email": name + "@x.test"})
+    assert st == 201, (st, out)
+    st, h, out = b.api("POST", "/projects/edge/members", {"role_id": 3, "member_user": {"username": name}})
+    assert st == 201, (st, out)
+    return basic(name, pw)
+
+
 def raw_get(b, path, auth_headers):
     """A GET with exactly these Authorization header lines (http.client would merge or refuse duplicates)."""
     req = "GET %s HTTP/1.1\r\nHost: %s\r\n%sConnection: close\r\n\r\n" % (
@@ -97,6 +111,71 @@ class KeptDecisions(BerthTestCase):
         st, h, body = self.get(path, None)
         self.assertEqual((st, error_code(body)), (401, "UNAUTHORIZED"))
         self.assertIn('scope="repository:edge/iso:pull"', h["www-authenticate"])
+
+    def served_by(self, path, auth):
+        """(status, whether berthd answered it): a 200 berthd did not answer came through a kept decision."""
+        before = self.decisions()
+        st = self.get(path, auth)[0]
+        return st, self.decisions() > before
+
+    def test_tokens_and_slashes_take_the_fast_path(self):
+        """The edge's map and berthd cut a header into a link's name by the same rule (edge_blobs.h): a Bearer token
+        longer than one 200-character piece and a Basic value with '/' in it are kept like any other."""
+        data = os.urandom(20000)
+        d = self.b.push_blob("edge/fast", data)
+        path = "/v2/edge/fast/blobs/" + d
+        st, _, body = self.b.request("GET", "/service/token?service=berth-registry&scope=repository:edge/fast:pull",
+                                     auth=basic("alice"))
+        self.assertEqual(st, 200, body)
+        token = json.loads(body)["token"]
+        self.assertGreater(len(token), 255, "a token of more than one piece")
+        frank = slashed_user(self.b, "frank")
+        for what, auth in (("a token", "Bearer " + token), ("Basic with '/'", frank)):
+            asked = 0
+            for _ in range(20):
+                st, by_berthd = self.served_by(path, auth)
+                self.assertEqual(st, 200, what)
+                asked += by_berthd
+            self.assertLessEqual(asked, 3, "%s: berthd answered %d of 20" % (what, asked))
+
+    def test_look_alike_credentials_never_find_a_link(self):
+        """Headers that a careless name would put on the same file as a kept one (a '/' doubled, added before or
+        after, a dot segment, the value under the other scheme, a token cut where the name cuts it) are answered
+        by berthd, never through the link kept for the real one."""
+        d = self.b.push_blob("edge/alike", b"look-alikes")
+        path = "/v2/edge/alike/blobs/" + d
+        frank = slashed_user(self.b, "frank2")
+        value = frank[6:]
+        st, _, body = self.b.request("GET", "/service/token?service=berth-registry&scope=repository:edge/alike:pull",
+                                     auth=basic("alice"))
+        token = json.loads(body)["token"]
+        cut = token[:255] + "/" + token[255:]
+        variants = ["Basic " + value.replace("/", "//"), "Basic /" + value, "Basic " + value + "/",
+                    "Basic " + value.replace("/", "/./", 1), "Basic " + value.replace("/", "/../", 1) + "/..",
+                    "Bearer " + value, "Basic  " + value, "Bearer " + cut, "Bearer " + token + "/",
+                    "Bearer " + token.replace(".", "/", 1), "Basic " + cut, "Bearer ../b/" + value,
+                    "Bearer a.b.c/../../b/" + value, "Basic ../../" + value]
+        for _ in range(2):
+            for auth in (frank, "Bearer " + token):  # kept now
+                self.assertEqual(self.get(path, auth)[0], 200)
+            for auth in variants:
+                st, by_berthd = self.served_by(path, auth)
+                self.assertTrue(st != 200 or by_berthd, "%r was served through another header's link" % auth)
+
+    def test_links_go_within_the_bound_and_leave_nothing(self):
+        d = self.b.push_blob("edge/expire", b"expires")
+        self.assertEqual(self.get("/v2/edge/expire/blobs/" + d, basic("alice"))[0], 200)
+        with open(os.path.join(self.b.dir, "run", "nginx.conf")) as f:
+            where = re.search(r"\n\s*root (/dev/shm/\S+);", f.read()).group(1)
+
+        def links():
+            return [p for p in glob.glob(where + "/**", recursive=True) if os.path.islink(p)]
+        self.assertTrue(any("/~/edge/expire/" in p for p in links()), "kept")
+        t0 = time.time()
+        while time.time() - t0 < BOUND_S and (links() or os.listdir(where)):
+            time.sleep(0.05)
+        self.assertEqual((links(), os.listdir(where)), ([], []), "links and their directories go within %s s" % BOUND_S)
+        print("\nthe link and its directories went after %.2f s" % (time.time() - t0))
 
     def test_a_failed_login_counts_once(self):
         d = self.b.push_blob("edge/fail", b"failed logins")
@@ -201,12 +280,16 @@ class KeptDecisions(BerthTestCase):
     def started_with_a_kept_decision(self):
         """A berthd of its own that has kept one decision; (berthd, the directory of its kept decisions)"""
         b = Berthd().start()
-        b.project("tmp")
-        d = b.push_blob("tmp/x", b"x" * 100)
-        self.assertEqual(b.request("GET", "/v2/tmp/x/blobs/" + d)[0], 200)
-        with open(os.path.join(b.dir, "run", "nginx.conf")) as f:
-            where = re.search(r"proxy_cache_path (\S+) ", f.read()).group(1)
-        self.assertTrue(glob.glob(where + "/*/*"), "the decision is kept")
+        try:
+            b.project("tmp")
+            d = b.push_blob("tmp/x", b"x" * 100)
+            self.assertEqual(b.request("GET", "/v2/tmp/x/blobs/" + d)[0], 200)
+            with open(os.path.join(b.dir, "run", "nginx.conf")) as f:
+                where = re.search(r"\n\s*root (/dev/shm/\S+);", f.read()).group(1)
+            self.assertTrue(glob.glob(where + "/**/~/tmp/x/*", recursive=True), "the decision is kept")
+        except BaseException:
+            b.cleanup()
+            raise
         return b, where
 
     def test_kept_decisions_stay_on_a_private_tmpfs_and_go_with_berthd(self):
@@ -223,7 +306,7 @@ class KeptDecisions(BerthTestCase):
         try:
             dead.proc.kill()  # SIGKILL: berthd cannot wipe it, and its run_dir never starts again
             dead.proc.wait()
-            self.assertTrue(glob.glob(where + "/*/*"), "the kept decision is still there")
+            self.assertTrue(glob.glob(where + "/**/~/tmp/x/*", recursive=True), "the kept decision is still there")
             other = Berthd().start()  # any instance of the same user removes it as it starts
             other.cleanup()
             self.assertFalse(os.path.exists(where) or os.path.exists(where + ".pid"))
@@ -242,7 +325,7 @@ class KeptDecisions(BerthTestCase):
                                                body, re.M))
             self.assertEqual(n, 5)
             with open(os.path.join(b.dir, "run", "nginx.conf")) as f:
-                self.assertNotIn("proxy_cache", f.read())
+                self.assertNotIn("/dev/shm", f.read())
         finally:
             b.cleanup()
 
