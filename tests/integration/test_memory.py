@@ -103,7 +103,7 @@ class PullBurst(unittest.TestCase):
         thousands of manifest GETs by tag at once (docs/benchmarks.md, "What one request in flight costs"). Today
         9.5 KiB each: nginx's request pool (two 4 KiB blocks), its 1 KiB header buffer, the connection's and the
         upstream connection's pools. The bound catches what would add a buffer per request: a 64 KiB
-        proxy_buffer_size touched per request, or a subrequest (a blob GET through the kept decision: 14.8 KiB)."""
+        proxy_buffer_size touched per request, or a subrequest (the blob decision's auth_request before 173207d: 14.8 KiB)."""
         raise_nofile(self, IN_FLIGHT + 256)
         b = Berthd().start().project("mem")
         self.addCleanup(b.cleanup)
