@@ -56,6 +56,7 @@ static const struct {
     {"edge.nginx", "BERTH_NGINX", T_STR, FIELD(nginx)},
     {"edge.workers", NULL, T_INT, FIELD(edge_workers)},
     {"edge.decision_cache", "BERTH_EDGE_DECISION_CACHE", T_BOOL, FIELD(edge_decision_cache)},
+    {"edge.decision_inodes", "BERTH_EDGE_DECISION_INODES", T_INT, FIELD(edge_decision_inodes)},
     {"edge.allow_root", "BERTH_EDGE_ALLOW_ROOT", T_BOOL, FIELD(edge_allow_root)},
     {"ui.dir", "BERTH_UI_DIR", T_STR, FIELD(ui_dir)},
     {"server.loops", NULL, T_INT, FIELD(loops)},
@@ -287,6 +288,7 @@ int berth_config_load(berth_config_t *cfg, const char *path, char *errbuf, size_
     cfg->auth_queue = 64;
     cfg->edge_workers = (int)ncpu;
     cfg->edge_decision_cache = 1;
+    cfg->edge_decision_inodes = 65536; /* BERTH_EDGE_DECISIONS_MAX */
     cfg->upload_connections = 512;
     cfg->upload_per_principal = 64;
     cfg->upload_per_address = 128;
@@ -378,6 +380,10 @@ int berth_config_load(berth_config_t *cfg, const char *path, char *errbuf, size_
     }
     if (cfg->ldap_url != NULL && cfg->ldap_url[0] != '\0' && (cfg->ldap_base_dn == NULL || cfg->ldap_base_dn[0] == '\0')) {
         snprintf(errbuf, errlen, "ldap.url needs ldap.base_dn");
+        return -1;
+    }
+    if (cfg->edge_decision_inodes < 64 || cfg->edge_decision_inodes > 4000000) {
+        snprintf(errbuf, errlen, "edge.decision_inodes must be 64 to 4000000");
         return -1;
     }
     if (cfg->auth_workers < 1 || cfg->auth_queue < 1 || cfg->ldap_max_concurrent < 1 || cfg->ldap_session_recheck < 1) {

@@ -36,6 +36,7 @@ typedef struct st_berth_config_t {
     int auth_workers;          /* server.auth_workers: password hashing and LDAP, apart from everything else (6) */
     int auth_queue;            /* server.auth_queue: requests waiting for them; more are shed with 503 (64) */
     int edge_workers;          /* edge.workers */
+    int edge_decision_inodes;  /* edge.decision_inodes BERTH_EDGE_DECISION_INODES: links and their directories (65536) */
     int edge_decision_cache;   /* edge.decision_cache BERTH_EDGE_DECISION_CACHE: the edge keeps blob decisions ~1 s (true) */
     int edge_allow_root;       /* edge.allow_root     BERTH_EDGE_ALLOW_ROOT: berthd (and so nginx) may run as root (false) */
     char *ui_dir;              /* ui.dir               BERTH_UI_DIR: built web UI (webui/build.sh) served at "/"; unset: none */

@@ -616,6 +616,7 @@ static int serve(berth_config_t *cfgp, berth_db_t *db, berth_store_t *store, ber
         .upload_connections = cfg.upload_connections,
         .workers = cfg.edge_workers,
         .decision_cache = cfg.edge_decision_cache,
+        .decision_inodes = cfg.edge_decision_inodes,
         .ui_dir = cfg.ui_dir,
         .limits = &limits,
     };

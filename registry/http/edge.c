@@ -265,7 +265,8 @@ pid_t berth_edge_start(const berth_edge_conf_t *c)
         }
     }
     /* the fast path for blobs by digest: the file system driver's files only, and only on a tmpfs */
-    int fast_blobs = c->blob_root != NULL && c->decision_cache && berth_edge_decisions_dir(c->run_dir, c->blob_root) == 0;
+    int fast_blobs =
+        c->blob_root != NULL && c->decision_cache && berth_edge_decisions_dir(c->run_dir, c->blob_root, c->decision_inodes) == 0;
     snprintf(path, sizeof(path), "%s/nginx.conf", c->run_dir);
     if (write_conf(c, path, fast_blobs) != 0) {
         berth_log_err("cannot write %s", path);

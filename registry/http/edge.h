@@ -31,6 +31,7 @@ typedef struct st_berth_edge_conf_t {
     int upload_idle_timeout;      /* seconds an upload body may stall before the edge cuts it (uploads.idle_timeout_seconds) */
     int upload_connections;       /* threads of the upload listener (uploads.max_connections) */
     int decision_cache;           /* edge.decision_cache: keep blob decisions about a second (edge_blobs.h) */
+    long decision_inodes;         /* edge.decision_inodes: at most this many links and directories for them */
     const berth_limits_t *limits; /* descriptors, worker_connections, backlog */
 } berth_edge_conf_t;
 

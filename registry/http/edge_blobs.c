@@ -1,5 +1,6 @@
 #include "registry/http/edge_blobs.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <ftw.h>
 #include <glob.h>
@@ -23,19 +24,40 @@
 #define BEARER_PIECES 9 /* a Bearer token is cut into at most this many pieces (nginx's captures: $1..$9) */
 #define BEARER_PIECE NAME_MAX
 #define BEARER_MAX (BEARER_PIECES * BEARER_PIECE)
+/* deeper names are asked of berthd every time: each component is a directory made on the loop thread */
+#define KEEP_TOKEN_PARTS (1 + BEARER_PIECES) /* "t" and a token's pieces */
+#define KEEP_BASIC_PARTS (1 + 5)             /* "b" and a Basic value of at most 5 segments (four '/') */
+#define KEEP_REPO_PARTS 6
+/* links go in slot directories "0".."SLOTS-1"; every SLOT_MS the next slot is renamed away whole and made afresh,
+ * so a link lives between (SLOTS-1) and SLOTS periods however many there are: 1-1.25 s */
+#define SLOT_MS (BERTH_EDGE_DECISION_MS / 4)
+#define SLOTS (BERTH_EDGE_DECISION_MS / SLOT_MS + 1)
 
 static char dir_path[4096]; /* "" when off */
 static char blob_dir[4096]; /* where the links point */
 static int dir_ready;       /* __atomic: dir_path may be read */
-static long live;           /* __atomic: links kept, as the janitor last counted them plus those made since */
+static long live;           /* __atomic: inodes below the slots (directories and links) made and not yet removed */
+static long max_live = BERTH_EDGE_DECISIONS_MAX;
+static uint64_t epoch = 1; /* __atomic: moves at every forget, under slots_lock held for writing */
+/* readers: keep, while it makes a link in slot `cur`; writer: a rotation or a forget renaming slots away. A
+ * writer-preferring lock, so a stream of keeps cannot hold a rotation (and a link's end) back */
+static pthread_rwlock_t slots_lock;
+static int cur;             /* the slot links are made in (under slots_lock) */
+static int used[SLOTS];     /* __atomic: the slot holds anything (set by keep under the read lock) */
+static unsigned long trash; /* names of renamed-away slots, ".<n>": no name the edge's try_files looks up */
 static pthread_t janitor;
 static pthread_mutex_t janitor_mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t janitor_cv = PTHREAD_COND_INITIALIZER;
+static pthread_cond_t janitor_cv;
 static int janitor_on, janitor_stop; /* under janitor_mu */
 
 const char *berth_edge_decisions_path(void)
 {
     return __atomic_load_n(&dir_ready, __ATOMIC_ACQUIRE) ? dir_path : NULL;
+}
+
+uint64_t berth_edge_decisions_epoch(void)
+{
+    return __atomic_load_n(&epoch, __ATOMIC_ACQUIRE);
 }
 
 static int remove_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
@@ -96,55 +118,105 @@ static void remove_orphans(void)
     globfree(&g);
 }
 
-static double now_s(void)
+/* Slot `s` goes whole, in one rename, and an empty one takes its place (slots_lock held for writing) */
+static void retire(int s)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts); /* the clock of the file times */
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+    if (!__atomic_load_n(&used[s], __ATOMIC_RELAXED))
+        return;
+    char from[sizeof(dir_path) + 16], to[sizeof(dir_path) + 32];
+    snprintf(from, sizeof(from), "%s/%d", dir_path, s);
+    snprintf(to, sizeof(to), "%s/.%lu", dir_path, trash++);
+    if (rename(from, to) != 0 || mkdir(from, 0700) != 0)
+        berth_log_warn("edge: cannot renew %s (%s): its links are asked of berthd", from, strerror(errno));
+    __atomic_store_n(&used[s], 0, __ATOMIC_RELAXED);
 }
 
-static double ctime_s(const struct stat *sb)
+/* `n` periods have passed: the next n slots go (all of them at most) and links are made in the last */
+static void rotate(int n)
 {
-    return (double)sb->st_ctim.tv_sec + (double)sb->st_ctim.tv_nsec / 1e9;
-}
-
-/* the janitor's pass: nftw passes no argument, and only the janitor thread sweeps */
-static __thread double sweep_now;
-static __thread long sweep_kept;
-
-static int sweep_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    if (flag == FTW_SL) {
-        if (sweep_now - ctime_s(sb) >= BERTH_EDGE_DECISION_MS / 1e3)
-            unlink(path);
-        else
-            sweep_kept++;
-    } else if (flag == FTW_DP && ftw->level > 0) {
-        /* fails while it holds anything: kept. Children come first, so a credential's directories go in the pass
-         * that removes its last link; one made just now for a link may go too (berth_edge_decisions_keep retries) */
-        rmdir(path);
+    pthread_rwlock_wrlock(&slots_lock);
+    for (int i = 0; i < n && i < SLOTS; i++) {
+        cur = (cur + 1) % SLOTS;
+        retire(cur);
     }
+    pthread_rwlock_unlock(&slots_lock);
+}
+
+static void mono_add(struct timespec *t, long ms)
+{
+    long ns = t->tv_nsec + ms * 1000000L;
+    t->tv_sec += ns / 1000000000L;
+    t->tv_nsec = ns % 1000000000L;
+}
+
+static int mono_passed(const struct timespec *t)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return now.tv_sec > t->tv_sec || (now.tv_sec == t->tv_sec && now.tv_nsec >= t->tv_nsec);
+}
+
+/* the janitor's removal of renamed-away slots: nftw passes no argument, and only the janitor thread empties */
+static __thread struct timespec empty_until;
+static __thread unsigned empty_calls;
+
+static int empty_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb;
+    (void)flag;
+    if (++empty_calls % 256 == 0 && mono_passed(&empty_until))
+        return 1; /* the next rotation is due: the rest goes after it */
+    if (remove(path) == 0 && ftw->level > 0)
+        __atomic_sub_fetch(&live, 1, __ATOMIC_RELAXED); /* the slot directory itself was never counted */
     return 0;
+}
+
+/* Remove the renamed-away slots, stopping when `until` passes; what is left goes in the next pass */
+static void empty_trash(const struct timespec *until)
+{
+    DIR *d = opendir(dir_path);
+    if (d == NULL)
+        return;
+    char names[64][32];
+    int n = 0;
+    for (struct dirent *e; n < 64 && (e = readdir(d)) != NULL;)
+        if (e->d_name[0] == '.' && strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
+            snprintf(names[n++], sizeof(names[0]), "%.31s", e->d_name);
+    closedir(d);
+    empty_until = *until;
+    for (int i = 0; i < n && !mono_passed(until); i++) {
+        char p[sizeof(dir_path) + 40];
+        snprintf(p, sizeof(p), "%s/%.31s", dir_path, names[i]);
+        if (nftw(p, empty_one, 16, FTW_DEPTH | FTW_PHYS) != 0)
+            break;
+    }
 }
 
 static void *janitor_main(void *arg)
 {
     (void)arg;
+    struct timespec next;
+    clock_gettime(CLOCK_MONOTONIC, &next);
+    mono_add(&next, SLOT_MS);
     pthread_mutex_lock(&janitor_mu);
     while (!janitor_stop) {
-        struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
-        long ns = until.tv_nsec + (long)BERTH_EDGE_DECISION_MS * 1000000L / 4;
-        until.tv_sec += ns / 1000000000L;
-        until.tv_nsec = ns % 1000000000L;
-        pthread_cond_timedwait(&janitor_cv, &janitor_mu, &until);
+        pthread_cond_timedwait(&janitor_cv, &janitor_mu, &next);
         if (janitor_stop)
             break;
         pthread_mutex_unlock(&janitor_mu);
-        sweep_now = now_s();
-        sweep_kept = 0;
-        nftw(dir_path, sweep_one, 16, FTW_DEPTH | FTW_PHYS);
-        __atomic_store_n(&live, sweep_kept, __ATOMIC_RELAXED);
+        /* every period that has passed retires one slot, so a late janitor shortens links, never lengthens them */
+        int due = 0;
+        while (mono_passed(&next) && due <= SLOTS) {
+            due++;
+            mono_add(&next, SLOT_MS);
+        }
+        if (due > SLOTS) { /* far behind (a suspended machine): count periods from now */
+            clock_gettime(CLOCK_MONOTONIC, &next);
+            mono_add(&next, SLOT_MS);
+        }
+        if (due > 0)
+            rotate(due);
+        empty_trash(&next);
         pthread_mutex_lock(&janitor_mu);
     }
     pthread_mutex_unlock(&janitor_mu);
@@ -169,23 +241,51 @@ void berth_edge_decisions_remove(void)
     unlink(p);
 }
 
-static int unlink_link(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+void berth_edge_decisions_forget(void)
 {
-    (void)sb;
-    (void)ftw;
-    if (flag == FTW_SL)
-        unlink(path);
+    if (berth_edge_decisions_path() == NULL)
+        return;
+    pthread_rwlock_wrlock(&slots_lock);
+    __atomic_add_fetch(&epoch, 1, __ATOMIC_ACQ_REL); /* a keep of a decision read before this makes no link */
+    for (int s = 0; s < SLOTS; s++)
+        retire(s);
+    pthread_rwlock_unlock(&slots_lock);
+    pthread_mutex_lock(&janitor_mu);
+    pthread_cond_signal(&janitor_cv); /* their removal need not wait for the next period */
+    pthread_mutex_unlock(&janitor_mu);
+}
+
+static int make_slots(void)
+{
+    for (int s = 0; s < SLOTS; s++) {
+        char p[sizeof(dir_path) + 16];
+        snprintf(p, sizeof(p), "%s/%d", dir_path, s);
+        if (mkdir(p, 0700) != 0)
+            return -1;
+    }
     return 0;
 }
 
-void berth_edge_decisions_forget(void)
+static int start_janitor(void)
 {
-    const char *dir = berth_edge_decisions_path();
-    if (dir != NULL)
-        nftw(dir, unlink_link, 16, FTW_PHYS);
+    pthread_rwlockattr_t ra;
+    pthread_rwlockattr_init(&ra);
+    pthread_rwlockattr_setkind_np(&ra, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+    pthread_rwlock_init(&slots_lock, &ra);
+    pthread_rwlockattr_destroy(&ra);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* the periods of mono_add */
+    pthread_cond_init(&janitor_cv, &ca);
+    pthread_condattr_destroy(&ca);
+    pthread_mutex_lock(&janitor_mu);
+    janitor_stop = 0;
+    janitor_on = pthread_create(&janitor, NULL, janitor_main, NULL) == 0;
+    pthread_mutex_unlock(&janitor_mu);
+    return janitor_on ? 0 : -1;
 }
 
-int berth_edge_decisions_dir(const char *run_dir, const char *blob_root)
+int berth_edge_decisions_dir(const char *run_dir, const char *blob_root, long max_inodes)
 {
     struct statfs fs;
     if (statfs(TMPFS, &fs) != 0 || (uint32_t)fs.f_type != TMPFS_MAGIC_NUMBER) {
@@ -197,18 +297,16 @@ int berth_edge_decisions_dir(const char *run_dir, const char *blob_root)
         h = (h ^ (unsigned char)*p) * 1099511628211ULL;
     snprintf(dir_path, sizeof(dir_path), TMPFS "/berth-edge-%u-%016llx", (unsigned)geteuid(), (unsigned long long)h);
     snprintf(blob_dir, sizeof(blob_dir), "%s", blob_root);
+    max_live = max_inodes > 0 ? max_inodes : BERTH_EDGE_DECISIONS_MAX;
     remove_tree(dir_path); /* a predecessor's links (and the credentials in their names) go */
     remove_orphans();
-    if (mkdir(dir_path, 0700) != 0 || write_owner() != 0) {
+    if (mkdir(dir_path, 0700) != 0 || write_owner() != 0 || make_slots() != 0) {
         berth_log_warn("edge: cannot create %s (%s): blob GETs by digest are decided by berthd one by one", dir_path,
                        strerror(errno));
+        remove_tree(dir_path);
         return -1;
     }
-    pthread_mutex_lock(&janitor_mu);
-    janitor_stop = 0;
-    janitor_on = pthread_create(&janitor, NULL, janitor_main, NULL) == 0;
-    pthread_mutex_unlock(&janitor_mu);
-    if (!janitor_on) {
+    if (start_janitor() != 0) {
         berth_log_warn("edge: cannot start the janitor of %s: blob GETs by digest are decided by berthd one by one", dir_path);
         remove_tree(dir_path);
         return -1;
@@ -311,43 +409,65 @@ static int hex_ok(const char *h)
     return n == 64 && h[n] == '\0';
 }
 
-/* every directory of `path` below the decisions directory (the name's last part is the link's) */
-static int make_parents(char *path)
+/* every directory of `path` below its slot (the name's last part is the link's); counts those it made */
+static int make_parents(char *path, size_t below, long *made)
 {
-    size_t root = strlen(dir_path);
-    for (char *p = path + root + 1; (p = strchr(p, '/')) != NULL; p++) {
+    for (char *p = path + below; (p = strchr(p, '/')) != NULL; p++) {
         *p = '\0';
-        int rc = mkdir(path, 0700) == 0 || errno == EEXIST ? 0 : -1;
+        int rc = mkdir(path, 0700);
         *p = '/';
-        if (rc != 0)
+        if (rc == 0)
+            ++*made;
+        else if (errno != EEXIST)
             return -1;
     }
     return 0;
 }
 
-void berth_edge_decisions_keep(const char *authorization, const char *repository, const char *digest)
+static int parts(const char *s)
+{
+    int n = 1;
+    for (; *s != '\0'; s++)
+        n += *s == '/';
+    return n;
+}
+
+void berth_edge_decisions_keep(const char *authorization, const char *repository, const char *digest, uint64_t decided)
 {
     const char *dir = berth_edge_decisions_path();
-    if (dir == NULL || digest == NULL || strncmp(digest, "sha256:", 7) != 0 || !hex_ok(digest + 7) || !repo_ok(repository) ||
-        __atomic_load_n(&live, __ATOMIC_RELAXED) >= BERTH_EDGE_DECISIONS_MAX)
+    if (dir == NULL || digest == NULL || strncmp(digest, "sha256:", 7) != 0 || !hex_ok(digest + 7) || !repo_ok(repository))
         return;
     const char *hex = digest + 7;
     char cred[BEARER_MAX + BEARER_PIECES + 8], path[PATH_MAX], target[PATH_MAX];
     if (berth_edge_cred_path(authorization, cred, sizeof(cred)) != 0)
         return;
-    int n = snprintf(path, sizeof(path), "%s/%s/~/%s/%s", dir, cred, repository, hex);
-    int m = snprintf(target, sizeof(target), "%s/sha256/%.2s/%s", blob_dir, hex, hex);
-    if (n < 0 || (size_t)n >= sizeof(path) || m < 0 || (size_t)m >= sizeof(target))
+    int cred_parts = parts(cred), repo_parts = parts(repository);
+    if (cred_parts > (cred[0] == 'b' ? KEEP_BASIC_PARTS : KEEP_TOKEN_PARTS) || repo_parts > KEEP_REPO_PARTS)
         return;
-    /* twice: the janitor may remove an empty directory between make_parents and symlink */
-    for (int attempt = 0; attempt < 2; attempt++) {
-        if (symlink(target, path) == 0) {
-            __atomic_add_fetch(&live, 1, __ATOMIC_RELAXED);
-            return;
-        }
-        if (errno != ENOENT || make_parents(path) != 0)
-            return; /* EEXIST: kept already, it goes when that one does */
+    /* the inodes this link may need are taken from the bound first, the unused ones given back after */
+    long need = cred_parts + 1 + repo_parts + 1, made = 0;
+    if (__atomic_add_fetch(&live, need, __ATOMIC_RELAXED) > max_live) {
+        __atomic_sub_fetch(&live, need, __ATOMIC_RELAXED);
+        return;
     }
+    pthread_rwlock_rdlock(&slots_lock);
+    if (__atomic_load_n(&epoch, __ATOMIC_ACQUIRE) == decided) { /* else forgotten since it was decided */
+        int s = cur;
+        int n = snprintf(path, sizeof(path), "%s/%d/%s/~/%s/%s", dir, s, cred, repository, hex);
+        int m = snprintf(target, sizeof(target), "%s/sha256/%.2s/%s", blob_dir, hex, hex);
+        size_t below = strlen(dir) + 3; /* "/<slot>/" */
+        if (n > 0 && (size_t)n < sizeof(path) && m > 0 && (size_t)m < sizeof(target)) {
+            int rc = symlink(target, path);
+            /* ENOENT: the credential's first link in this slot. EEXIST: kept already, it goes when that one does */
+            if (rc != 0 && errno == ENOENT && make_parents(path, below, &made) == 0)
+                rc = symlink(target, path);
+            made += rc == 0;
+            if (made > 0)
+                __atomic_store_n(&used[s], 1, __ATOMIC_RELAXED);
+        }
+    }
+    pthread_rwlock_unlock(&slots_lock);
+    __atomic_sub_fetch(&live, need - made, __ATOMIC_RELAXED);
 }
 
 void berth_edge_decisions_http(FILE *f)
@@ -395,8 +515,11 @@ void berth_edge_decisions_locations(FILE *f, const char *dir)
             "      root %s;\n"
             /* a removed link must be missed at once, not found again through a kept descriptor */
             "      open_file_cache off;\n"
-            "      try_files /$berth_cred/~/$berth_repo/$berth_hex @berth_api;\n",
+            "      try_files",
             dir);
+    for (int s = 0; s < SLOTS; s++) /* the link is in one of the slots */
+        fprintf(f, " /%d/$berth_cred/~/$berth_repo/$berth_hex", s);
+    fprintf(f, " @berth_api;\n");
     berth_edge_blob_headers(f, "$berth_digest");
     fprintf(f, "    }\n"
                "    location @berth_api { proxy_pass http://berth_api; proxy_read_timeout 300s; recursive_error_pages on; }\n");

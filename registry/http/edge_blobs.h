@@ -1,7 +1,7 @@
 /*
  * The edge's fast path for blob GET/HEAD by digest (issue #18). When berthd has answered such a request with the
  * blob's file, it keeps that decision for about a second as a symbolic link to the file, named after the whole
- * Authorization header, the repository and the digest: <dir>/<credential>/~/<repository>/<hex>. nginx serves a
+ * Authorization header, the repository and the digest: <dir>/<slot>/<credential>/~/<repository>/<hex>. nginx serves a
  * later request with the same credential and URI through that link as a static file (try_files), with no
  * subrequest and no proxied request, so a burst of nodes sharing credentials costs berthd about one request per
  * second per blob and the edge no more memory per client than a static file server. A request that finds no link
@@ -11,15 +11,20 @@
  * start and stop; without a tmpfs the fast path is off. The name is built from the header by the same rule on both
  * sides (berth_edge_cred_path and the map of berth_edge_decisions_http), only from characters that cannot form "."
  * or ".." and from no empty segment, so two different credentials never share a name and nothing leaves the
- * directory; a header the rule does not take is always asked of berthd. A janitor thread removes each link 1-1.25 s
- * after it was made, and whenever berthd forgets its own decisions or a repository's cached answers every link goes
- * at once, so a revocation or a blob DELETE is seen at once (a decision read just before it and kept just after
- * lives at most those 1.25 s).
+ * directory; a header the rule does not take is always asked of berthd.
+ *
+ * Lifetime and bounds: links are made in one of a few slot directories, and every quarter second a janitor thread
+ * renames the oldest slot away whole (one rename, however many links it holds) and removes it in the background,
+ * so a link lives 1-1.25 s whatever the load. A forget (a right taken away, a repository changed) renames every
+ * slot away at once, and a decision read before it makes no link after it (the epoch checked under the lock the
+ * renames take). Every inode below the slots is counted, directories too, and none is made past the bound; names
+ * deeper than a few components are asked of berthd every time.
  */
 #ifndef BERTH_HTTP_EDGE_BLOBS_H
 #define BERTH_HTTP_EDGE_BLOBS_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 /* what every proxied request carries to berthd (nginx inherits proxy_set_header only when a level sets none) */
@@ -30,15 +35,16 @@
 /** Milliseconds a kept decision lives at least; the janitor passes every quarter of it */
 #define BERTH_EDGE_DECISION_MS 1000
 
-/** At most this many links at once (each costs the tmpfs about a kilobyte with its directories) */
-#define BERTH_EDGE_DECISIONS_MAX 32768
+/** By default at most this many inodes (links and their directories) at once below the slots */
+#define BERTH_EDGE_DECISIONS_MAX 65536
 
 /**
  * Make an empty private directory for the kept decisions on a tmpfs, named after `run_dir` (so a restart finds
- * and wipes its predecessor's), for links to the files below `blob_root`, and start its janitor. 0 when made
- * (berth_edge_decisions_path() names it); -1 when there is no tmpfs or it cannot be made.
+ * and wipes its predecessor's), for links to the files below `blob_root`, at most `max_inodes` inodes below its
+ * slots (<= 0: BERTH_EDGE_DECISIONS_MAX), and start its janitor. 0 when made (berth_edge_decisions_path() names
+ * it); -1 when there is no tmpfs or it cannot be made.
  */
-int berth_edge_decisions_dir(const char *run_dir, const char *blob_root);
+int berth_edge_decisions_dir(const char *run_dir, const char *blob_root, long max_inodes);
 
 /** That directory, or NULL when the fast path is off. */
 const char *berth_edge_decisions_path(void);
@@ -52,12 +58,17 @@ void berth_edge_decisions_remove(void);
  */
 void berth_edge_decisions_forget(void);
 
+/** The forget epoch: read before a request's decision is, and handed to berth_edge_decisions_keep. */
+uint64_t berth_edge_decisions_epoch(void);
+
 /**
  * Keep "the caller with this Authorization header (NULL: none) may read blob `digest` of `repository`": called
- * once berthd has answered a GET/HEAD of it with its file. Does nothing when the fast path is off, the header or
- * the names fall outside the rule, or BERTH_EDGE_DECISIONS_MAX links exist. Any thread; never blocks on a disk.
+ * once berthd has answered a GET/HEAD of it with its file, `decided` being berth_edge_decisions_epoch() as it was
+ * before that answer was decided. Does nothing when the fast path is off, a forget came since `decided`, the
+ * header or the names fall outside the rule or are too deep, or the bound would be passed. Any thread; never
+ * blocks on a disk (it may wait the microseconds of a rotation's renames).
  */
-void berth_edge_decisions_keep(const char *authorization, const char *repository, const char *digest);
+void berth_edge_decisions_keep(const char *authorization, const char *repository, const char *digest, uint64_t decided);
 
 /**
  * The part of a link's name that the Authorization header gives, as the edge's map builds it: "-" for none,

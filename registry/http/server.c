@@ -78,7 +78,8 @@ struct job {
     berth_proxy_stream_t *stream; /* ... or reads its blob while it arrives */
     berth_scope_t need;           /* what the request needs; has_need 0 for the base endpoint */
     int has_need, gate_passed;
-    int on_auth_pool; /* re-run there because it needed credential work */
+    uint64_t edge_epoch; /* berth_edge_decisions_epoch() before the request was decided */
+    int on_auth_pool;    /* re-run there because it needed credential work */
     char method[16];
     char *query, *accept, *ctype, *body;
     berth_resp_t resp;
@@ -158,7 +159,7 @@ static void keep_blob_decision(const job_t *j, const berth_resp_t *resp)
 {
     if (j->kind == JOB_V2 && j->v2.route.id == BERTH_V2_BLOB_GET && resp->status == 200 &&
         berth_resp_get(resp, "x-accel-redirect") != NULL)
-        berth_edge_decisions_keep(j->authorization, j->v2.route.name, berth_resp_get(resp, "docker-content-digest"));
+        berth_edge_decisions_keep(j->authorization, j->v2.route.name, berth_resp_get(resp, "docker-content-digest"), j->edge_epoch);
 }
 
 static void on_guard_dispose(void *p)
@@ -653,6 +654,7 @@ static int serve_v2(loop_thread_t *lt, h2o_req_t *req)
     j->ctype = header_dup(req, H2O_TOKEN_CONTENT_TYPE, NULL);
     j->v2.content_type = j->ctype;
     j->authorization = header_dup(req, H2O_TOKEN_AUTHORIZATION, NULL);
+    j->edge_epoch = berth_edge_decisions_epoch(); /* before any answer is read: a forget after it voids the keep */
     j->has_need = berth_gate_required(&j->need, &j->v2.route);
     berth_resp_t cached;
     j->gate_passed = berth_gate_fast(j->authorization, j->authorization != NULL ? strlen(j->authorization) : 0,

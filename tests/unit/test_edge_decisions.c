@@ -1,0 +1,202 @@
+/*
+ * The edge's kept blob decisions as berthd makes and ends them (registry/http/edge_blobs.c), on the real tmpfs:
+ * a link is found where nginx looks, lives 1-1.25 s, goes at once with a forget, is never made for a decision read
+ * before a forget, never for names deeper than the bound, and never past the bound on inodes, whatever many
+ * credentials and threads ask at once.
+ */
+#include <ftw.h>
+#include <glob.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "registry/http/edge_blobs.h"
+#include "tests/unit/tap.h"
+
+#define BOUND 64
+
+static char digest[80], hex[65];
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* the links nginx would find for this credential path and repository (any slot) */
+static int found(const char *cred, const char *repo)
+{
+    char pattern[PATH_MAX];
+    snprintf(pattern, sizeof(pattern), "%s/[0-9]/%s/~/%s/%s", berth_edge_decisions_path(), cred, repo, hex);
+    glob_t g;
+    int n = glob(pattern, 0, NULL, &g) == 0 ? (int)g.gl_pathc : 0;
+    if (n > 0)
+        globfree(&g);
+    return n;
+}
+
+/* inodes below the slots and the renamed-away ones, each once: a slot renamed during the walk keeps its inode
+ * numbers, and with nothing made meanwhile (the janitor only renames and removes) the walk's count is an upper
+ * bound of what was there when it began */
+static long inodes;
+static ino_t seen[4096];
+
+static int count_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)path;
+    (void)flag;
+    if (ftw->level < 2)
+        return 0;
+    for (long i = 0; i < inodes && i < 4096; i++)
+        if (seen[i] == sb->st_ino)
+            return 0;
+    if (inodes < 4096)
+        seen[inodes] = sb->st_ino;
+    inodes++;
+    return 0;
+}
+
+static long count(void)
+{
+    inodes = 0;
+    nftw(berth_edge_decisions_path(), count_one, 16, FTW_PHYS);
+    return inodes;
+}
+
+/* the time until the credential's link is gone, polled every 5 ms up to `limit` s */
+static double gone_after(const char *cred, const char *repo, double t0, double limit)
+{
+    while (found(cred, repo) > 0 && now() - t0 < limit)
+        usleep(5000);
+    return now() - t0;
+}
+
+/* everything below the slots goes within the links' lifetime, and the count with it: the whole bound is free */
+static void drains(const char *what)
+{
+    double t0 = now();
+    while (count() > 0 && now() - t0 < 3)
+        usleep(10000);
+    ok(count() == 0, "%s: the links and their directories go (%.2f s)", what, now() - t0);
+    berth_edge_decisions_keep("Basic YWRtaW46cGFzcw==", "p/r", digest, berth_edge_decisions_epoch());
+    ok(found("b/YWRtaW46cGFzcw==", "p/r") == 1, "%s: the count is exact, the whole bound is free again", what);
+    berth_edge_decisions_forget();
+}
+
+static int stop_flood, pause_flood, paused;
+
+static void *flood(void *arg)
+{
+    long id = (long)arg;
+    for (int i = 0; !__atomic_load_n(&stop_flood, __ATOMIC_ACQUIRE); i++) {
+        if (__atomic_load_n(&pause_flood, __ATOMIC_ACQUIRE)) {
+            __atomic_add_fetch(&paused, 1, __ATOMIC_ACQ_REL);
+            while (__atomic_load_n(&pause_flood, __ATOMIC_ACQUIRE))
+                usleep(1000);
+            __atomic_sub_fetch(&paused, 1, __ATOMIC_ACQ_REL);
+        }
+        char auth[64];
+        snprintf(auth, sizeof(auth), "Basic t%ldn%d", id, i);
+        berth_edge_decisions_keep(auth, "p/r", digest, berth_edge_decisions_epoch());
+        if (id == 0 && i % 50 == 0)
+            berth_edge_decisions_forget();
+    }
+    return NULL;
+}
+
+int main(void)
+{
+    memset(hex, 'a', 64);
+    snprintf(digest, sizeof(digest), "sha256:%s", hex);
+    char run[64];
+    snprintf(run, sizeof(run), "/tmp/berth-unit-edge-%ld", (long)getpid());
+    if (berth_edge_decisions_dir(run, "/blobs", BOUND) != 0) {
+        ok(0, "/dev/shm is a tmpfs and the decisions directory is made there");
+        return tap_done();
+    }
+    const char *admin = "Basic YWRtaW46cGFzcw==";
+
+    berth_edge_decisions_keep(admin, "p/r", digest, berth_edge_decisions_epoch());
+    double t0 = now();
+    char pattern[PATH_MAX], target[PATH_MAX] = "";
+    snprintf(pattern, sizeof(pattern), "%s/[0-9]/b/YWRtaW46cGFzcw==/~/p/r/%s", berth_edge_decisions_path(), hex);
+    glob_t g;
+    if (glob(pattern, 0, NULL, &g) == 0) {
+        ssize_t n = readlink(g.gl_pathv[0], target, sizeof(target) - 1);
+        target[n > 0 ? n : 0] = '\0';
+        globfree(&g);
+    }
+    ok(strcmp(target, "/blobs/sha256/aa/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa") == 0,
+       "a kept decision is a link to the blob's file where nginx looks: %s", target);
+    usleep(900000);
+    ok(found("b/YWRtaW46cGFzcw==", "p/r") == 1, "it is still there after 0.9 s");
+    double life = gone_after("b/YWRtaW46cGFzcw==", "p/r", t0, 3);
+    ok(life > 1.0 && life < 1.25 + 0.15, "it is gone after 1-1.25 s (%.3f s)", life);
+
+    berth_edge_decisions_keep(admin, "p/r", digest, berth_edge_decisions_epoch());
+    ok(found("b/YWRtaW46cGFzcw==", "p/r") == 1, "kept again");
+    berth_edge_decisions_forget();
+    ok(found("b/YWRtaW46cGFzcw==", "p/r") == 0, "a forget removes it before it returns");
+
+    uint64_t before = berth_edge_decisions_epoch();
+    berth_edge_decisions_forget();
+    berth_edge_decisions_keep(admin, "p/r", digest, before);
+    ok(found("b/YWRtaW46cGFzcw==", "p/r") == 0, "a decision read before a forget is not kept after it");
+    berth_edge_decisions_keep(admin, "p/r", digest, berth_edge_decisions_epoch());
+    ok(found("b/YWRtaW46cGFzcw==", "p/r") == 1, "one read after it is");
+    berth_edge_decisions_forget();
+
+    berth_edge_decisions_keep(admin, "p/a/b/c/d/e", digest, berth_edge_decisions_epoch());
+    ok(found("b/YWRtaW46cGFzcw==", "p/a/b/c/d/e") == 1, "a repository of 6 components is kept");
+    berth_edge_decisions_keep(admin, "p/a/b/c/d/e/f", digest, berth_edge_decisions_epoch());
+    ok(found("b/YWRtaW46cGFzcw==", "p/a/b/c/d/e/f") == 0, "one of 7 is always asked of berthd");
+    berth_edge_decisions_keep("Basic a/b/c/d/e", "p/r", digest, berth_edge_decisions_epoch());
+    ok(found("b/a/b/c/d/e", "p/r") == 1, "a Basic value of 5 segments is kept");
+    berth_edge_decisions_keep("Basic a/b/c/d/e/f", "p/r", digest, berth_edge_decisions_epoch());
+    ok(found("b/a/b/c/d/e/f", "p/r") == 0, "one of 6 is always asked of berthd");
+    berth_edge_decisions_forget();
+
+    long peak = 0;
+    for (int i = 0; i < 100; i++) {
+        char auth[32];
+        snprintf(auth, sizeof(auth), "Basic c%d", i);
+        berth_edge_decisions_keep(auth, "p/r", digest, berth_edge_decisions_epoch());
+        long c = count();
+        peak = c > peak ? c : peak;
+    }
+    ok(peak <= BOUND && peak >= BOUND - 6, "100 credentials fill the bound and no more: %ld inodes of %d", peak, BOUND);
+    drains("100 credentials");
+
+    /* four threads keeping distinct credentials as fast as they can, one of them forgetting every 50 */
+    pthread_t th[4];
+    for (long i = 0; i < 4; i++)
+        pthread_create(&th[i], NULL, flood, (void *)i);
+    peak = 0;
+    for (t0 = now(); now() - t0 < 1.5;) {
+        usleep(20000);
+        __atomic_store_n(&pause_flood, 1, __ATOMIC_RELEASE); /* counted while nobody keeps */
+        while (__atomic_load_n(&paused, __ATOMIC_ACQUIRE) < 4)
+            usleep(100);
+        long c = count();
+        peak = c > peak ? c : peak;
+        __atomic_store_n(&pause_flood, 0, __ATOMIC_RELEASE);
+        while (__atomic_load_n(&paused, __ATOMIC_ACQUIRE) > 0)
+            usleep(100);
+    }
+    __atomic_store_n(&stop_flood, 1, __ATOMIC_RELEASE);
+    for (int i = 0; i < 4; i++)
+        pthread_join(th[i], NULL);
+    ok(peak > 0 && peak <= BOUND, "a flood from four threads stays within the bound: at most %ld inodes of %d", peak, BOUND);
+    drains("the flood");
+
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof(dir), "%s", berth_edge_decisions_path());
+    berth_edge_decisions_remove();
+    ok(access(dir, F_OK) != 0, "the directory goes at stop");
+    return tap_done();
+}
