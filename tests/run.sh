@@ -45,5 +45,5 @@ echo "== ASan+UBSan build"
 # whose berthd log holds one).
 echo "== ThreadSanitizer build"
 (cd build-tsan && TSAN_OPTIONS="suppressions=$root/tests/tsan.supp second_deadlock_stack=1 exitcode=66" \
-  "$root"/tests/ctest-strict --output-on-failure -j2 -R '^(unit_.*|integration_replication|integration_gc)$') || status=1
+  "$root"/tests/ctest-strict --output-on-failure -j"$par" -R '^(unit_.*|integration_replication|integration_gc)$') || status=1
 exit $status

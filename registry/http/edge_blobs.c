@@ -118,30 +118,6 @@ static void remove_orphans(void)
     globfree(&g);
 }
 
-/* Slot `s` goes whole, in one rename, and an empty one takes its place (slots_lock held for writing) */
-static void retire(int s)
-{
-    if (!__atomic_load_n(&used[s], __ATOMIC_RELAXED))
-        return;
-    char from[sizeof(dir_path) + 16], to[sizeof(dir_path) + 32];
-    snprintf(from, sizeof(from), "%s/%d", dir_path, s);
-    snprintf(to, sizeof(to), "%s/.%lu", dir_path, trash++);
-    if (rename(from, to) != 0 || mkdir(from, 0700) != 0)
-        berth_log_warn("edge: cannot renew %s (%s): its links are asked of berthd", from, strerror(errno));
-    __atomic_store_n(&used[s], 0, __ATOMIC_RELAXED);
-}
-
-/* `n` periods have passed: the next n slots go (all of them at most) and links are made in the last */
-static void rotate(int n)
-{
-    pthread_rwlock_wrlock(&slots_lock);
-    for (int i = 0; i < n && i < SLOTS; i++) {
-        cur = (cur + 1) % SLOTS;
-        retire(cur);
-    }
-    pthread_rwlock_unlock(&slots_lock);
-}
-
 static void mono_add(struct timespec *t, long ms)
 {
     long ns = t->tv_nsec + ms * 1000000L;
@@ -156,6 +132,21 @@ static int mono_passed(const struct timespec *t)
     return now.tv_sec > t->tv_sec || (now.tv_sec == t->tv_sec && now.tv_nsec >= t->tv_nsec);
 }
 
+/* one entry of a slot's tree removed; the slot directory itself (level 0) was never counted */
+static void drop(const char *path, int level)
+{
+    if (remove(path) == 0 && level > 0)
+        __atomic_sub_fetch(&live, 1, __ATOMIC_RELAXED);
+}
+
+static int drop_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb;
+    (void)flag;
+    drop(path, ftw->level);
+    return 0;
+}
+
 /* the janitor's removal of renamed-away slots: nftw passes no argument, and only the janitor thread empties */
 static __thread struct timespec empty_until;
 static __thread unsigned empty_calls;
@@ -166,9 +157,37 @@ static int empty_one(const char *path, const struct stat *sb, int flag, struct F
     (void)flag;
     if (++empty_calls % 256 == 0 && mono_passed(&empty_until))
         return 1; /* the next rotation is due: the rest goes after it */
-    if (remove(path) == 0 && ftw->level > 0)
-        __atomic_sub_fetch(&live, 1, __ATOMIC_RELAXED); /* the slot directory itself was never counted */
+    drop(path, ftw->level);
     return 0;
+}
+
+/* Slot `s` goes whole, in one rename, and an empty one takes its place (slots_lock held for writing) */
+static void retire(int s)
+{
+    char from[sizeof(dir_path) + 16], to[sizeof(dir_path) + 32];
+    snprintf(from, sizeof(from), "%s/%d", dir_path, s);
+    if (__atomic_load_n(&used[s], __ATOMIC_RELAXED)) {
+        snprintf(to, sizeof(to), "%s/.%lu", dir_path, trash++);
+        if (rename(from, to) != 0 && errno != ENOENT) {
+            /* its links must not outlive this moment: removed here, however long it takes */
+            berth_log_warn("edge: cannot rename %s away (%s): emptied in place", from, strerror(errno));
+            nftw(from, drop_one, 16, FTW_DEPTH | FTW_PHYS);
+        }
+        __atomic_store_n(&used[s], 0, __ATOMIC_RELAXED);
+    }
+    if (mkdir(from, 0700) != 0 && errno != EEXIST) /* a slot that could not be made is tried again next time */
+        berth_log_warn("edge: cannot make %s (%s): its links are asked of berthd", from, strerror(errno));
+}
+
+/* `n` periods have passed: the next n slots go (all of them at most) and links are made in the last */
+static void rotate(int n)
+{
+    pthread_rwlock_wrlock(&slots_lock);
+    for (int i = 0; i < n && i < SLOTS; i++) {
+        cur = (cur + 1) % SLOTS;
+        retire(cur);
+    }
+    pthread_rwlock_unlock(&slots_lock);
 }
 
 /* Remove the renamed-away slots, stopping when `until` passes; what is left goes in the next pass */
