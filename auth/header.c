@@ -7,14 +7,28 @@
 
 #include "core/utf8.h"
 
+static int b64_value(char c)
+{
+    static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    const char *p = c != '\0' ? strchr(alphabet, c) : NULL;
+    return p != NULL ? (int)(p - alphabet) : -1;
+}
+
+/* Canonical base64 only: one spelling per credential, so one login-cache entry and one edge link name each
+ * (EVP_DecodeBlock takes whitespace and ignores the bits a padded end leaves unused) */
 static int b64_decode(const char *in, size_t len, unsigned char *out, size_t outsz, size_t *out_len)
 {
     if (len == 0 || len % 4 != 0 || (len / 4) * 3 > outsz)
         return -1;
+    size_t pad = (in[len - 1] == '=') + (in[len - 2] == '=');
+    for (size_t i = 0; i < len - pad; i++)
+        if (b64_value(in[i]) < 0)
+            return -1;
+    if ((pad == 1 && (b64_value(in[len - 2]) & 0x3) != 0) || (pad == 2 && (b64_value(in[len - 3]) & 0xf) != 0))
+        return -1;
     int n = EVP_DecodeBlock(out, (const unsigned char *)in, (int)len);
     if (n < 0)
         return -1;
-    size_t pad = (in[len - 1] == '=') + (len > 1 && in[len - 2] == '=');
     *out_len = (size_t)n - pad;
     return 0;
 }

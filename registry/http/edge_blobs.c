@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <glob.h>
 #include <limits.h>
@@ -32,9 +33,11 @@
  * so a link lives between (SLOTS-1) and SLOTS periods however many there are: 1-1.25 s */
 #define SLOT_MS (BERTH_EDGE_DECISION_MS / 4)
 #define SLOTS (BERTH_EDGE_DECISION_MS / SLOT_MS + 1)
+/* <dir>/BLOBS links to the blob root, and every kept link points through it: a target under 128 bytes is kept in
+ * the inode, a longer one costs tmpfs a page of its own */
+#define BLOBS "b"
 
 static char dir_path[4096]; /* "" when off */
-static char blob_dir[4096]; /* where the links point */
 static int dir_ready;       /* __atomic: dir_path may be read */
 static long live;           /* __atomic: inodes below the slots (directories and links) made and not yet removed */
 static long max_live = BERTH_EDGE_DECISIONS_MAX;
@@ -132,33 +135,50 @@ static int mono_passed(const struct timespec *t)
     return now.tv_sec > t->tv_sec || (now.tv_sec == t->tv_sec && now.tv_nsec >= t->tv_nsec);
 }
 
-/* one entry of a slot's tree removed; the slot directory itself (level 0) was never counted */
-static void drop(const char *path, int level)
+/*
+ * Remove what directory `fd` holds, each entry by its name relative to its directory (a path from the root is
+ * ~2 KiB for a token's link, and resolving it cost ~20 us an inode), counting every inode off `live`. Stops with 1
+ * when `until` (if any) has passed; what is left goes in a later pass.
+ */
+static int empty_dir(int fd, const struct timespec *until, unsigned *calls)
 {
-    if (remove(path) == 0 && level > 0)
-        __atomic_sub_fetch(&live, 1, __ATOMIC_RELAXED);
+    DIR *d = fdopendir(fd);
+    if (d == NULL) {
+        close(fd);
+        return 0;
+    }
+    int rc = 0;
+    for (struct dirent *e; rc == 0 && (e = readdir(d)) != NULL;) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        if (until != NULL && ++*calls % 256 == 0 && mono_passed(until)) {
+            rc = 1; /* the next rotation is due */
+            break;
+        }
+        int flags = 0;
+        if (e->d_type == DT_DIR) {
+            int sub = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            rc = sub >= 0 ? empty_dir(sub, until, calls) : 0;
+            flags = AT_REMOVEDIR;
+        }
+        if (rc == 0 && unlinkat(dirfd(d), e->d_name, flags) == 0)
+            __atomic_sub_fetch(&live, 1, __ATOMIC_RELAXED);
+    }
+    closedir(d);
+    return rc;
 }
 
-static int drop_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+/* A renamed-away (or unrenamable) slot `path` emptied and removed; the slot directory itself was never counted */
+static int empty_slot(const char *path, const struct timespec *until)
 {
-    (void)sb;
-    (void)flag;
-    drop(path, ftw->level);
-    return 0;
-}
-
-/* the janitor's removal of renamed-away slots: nftw passes no argument, and only the janitor thread empties */
-static __thread struct timespec empty_until;
-static __thread unsigned empty_calls;
-
-static int empty_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb;
-    (void)flag;
-    if (++empty_calls % 256 == 0 && mono_passed(&empty_until))
-        return 1; /* the next rotation is due: the rest goes after it */
-    drop(path, ftw->level);
-    return 0;
+    unsigned calls = 0;
+    int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    int rc = empty_dir(fd, until, &calls);
+    if (rc == 0)
+        rmdir(path);
+    return rc;
 }
 
 /* Slot `s` goes whole, in one rename, and an empty one takes its place (slots_lock held for writing) */
@@ -171,7 +191,7 @@ static void retire(int s)
         if (rename(from, to) != 0 && errno != ENOENT) {
             /* its links must not outlive this moment: removed here, however long it takes */
             berth_log_warn("edge: cannot rename %s away (%s): emptied in place", from, strerror(errno));
-            nftw(from, drop_one, 16, FTW_DEPTH | FTW_PHYS);
+            empty_slot(from, NULL);
         }
         __atomic_store_n(&used[s], 0, __ATOMIC_RELAXED);
     }
@@ -202,11 +222,10 @@ static void empty_trash(const struct timespec *until)
         if (e->d_name[0] == '.' && strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
             snprintf(names[n++], sizeof(names[0]), "%.31s", e->d_name);
     closedir(d);
-    empty_until = *until;
     for (int i = 0; i < n && !mono_passed(until); i++) {
         char p[sizeof(dir_path) + 40];
         snprintf(p, sizeof(p), "%s/%.31s", dir_path, names[i]);
-        if (nftw(p, empty_one, 16, FTW_DEPTH | FTW_PHYS) != 0)
+        if (empty_slot(p, until) != 0)
             break;
     }
 }
@@ -254,7 +273,9 @@ void berth_edge_decisions_remove(void)
     pthread_mutex_unlock(&janitor_mu);
     if (on)
         pthread_join(janitor, NULL);
+    pthread_rwlock_wrlock(&slots_lock); /* a keep that saw the directory ready has made its link */
     remove_tree(dir_path);
+    pthread_rwlock_unlock(&slots_lock);
     char p[sizeof(dir_path) + 8];
     snprintf(p, sizeof(p), "%s.pid", dir_path);
     unlink(p);
@@ -315,11 +336,12 @@ int berth_edge_decisions_dir(const char *run_dir, const char *blob_root, long ma
     for (const char *p = run_dir; *p != '\0'; p++)
         h = (h ^ (unsigned char)*p) * 1099511628211ULL;
     snprintf(dir_path, sizeof(dir_path), TMPFS "/berth-edge-%u-%016llx", (unsigned)geteuid(), (unsigned long long)h);
-    snprintf(blob_dir, sizeof(blob_dir), "%s", blob_root);
     max_live = max_inodes > 0 ? max_inodes : BERTH_EDGE_DECISIONS_MAX;
     remove_tree(dir_path); /* a predecessor's links (and the credentials in their names) go */
     remove_orphans();
-    if (mkdir(dir_path, 0700) != 0 || write_owner() != 0 || make_slots() != 0) {
+    char blobs[sizeof(dir_path) + 8];
+    snprintf(blobs, sizeof(blobs), "%s/" BLOBS, dir_path);
+    if (mkdir(dir_path, 0700) != 0 || write_owner() != 0 || make_slots() != 0 || symlink(blob_root, blobs) != 0) {
         berth_log_warn("edge: cannot create %s (%s): blob GETs by digest are decided by berthd one by one", dir_path,
                        strerror(errno));
         remove_tree(dir_path);
@@ -473,7 +495,7 @@ void berth_edge_decisions_keep(const char *authorization, const char *repository
     if (__atomic_load_n(&epoch, __ATOMIC_ACQUIRE) == decided) { /* else forgotten since it was decided */
         int s = cur;
         int n = snprintf(path, sizeof(path), "%s/%d/%s/~/%s/%s", dir, s, cred, repository, hex);
-        int m = snprintf(target, sizeof(target), "%s/sha256/%.2s/%s", blob_dir, hex, hex);
+        int m = snprintf(target, sizeof(target), "%s/" BLOBS "/sha256/%.2s/%s", dir, hex, hex);
         size_t below = strlen(dir) + 3; /* "/<slot>/" */
         if (n > 0 && (size_t)n < sizeof(path) && m > 0 && (size_t)m < sizeof(target)) {
             int rc = symlink(target, path);
@@ -534,6 +556,9 @@ void berth_edge_decisions_locations(FILE *f, const char *dir)
             "      root %s;\n"
             /* a removed link must be missed at once, not found again through a kept descriptor */
             "      open_file_cache off;\n"
+            /* a link renamed away between try_files and open is a 404 for @berth_api to answer: never logged, the
+             * path holds the credential */
+            "      log_not_found off;\n"
             "      try_files",
             dir);
     for (int s = 0; s < SLOTS; s++) /* the link is in one of the slots */

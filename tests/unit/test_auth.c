@@ -55,6 +55,11 @@ static void test_headers(void)
     /* u:p:with:colons */
     ok(berth_auth_header_parse(&h, S("basic dTpwOndpdGg6Y29sb25z")) == 0 && strcmp(h.secret, "p:with:colons") == 0,
        "password may contain colons; scheme is case-insensitive");
+    ok(berth_auth_header_parse(&h, S("Basic YWRtaW46SGFyYm9yMTIzNDV=")) == -1 &&
+           berth_auth_header_parse(&h, S("Basic dTpwOngy")) == 0 && berth_auth_header_parse(&h, S("Basic dTpwOng=")) == 0 &&
+           berth_auth_header_parse(&h, S("Basic dTpwOnh=")) == -1 && berth_auth_header_parse(&h, S("Basic dTpwOg==")) == 0 &&
+           berth_auth_header_parse(&h, S("Basic dTpwOh==")) == -1 && berth_auth_header_parse(&h, S("Basic dTpwO g=")) == -1,
+       "base64 in its one canonical spelling only (no unused bits set, no blanks)");
     ok(berth_auth_header_parse(&h, S("Basic bm9jb2xvbg==")) != 0, "no colon");                               /* nocolon */
     ok(berth_auth_header_parse(&h, S("Basic YQBiOmM=")) == -2, "NUL in user refused as such");               /* a\0b:c */
     ok(berth_auth_header_parse(&h, S("Basic YTpiAGM=")) == -2, "NUL in the password refused");               /* a:b\0c */
