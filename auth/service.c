@@ -399,6 +399,40 @@ int berth_authsvc_login(berth_authsvc_t *a, const char *username, const char *pa
     return ok ? 0 : BERTH_EUNAUTH;
 }
 
+/*
+ * Whether a throttled login of `username` is logged now: once per user every THROTTLE_LOG_S, with the count of
+ * those not logged since, so a caller who only knows a name cannot flood the log with one line per request.
+ */
+#define THROTTLE_LOG_S 10
+#define THROTTLE_LOG_SLOTS 256
+static int throttle_log_due(const char *username, long *unlogged)
+{
+    static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    static struct {
+        uint64_t name; /* FNV-1a of the name: a collision only merges two names' log lines */
+        time_t at;
+        long unlogged;
+    } seen[THROTTLE_LOG_SLOTS];
+    uint64_t h = 1469598103934665603ULL;
+    for (const char *p = username; *p != '\0'; p++)
+        h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+    time_t now = time(NULL);
+    int due = 1;
+    pthread_mutex_lock(&mu);
+    size_t i = h % THROTTLE_LOG_SLOTS;
+    if (seen[i].name == h && now - seen[i].at < THROTTLE_LOG_S) {
+        seen[i].unlogged++;
+        due = 0;
+    } else {
+        *unlogged = seen[i].name == h ? seen[i].unlogged : 0;
+        seen[i].name = h;
+        seen[i].at = now;
+        seen[i].unlogged = 0;
+    }
+    pthread_mutex_unlock(&mu);
+    return due;
+}
+
 void berth_authsvc_too_many(berth_resp_t *resp, const char *username, const char *remote)
 {
     berth_err_t err;
@@ -406,7 +440,11 @@ void berth_authsvc_too_many(berth_resp_t *resp, const char *username, const char
     berth_resp_header(resp, "retry-after", "%ld", berth_authsvc_retry_after(username, remote) + 1);
     berth_err_set(&err, BERTH_OCI_TOOMANYREQUESTS, "too many failed logins; retry later");
     berth_resp_error(resp, &err);
-    berth_log_warn("login throttled for user %s", username);
+    long unlogged = 0;
+    if (throttle_log_due(username, &unlogged))
+        berth_log_warn("login throttled for user %s (%ld more throttled since the last such line, which logs at most once "
+                       "in %d s)",
+                       username, unlogged, THROTTLE_LOG_S);
 }
 
 int berth_authsvc_permitted(berth_authsvc_t *a, const berth_db_user_t *user, const berth_scope_t *scope, unsigned *out)

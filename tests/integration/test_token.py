@@ -115,6 +115,10 @@ class TokenService(BerthTestCase):
         self.assertGreaterEqual(int(hdr["retry-after"]), 1)
         st, _, _ = self.b.request("GET", "/v2/", headers=basic("victim", "Victim12345"), auth=None)
         self.assertEqual(st, 429)
+        for _ in range(50):  # a caller who only knows the name cannot write a log line per request
+            self.assertEqual(self.b.request("GET", "/v2/", headers=basic("victim", "x"), auth=None)[0], 429)
+        lines = [x for x in self.b.logs().splitlines() if "login throttled for user victim" in x]
+        self.assertEqual(len(lines), 1, lines[:3])
         time.sleep(int(hdr["retry-after"]) + 0.2)
         self.assertEqual(self.token("scope=repository:a/b:pull", basic("victim", "Victim12345"))[0], 200)
         # other users are not affected
