@@ -496,7 +496,7 @@ static int serve(berth_config_t *cfgp, berth_db_t *db, berth_store_t *store, ber
         goto Fail;
     }
     /* other instances' writes arrive as NOTIFY, not as events here: they only invalidate the caches */
-    berth_cache_on_invalidate(berth_edge_decisions_forget); /* a changed repository: the edge's kept decisions go too */
+    berth_cache_on_invalidate(berth_edge_decisions_forget_repo); /* a changed repository: the edge's kept decisions go too */
     if ((st.listener = berth_db_listen_start(cfg.database_url, on_invalidate, on_channel)) == NULL) {
         failed = "the cache invalidation listener";
         goto Fail;

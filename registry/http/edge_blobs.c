@@ -168,16 +168,17 @@ static int empty_dir(int fd, const struct timespec *until, unsigned *calls)
     return rc;
 }
 
-/* A renamed-away (or unrenamable) slot `path` emptied and removed; the slot directory itself was never counted */
-static int empty_slot(const char *path, const struct timespec *until)
+/* A renamed-away (or unrenamable) tree `path` emptied and removed; a slot directory itself was never counted, a
+ * repository's "~" directory was */
+static int empty_tree(const char *path, const struct timespec *until, int top_counted)
 {
     unsigned calls = 0;
     int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0)
         return 0;
     int rc = empty_dir(fd, until, &calls);
-    if (rc == 0)
-        rmdir(path);
+    if (rc == 0 && rmdir(path) == 0 && top_counted)
+        __atomic_sub_fetch(&live, 1, __ATOMIC_RELAXED);
     return rc;
 }
 
@@ -191,7 +192,7 @@ static void retire(int s)
         if (rename(from, to) != 0 && errno != ENOENT) {
             /* its links must not outlive this moment: removed here, however long it takes */
             berth_log_warn("edge: cannot rename %s away (%s): emptied in place", from, strerror(errno));
-            empty_slot(from, NULL);
+            empty_tree(from, NULL, 0);
         }
         __atomic_store_n(&used[s], 0, __ATOMIC_RELAXED);
     }
@@ -225,7 +226,7 @@ static void empty_trash(const struct timespec *until)
     for (int i = 0; i < n && !mono_passed(until); i++) {
         char p[sizeof(dir_path) + 40];
         snprintf(p, sizeof(p), "%s/%.31s", dir_path, names[i]);
-        if (empty_slot(p, until) != 0)
+        if (empty_tree(p, until, names[i][1] == '~') != 0) /* ".~<n>": a repository's, ".<n>": a slot */
             break;
     }
 }
@@ -281,18 +282,51 @@ void berth_edge_decisions_remove(void)
     unlink(p);
 }
 
-void berth_edge_decisions_forget(void)
+/* A repository's links in slot `s` go whole, in one rename (slots_lock held for writing) */
+static void retire_repo(int s, const char *repository)
+{
+    if (!__atomic_load_n(&used[s], __ATOMIC_RELAXED))
+        return;
+    char from[PATH_MAX], to[sizeof(dir_path) + 32];
+    int n = snprintf(from, sizeof(from), "%s/%d/%s/~", dir_path, s, repository);
+    if (n < 0 || (size_t)n >= sizeof(from)) /* a name keep never makes */
+        return;
+    snprintf(to, sizeof(to), "%s/.~%lu", dir_path, trash++);
+    if (rename(from, to) != 0 && errno != ENOENT) {
+        berth_log_warn("edge: cannot rename a repository's links away (%s): emptied in place", strerror(errno));
+        empty_tree(from, NULL, 1);
+    }
+}
+
+static int repo_ok(const char *r);
+
+/* every link (`repository` NULL) or one repository's, each slot's in one rename */
+static void forget_in(const char *repository)
 {
     if (berth_edge_decisions_path() == NULL)
         return;
     pthread_rwlock_wrlock(&slots_lock);
     __atomic_add_fetch(&epoch, 1, __ATOMIC_ACQ_REL); /* a keep of a decision read before this makes no link */
-    for (int s = 0; s < SLOTS; s++)
-        retire(s);
+    for (int s = 0; s < SLOTS; s++) {
+        if (repository == NULL)
+            retire(s);
+        else
+            retire_repo(s, repository);
+    }
     pthread_rwlock_unlock(&slots_lock);
     pthread_mutex_lock(&janitor_mu);
     pthread_cond_signal(&janitor_cv); /* their removal need not wait for the next period */
     pthread_mutex_unlock(&janitor_mu);
+}
+
+void berth_edge_decisions_forget(void)
+{
+    forget_in(NULL);
+}
+
+void berth_edge_decisions_forget_repo(const char *repository)
+{
+    forget_in(repository != NULL && repo_ok(repository) ? repository : NULL);
 }
 
 static int make_slots(void)
@@ -494,7 +528,7 @@ void berth_edge_decisions_keep(const char *authorization, const char *repository
     pthread_rwlock_rdlock(&slots_lock);
     if (__atomic_load_n(&epoch, __ATOMIC_ACQUIRE) == decided) { /* else forgotten since it was decided */
         int s = cur;
-        int n = snprintf(path, sizeof(path), "%s/%d/%s/~/%s/%s", dir, s, cred, repository, hex);
+        int n = snprintf(path, sizeof(path), "%s/%d/%s/~/%s/%s", dir, s, repository, cred, hex);
         int m = snprintf(target, sizeof(target), "%s/" BLOBS "/sha256/%.2s/%s", dir, hex, hex);
         size_t below = strlen(dir) + 3; /* "/<slot>/" */
         if (n > 0 && (size_t)n < sizeof(path) && m > 0 && (size_t)m < sizeof(target)) {
@@ -562,7 +596,7 @@ void berth_edge_decisions_locations(FILE *f, const char *dir)
             "      try_files",
             dir);
     for (int s = 0; s < SLOTS; s++) /* the link is in one of the slots */
-        fprintf(f, " /%d/$berth_cred/~/$berth_repo/$berth_hex", s);
+        fprintf(f, " /%d/$berth_repo/~/$berth_cred/$berth_hex", s);
     fprintf(f, " @berth_api;\n");
     berth_edge_blob_headers(f, "$berth_digest");
     fprintf(f, "    }\n"

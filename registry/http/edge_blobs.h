@@ -1,7 +1,7 @@
 /*
  * The edge's fast path for blob GET/HEAD by digest (issue #18). When berthd has answered such a request with the
  * blob's file, it keeps that decision for about a second as a symbolic link to the file, named after the whole
- * Authorization header, the repository and the digest: <dir>/<slot>/<credential>/~/<repository>/<hex>. nginx serves a
+ * Authorization header, the repository and the digest: <dir>/<slot>/<repository>/~/<credential>/<hex>. nginx serves a
  * later request with the same credential and URI through that link as a static file (try_files), with no
  * subrequest and no proxied request, so a burst of nodes sharing credentials costs berthd about one request per
  * second per blob and the edge no more memory per client than a static file server. A request that finds no link
@@ -15,10 +15,10 @@
  *
  * Lifetime and bounds: links are made in one of a few slot directories, and every quarter second a janitor thread
  * renames the oldest slot away whole (one rename, however many links it holds) and removes it in the background,
- * so a link lives 1-1.25 s whatever the load. A forget (a right taken away, a repository changed) renames every
- * slot away at once, and a decision read before it makes no link after it (the epoch checked under the lock the
- * renames take). Every inode below the slots is counted, directories too, and none is made past the bound; names
- * deeper than a few components are asked of berthd every time.
+ * so a link lives 1-1.25 s whatever the load. A forget renames every slot away at once (a right taken away) or
+ * each slot's directory of one repository (its content changed), and a decision read before it makes no link after it (the epoch
+ * checked under the lock the renames take). Every inode below the slots is counted, directories too, and none is made past the
+ * bound; names deeper than a few components are asked of berthd every time.
  */
 #ifndef BERTH_HTTP_EDGE_BLOBS_H
 #define BERTH_HTTP_EDGE_BLOBS_H
@@ -53,10 +53,16 @@ const char *berth_edge_decisions_path(void);
 void berth_edge_decisions_remove(void);
 
 /**
- * Void every kept decision at once: called when a right may have been taken away or a repository's content
- * changed (the same moments berthd forgets its own gate decisions and read cache). Any thread.
+ * Void every kept decision at once: called when a right may have been taken away (the moments berthd forgets its
+ * own gate decisions). Any thread.
  */
 void berth_edge_decisions_forget(void);
+
+/**
+ * Void the kept decisions of one repository (NULL: all): called when its content changed, as berthd's read cache
+ * forgets it. Every forget voids the decisions read before it from being kept. Any thread.
+ */
+void berth_edge_decisions_forget_repo(const char *repository);
 
 /** The forget epoch: read before a request's decision is, and handed to berth_edge_decisions_keep. */
 uint64_t berth_edge_decisions_epoch(void);

@@ -170,9 +170,9 @@ void berth_cache_put(berth_cache_kind_t kind, const char *repo, const char *ref,
     pthread_mutex_unlock(&locks[b % (sizeof(locks) / sizeof(locks[0]))]);
 }
 
-static void (*also_invalidate)(void); /* __atomic */
+static void (*also_invalidate)(const char *repo); /* __atomic */
 
-void berth_cache_on_invalidate(void (*fn)(void))
+void berth_cache_on_invalidate(void (*fn)(const char *repo))
 {
     __atomic_store_n(&also_invalidate, fn, __ATOMIC_RELEASE);
 }
@@ -183,9 +183,9 @@ void berth_cache_invalidate(const char *repo)
         __atomic_add_fetch(&global_epoch, 1, __ATOMIC_ACQ_REL);
     else
         __atomic_add_fetch(&slot_epoch[slot_of(repo)], 1, __ATOMIC_ACQ_REL);
-    void (*fn)(void) = __atomic_load_n(&also_invalidate, __ATOMIC_ACQUIRE);
+    void (*fn)(const char *) = __atomic_load_n(&also_invalidate, __ATOMIC_ACQUIRE);
     if (fn != NULL)
-        fn();
+        fn(repo);
 }
 
 void berth_cache_set_enabled(int on)

@@ -35,8 +35,8 @@ int berth_cache_get(berth_cache_kind_t kind, const char *repo, const char *ref, 
 void berth_cache_put(berth_cache_kind_t kind, const char *repo, const char *ref, uint64_t epoch, const berth_cache_val_t *val);
 /** A write to `repo` committed (NULL: anything may have changed). */
 void berth_cache_invalidate(const char *repo);
-/** Also call `fn` whenever an invalidation happens (the edge's kept blob decisions go with the cache); NULL: none */
-void berth_cache_on_invalidate(void (*fn)(void));
+/** Also call `fn(repo)` whenever an invalidation happens (the edge's kept blob decisions go with the cache); NULL: none */
+void berth_cache_on_invalidate(void (*fn)(const char *repo));
 /** The invalidation channel is up (on: the cache starts from empty and fills) or lost (off: entries cached before
  * answer for 30 s more, nothing new is kept). Off until the first call with on. */
 void berth_cache_set_enabled(int enabled);

@@ -32,7 +32,7 @@ static double now(void)
 static int found(const char *cred, const char *repo)
 {
     char pattern[PATH_MAX];
-    snprintf(pattern, sizeof(pattern), "%s/[0-9]/%s/~/%s/%s", berth_edge_decisions_path(), cred, repo, hex);
+    snprintf(pattern, sizeof(pattern), "%s/[0-9]/%s/~/%s/%s", berth_edge_decisions_path(), repo, cred, hex);
     glob_t g;
     int n = glob(pattern, 0, NULL, &g) == 0 ? (int)g.gl_pathc : 0;
     if (n > 0)
@@ -124,7 +124,7 @@ int main(void)
     berth_edge_decisions_keep(admin, "p/r", digest, berth_edge_decisions_epoch());
     double t0 = now();
     char pattern[PATH_MAX], target[PATH_MAX] = "";
-    snprintf(pattern, sizeof(pattern), "%s/[0-9]/b/YWRtaW46cGFzcw==/~/p/r/%s", berth_edge_decisions_path(), hex);
+    snprintf(pattern, sizeof(pattern), "%s/[0-9]/p/r/~/b/YWRtaW46cGFzcw==/%s", berth_edge_decisions_path(), hex);
     glob_t g;
     if (glob(pattern, 0, NULL, &g) == 0) {
         ssize_t n = readlink(g.gl_pathv[0], target, sizeof(target) - 1);
@@ -156,6 +156,20 @@ int main(void)
     berth_edge_decisions_keep(admin, "p/r", digest, berth_edge_decisions_epoch());
     ok(found("b/YWRtaW46cGFzcw==", "p/r") == 1, "one read after it is");
     berth_edge_decisions_forget();
+
+    berth_edge_decisions_keep(admin, "p/r", digest, berth_edge_decisions_epoch());
+    berth_edge_decisions_keep(admin, "p/r/s", digest, berth_edge_decisions_epoch());
+    berth_edge_decisions_keep(admin, "p/q", digest, berth_edge_decisions_epoch());
+    before = berth_edge_decisions_epoch();
+    berth_edge_decisions_forget_repo("p/r");
+    ok(found("b/YWRtaW46cGFzcw==", "p/r") == 0 && found("b/YWRtaW46cGFzcw==", "p/r/s") == 1 &&
+           found("b/YWRtaW46cGFzcw==", "p/q") == 1,
+       "a changed repository's links go before the forget returns, the others' stay (p/r/s included)");
+    berth_edge_decisions_keep(admin, "p/q", digest, before);
+    berth_edge_decisions_keep(admin, "p/r", digest, before);
+    ok(found("b/YWRtaW46cGFzcw==", "p/r") == 0, "a decision read before a repository's forget is not kept after it");
+    berth_edge_decisions_forget_repo(NULL);
+    ok(found("b/YWRtaW46cGFzcw==", "p/r/s") == 0 && found("b/YWRtaW46cGFzcw==", "p/q") == 0, "NULL: every repository's");
 
     berth_edge_decisions_keep(admin, "p/a/b/c/d/e", digest, berth_edge_decisions_epoch());
     ok(found("b/YWRtaW46cGFzcw==", "p/a/b/c/d/e") == 1, "a repository of 6 components is kept");
