@@ -30,9 +30,10 @@
 #define KEEP_BASIC_PARTS (1 + 5)             /* "b" and a Basic value of at most 5 segments (four '/') */
 #define KEEP_REPO_PARTS 6
 /* links go in slot directories "0".."SLOTS-1"; every SLOT_MS the next slot is renamed away whole and made afresh,
- * so a link lives between (SLOTS-1) and SLOTS periods however many there are: 1-1.25 s */
-#define SLOT_MS (BERTH_EDGE_DECISION_MS / 4)
-#define SLOTS (BERTH_EDGE_DECISION_MS / SLOT_MS + 1)
+ * so a link lives between (SLOTS-1) and SLOTS periods however many there are: 0.625-1.25 s. Two slots, as nginx
+ * looks in each one: five (1-1.25 s) cost small blob GETs 5 % of their rate */
+#define SLOTS 2
+#define SLOT_MS (BERTH_EDGE_DECISION_MS / SLOTS)
 /* <dir>/BLOBS links to the blob root, and every kept link points through it: a target under 128 bytes is kept in
  * the inode, a longer one costs tmpfs a page of its own */
 #define BLOBS "b"

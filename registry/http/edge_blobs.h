@@ -1,6 +1,6 @@
 /*
  * The edge's fast path for blob GET/HEAD by digest (issue #18). When berthd has answered such a request with the
- * blob's file, it keeps that decision for about a second as a symbolic link to the file, named after the whole
+ * blob's file, it keeps that decision for about a second (0.625-1.25 s) as a symbolic link to the file, named after the whole
  * Authorization header, the repository and the digest: <dir>/<slot>/<repository>/~/<credential>/<hex>. nginx serves a
  * later request with the same credential and URI through that link as a static file (try_files), with no
  * subrequest and no proxied request, so a burst of nodes sharing credentials costs berthd about one request per
@@ -13,9 +13,9 @@
  * or ".." and from no empty segment, so two different credentials never share a name and nothing leaves the
  * directory; a header the rule does not take is always asked of berthd.
  *
- * Lifetime and bounds: links are made in one of a few slot directories, and every quarter second a janitor thread
- * renames the oldest slot away whole (one rename, however many links it holds) and removes it in the background,
- * so a link lives 1-1.25 s whatever the load. A forget renames every slot away at once (a right taken away) or
+ * Lifetime and bounds: links are made in one of two slot directories, and every 625 ms a janitor thread renames
+ * the older slot away whole (one rename, however many links it holds) and removes it in the background, so a
+ * link lives 0.625-1.25 s whatever the load. A forget renames every slot away at once (a right taken away) or
  * each slot's directory of one repository (its content changed), and a decision read before it makes no link after it (the epoch
  * checked under the lock the renames take). Every inode below the slots is counted, directories too, and none is made past the
  * bound; names deeper than a few components are asked of berthd every time.
@@ -32,8 +32,8 @@
     "proxy_set_header Connection \"\"; proxy_set_header Host $http_host; proxy_set_header X-Real-IP $remote_addr; "                \
     "proxy_set_header X-Forwarded-Proto $scheme;"
 
-/** Milliseconds a kept decision lives at least; the janitor passes every quarter of it */
-#define BERTH_EDGE_DECISION_MS 1000
+/** Milliseconds a kept decision lives at most (at least half of it) */
+#define BERTH_EDGE_DECISION_MS 1250
 
 /** By default at most this many inodes (links and their directories) at once below the slots */
 #define BERTH_EDGE_DECISIONS_MAX 65536

@@ -15,8 +15,8 @@ import time
 from harness import ACCEPT_ALL, BerthTestCase, Berthd, error_code, main, raw_exchange
 
 PW = "Edge-pass-123"
-BOUND_S = 2.5  # an entry lives 1-1.25 s; plus a margin for a loaded CI machine
-SLOTS = ["0", "1", "2", "3", "4"]  # the slot directories links are made in (edge_blobs.c)
+BOUND_S = 2.5  # an entry lives 0.625-1.25 s; plus a margin for a loaded CI machine
+SLOTS = ["0", "1"]  # the slot directories links are made in (edge_blobs.c)
 
 
 def basic(user, pw=PW):

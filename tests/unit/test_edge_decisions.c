@@ -1,6 +1,6 @@
 /*
  * The edge's kept blob decisions as berthd makes and ends them (registry/http/edge_blobs.c), on the real tmpfs:
- * a link is found where nginx looks, lives 1-1.25 s, goes at once with a forget, is never made for a decision read
+ * a link is found where nginx looks, lives 0.625-1.25 s, goes at once with a forget, is never made for a decision read
  * before a forget, never for names deeper than the bound, and never past the bound on inodes, whatever many
  * credentials and threads ask at once.
  */
@@ -139,10 +139,10 @@ int main(void)
     ok(strcmp(target, want) == 0 && strcmp(root, "/blobs") == 0,
        "a kept decision is a link to the blob's file, through <dir>/b, where nginx looks: %s", target);
     ok(strlen(target) < 128, "its target fits in the inode (tmpfs gives a longer one a page): %zu bytes", strlen(target));
-    usleep(900000);
-    ok(found("b/YWRtaW46cGFzcw==", "p/r") == 1, "it is still there after 0.9 s");
+    usleep(550000);
+    ok(found("b/YWRtaW46cGFzcw==", "p/r") == 1, "it is still there after 0.55 s");
     double life = gone_after("b/YWRtaW46cGFzcw==", "p/r", t0, 3);
-    ok(life > 1.0 && life < 1.25 + 0.15, "it is gone after 1-1.25 s (%.3f s)", life);
+    ok(life > 0.625 && life < 1.25 + 0.15, "it is gone after 0.625-1.25 s (%.3f s)", life);
 
     berth_edge_decisions_keep(admin, "p/r", digest, berth_edge_decisions_epoch());
     ok(found("b/YWRtaW46cGFzcw==", "p/r") == 1, "kept again");
