@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "core/log.h"
+#include "sql/db.h"
 
 /* A connection that dies silently (a partition, a dropped NAT entry: no FIN, no RST) would otherwise look like a
  * quiet one and leave the cache on while notifications are lost: a round trip every HEARTBEAT_S seconds that is not
@@ -23,7 +24,59 @@ struct st_berth_db_listener_t {
     void (*on_state)(int);
     atomic_int stop; /* written by berth_db_listen_stop, read by the listener thread: atomic, not volatile (TSan) */
     pthread_t tid;
+    atomic_int up;           /* listening now: a sync waits only then */
+    char id[32];             /* this listener's markers: "!sync:<id>:<n>" */
+    atomic_ulong sync_sent;  /* markers sent */
+    unsigned long sync_seen; /* the highest seen, under sync_mu */
+    pthread_mutex_t sync_mu;
+    pthread_cond_t sync_cv;
 };
+
+#define SYNC_PREFIX "!sync:"
+
+static berth_db_listener_t *local; /* __atomic: the one berth_db_listen_sync waits on */
+
+/* A marker of berth_db_listen_sync: ours moves sync_seen, any other instance's is not for us. 1 if it was one. */
+static int sync_marker(berth_db_listener_t *l, const char *payload)
+{
+    if (strncmp(payload, SYNC_PREFIX, sizeof(SYNC_PREFIX) - 1) != 0)
+        return 0;
+    const char *p = payload + sizeof(SYNC_PREFIX) - 1;
+    size_t n = strlen(l->id);
+    if (strncmp(p, l->id, n) == 0 && p[n] == ':') {
+        unsigned long seq = strtoul(p + n + 1, NULL, 10);
+        pthread_mutex_lock(&l->sync_mu);
+        if (seq > l->sync_seen)
+            l->sync_seen = seq;
+        pthread_cond_broadcast(&l->sync_cv);
+        pthread_mutex_unlock(&l->sync_mu);
+    }
+    return 1;
+}
+
+int berth_db_listen_sync(struct st_berth_dbconn_t *c, int timeout_ms)
+{
+    berth_db_listener_t *l = __atomic_load_n(&local, __ATOMIC_ACQUIRE);
+    if (l == NULL || c == NULL || !atomic_load(&l->up))
+        return -1;
+    unsigned long seq = atomic_fetch_add(&l->sync_sent, 1) + 1;
+    char sql[128];
+    snprintf(sql, sizeof(sql), "SELECT pg_notify('" BERTH_DB_CHANNEL "', '" SYNC_PREFIX "%s:%lu')", l->id, seq);
+    if (berth_db_exec(c, sql, NULL) != 0)
+        return -1;
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    long ns = until.tv_nsec + (long)timeout_ms * 1000000L;
+    until.tv_sec += ns / 1000000000L;
+    until.tv_nsec = ns % 1000000000L;
+    pthread_mutex_lock(&l->sync_mu);
+    int rc = 0;
+    while (l->sync_seen < seq && rc == 0)
+        rc = pthread_cond_timedwait(&l->sync_cv, &l->sync_mu, &until);
+    int seen = l->sync_seen >= seq;
+    pthread_mutex_unlock(&l->sync_mu);
+    return seen ? 0 : -1;
+}
 
 static PGconn *open_listening(const char *conninfo)
 {
@@ -51,6 +104,7 @@ static void *main_loop(void *arg)
             continue;
         }
         l->on_state(1);
+        atomic_store(&l->up, 1);
         PQsetnonblocking(pg, 1);
         time_t last_ping = time(NULL), ping_sent = 0;
         while (!l->stop) {
@@ -81,10 +135,12 @@ static void *main_loop(void *arg)
             }
             PGnotify *n;
             while ((n = PQnotifies(pg)) != NULL) {
-                l->on_change(n->extra);
+                if (!sync_marker(l, n->extra))
+                    l->on_change(n->extra);
                 PQfreemem(n);
             }
         }
+        atomic_store(&l->up, 0);
         l->on_state(0);
         if (!l->stop)
             berth_log_warn(
@@ -100,11 +156,17 @@ berth_db_listener_t *berth_db_listen_start(const char *conninfo, void (*on_chang
     l->conninfo = strdup(conninfo);
     l->on_change = on_change;
     l->on_state = on_state;
+    struct timespec t;
+    clock_gettime(CLOCK_REALTIME, &t);
+    snprintf(l->id, sizeof(l->id), "%ld.%ld", (long)getpid(), (long)t.tv_nsec);
+    pthread_mutex_init(&l->sync_mu, NULL);
+    pthread_cond_init(&l->sync_cv, NULL);
     if (pthread_create(&l->tid, NULL, main_loop, l) != 0) {
         free(l->conninfo);
         free(l);
         return NULL;
     }
+    __atomic_store_n(&local, l, __ATOMIC_RELEASE);
     return l;
 }
 
@@ -112,6 +174,8 @@ void berth_db_listen_stop(berth_db_listener_t *l)
 {
     if (l == NULL)
         return;
+    berth_db_listener_t *expected = l;
+    __atomic_compare_exchange_n(&local, &expected, NULL, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
     l->stop = 1;
     pthread_join(l->tid, NULL);
     free(l->conninfo);

@@ -9,6 +9,7 @@
 #include "core/query.h"
 #include "registry/api/internal.h"
 #include "registry/api/routes.h"
+#include "sql/listen.h"
 
 const berth_api_route_t *const berth_api_route_tables[] = {berth_api_system_routes,    berth_api_stats_routes,
                                                            berth_api_projects_routes,  berth_api_image_routes,
@@ -85,6 +86,11 @@ void berth_api_handle(berth_registry_t *reg, const berth_api_req_t *rq, berth_re
     else if (berth_api_permit(&a) == 0 && berth_api_path_check(&a) == 0)
         a.route->handler(&a);
 Exit:
+    /* a write that took a right away made its triggers NOTIFY every instance (sql/migrations/0191): this one forgets
+     * what it decided before the caller hears the write succeeded (other instances: as the NOTIFY arrives) */
+    if (a.c != NULL && is_api && a.route != NULL && resp->status < 400 && strcmp(rq->method, "GET") != 0 &&
+        strcmp(rq->method, "HEAD") != 0)
+        berth_db_listen_sync(a.c, 1000);
     if (a.c != NULL)
         berth_db_release(reg->db, a.c);
     for (int i = 0; i < a.nseg; i++)
