@@ -3,6 +3,7 @@
 #define BERTH_AUTH_PASSWORD_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #define BERTH_PASSWORD_HASH_MAX 128
 
@@ -11,8 +12,14 @@
  * design: call it on a worker thread. Returns 0 or -1.
  */
 int berth_password_hash(char out[BERTH_PASSWORD_HASH_MAX], const char *password);
-/** 1 if `password` matches `encoded` (constant-time compare inside libargon2), else 0. */
+/**
+ * 1 if `password` matches `encoded` (constant-time compare inside libargon2), else 0. A pair that matched
+ * within the last hour is answered from memory without argon2 (an HMAC under a per-process key); a mismatch
+ * always runs argon2.
+ */
 int berth_password_verify(const char *encoded, const char *password);
+/** Verifications so far that ran argon2, and those answered from memory. */
+void berth_password_stats(uint64_t *argon2, uint64_t *remembered);
 /**
  * Harbor's policy: 8-128 characters with at least one uppercase letter, one lowercase letter and one digit.
  * Returns NULL when acceptable, else a sentence saying what is missing.

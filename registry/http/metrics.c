@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "auth/audit.h"
+#include "auth/password.h"
 #include "registry/http/access_log.h"
 #include "registry/service/cache.h"
 #include "registry/service/gc.h"
@@ -97,6 +98,15 @@ char *berth_metrics_render(berth_db_t *db, berth_store_t *store, long worker_que
             "# HELP berth_auth_shed_total Requests answered 503 because the auth workers' queue was full.\n"
             "# TYPE berth_auth_shed_total counter\nberth_auth_shed_total %llu\n",
             auth_queue, (unsigned long long)__atomic_load_n(&auth_shed_total, __ATOMIC_RELAXED));
+    uint64_t argon2, remembered;
+    berth_password_stats(&argon2, &remembered);
+    fprintf(f,
+            "# HELP berth_password_verifications_total Local passwords verified: with argon2, or as a pair that "
+            "argon2 verified within the hour.\n"
+            "# TYPE berth_password_verifications_total counter\n"
+            "berth_password_verifications_total{by=\"argon2\"} %llu\n"
+            "berth_password_verifications_total{by=\"remembered\"} %llu\n",
+            (unsigned long long)argon2, (unsigned long long)remembered);
     fprintf(f, "# TYPE berth_access_log_dropped_total counter\nberth_access_log_dropped_total %lu\n", berth_access_log_dropped());
     uint64_t hits, misses;
     int cache_on;

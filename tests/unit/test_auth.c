@@ -85,6 +85,25 @@ static void test_passwords(void)
            !berth_password_verify(hash, ""),
        "verify");
     ok(berth_password_hash(hash2, "Harbor12345") == 0 && strcmp(hash, hash2) != 0, "salted");
+    /* a pair argon2 verified is answered from memory after; a wrong password, or the same password against
+     * another stored hash (a changed password), always runs argon2 and is never remembered */
+    uint64_t a0, r0, a1, r1;
+    berth_password_stats(&a0, &r0);
+    ok(berth_password_verify(hash, "Harbor12345") && berth_password_verify(hash, "Harbor12345"), "verified again");
+    berth_password_stats(&a1, &r1);
+    ok(a1 == a0 && r1 == r0 + 2, "a verified pair costs no argon2 (argon2 +%llu, remembered +%llu)", (unsigned long long)(a1 - a0),
+       (unsigned long long)(r1 - r0));
+    ok(!berth_password_verify(hash, "Harbor12346") && !berth_password_verify(hash, "Harbor12346") &&
+           !berth_password_verify(hash, "Harbor1234"),
+       "wrong passwords refused every time");
+    berth_password_stats(&a0, &r0);
+    ok(a0 == a1 + 3 && r0 == r1, "each wrong password ran argon2 (argon2 +%llu, remembered +%llu)", (unsigned long long)(a0 - a1),
+       (unsigned long long)(r0 - r1));
+    ok(berth_password_verify(hash2, "Harbor12345"), "the other hash verifies");
+    berth_password_stats(&a1, &r1);
+    ok(a1 == a0 + 1 && r1 == r0, "another stored hash for the same password runs argon2");
+    hash[strlen(hash) - 1] = hash[strlen(hash) - 1] == 'A' ? 'B' : 'A'; /* the stored string altered */
+    ok(!berth_password_verify(hash, "Harbor12345"), "an altered stored hash is not found in memory");
     ok(!berth_password_verify("$2y$05$notargon", "x") && !berth_password_verify(NULL, "x"), "foreign hashes refused");
     ok(berth_password_policy("Harbor12345") == NULL, "policy accepts");
     ok(berth_password_policy("harbor12345") != NULL && berth_password_policy("Short1") != NULL &&
