@@ -183,23 +183,23 @@ static int write_conf(const berth_edge_conf_t *c, const char *path, int fast_blo
             "  proxy_headers_hash_bucket_size 128;\n"
             /* a pool of idle keep-alive connections per worker; max_conns keeps berthd under its descriptor limit,
              * past it a client gets 503 + Retry-After (@unavailable) instead of berthd failing accept() */
-            "  upstream berth_api { server 127.0.0.1:%d max_conns=%d; keepalive 256; }\n"
+            "  upstream berth_api { server 127.0.0.1:%d max_conns=%d; keepalive %d; }\n"
             /* idle upstream connections close before the upload listener's own timeout cuts them under nginx */
             "  upstream berth_upload { server 127.0.0.1:%d max_conns=%d; keepalive %d; keepalive_timeout %ds; }\n",
             geteuid() == 0 ? "user root;\n" : "", c->workers, c->run_dir, c->limits->worker_nofile, c->limits->worker_connections,
-            c->run_dir, c->run_dir, c->run_dir, c->run_dir, c->run_dir, c->api_port, c->limits->upstream_max_conns, c->upload_port,
-            c->limits->upstream_max_conns, upload_keepalive, c->upload_idle_timeout);
+            c->run_dir, c->run_dir, c->run_dir, c->run_dir, c->run_dir, c->api_port, c->limits->upstream_max_conns,
+            BERTH_EDGE_UPSTREAM_IDLE, c->upload_port, c->limits->upstream_max_conns, upload_keepalive, c->upload_idle_timeout);
     if (fast_blobs)
         berth_edge_decisions_http(f);
     if (blob_cache_on(c))
         blob_cache_http(f, c);
     fprintf(f,
             "  server {\n"
-            "    listen %s backlog=%d;\n",
+            "    listen %s backlog=%d reuseport;\n",
             c->listen, c->limits->backlog);
     if (c->tls_listen != NULL)
         fprintf(f,
-                "    listen %s ssl http2 backlog=%d;\n"
+                "    listen %s ssl http2 backlog=%d reuseport;\n"
                 "    ssl_certificate %s; ssl_certificate_key %s;\n"
                 "    ssl_protocols TLSv1.2 TLSv1.3;\n",
                 c->tls_listen, c->limits->backlog, c->tls_cert, c->tls_key);

@@ -10,6 +10,9 @@
 
 #include "registry/http/limits.h"
 
+/* idle keep-alive connections each nginx worker keeps to berthd's internal listener */
+#define BERTH_EDGE_UPSTREAM_IDLE 256
+
 typedef struct st_berth_edge_conf_t {
     const char *nginx;      /* binary */
     const char *run_dir;    /* conf, pid, temp dirs */

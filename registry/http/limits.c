@@ -34,16 +34,21 @@ static int read_somaxconn(void)
 long berth_limits_size(berth_limits_t *out, long nofile, int edge_workers)
 {
     int workers = edge_workers > 0 ? edge_workers : 1;
-    /* More connection slots than a worker has descriptors, so descriptors always run out first: that is EMFILE
+    /* The edge listens with reuseport, so the kernel shares new clients evenly between the workers: each one gets
+     * its share of the descriptor limit (plus FILE_RESERVE for its files), not the whole limit. The slots cost
+     * memory used or not, as nginx touches every slot of every worker at start (~450 bytes: 20,000 slots per
+     * worker held 9 MiB each, twice what the clients they could serve together needed).
+     * More connection slots than a worker has descriptors, so descriptors always run out first: that is EMFILE
      * on accept (nginx pauses accepting and clients wait in the backlog) or on an upstream connect (a 503 with
      * Retry-After). Slots running low is worse: below 1/16 free, nginx closes idle keep-alive clients to reuse
      * their slots ("worker_connections are not enough, reusing connections"), and a client whose request is
-     * on its way sees a reset. The slots are the descriptor limit itself (nginx warns at start when they
-     * exceed the limit it was started with) and each worker gets an eighth fewer descriptors than that
-     * (worker_rlimit_nofile, a lowering, so unprivileged): 1/9 of the slots stay free when the descriptors are
-     * gone. More slots would only cost memory, as nginx touches every slot of every worker at start (~450 bytes:
-     * 40,000 slots held 17 MiB per worker). */
-    long wc = nofile > WORKER_CONNECTIONS_MAX ? WORKER_CONNECTIONS_MAX : nofile;
+     * on its way sees a reset. So a worker gets an eighth more slots than descriptors, the descriptors through
+     * worker_rlimit_nofile (a lowering, so unprivileged), and never more slots than the limit itself (nginx warns
+     * at start when they exceed the limit it was started with). */
+    long share = nofile / workers + FILE_RESERVE;
+    long wc = share + share / 8;
+    wc = wc > nofile ? nofile : wc;
+    wc = wc > WORKER_CONNECTIONS_MAX ? WORKER_CONNECTIONS_MAX : wc;
     out->worker_connections = (int)(wc < 64 ? 64 : wc);
     out->worker_nofile = out->worker_connections - out->worker_connections / 9;
     if (out->worker_nofile > nofile)
