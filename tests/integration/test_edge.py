@@ -163,6 +163,22 @@ class KeptDecisions(BerthTestCase):
                 st, by_berthd = self.served_by(path, auth)
                 self.assertTrue(st != 200 or by_berthd, "%r was served through another header's link" % auth)
 
+    def test_a_uri_spelled_otherwise_gets_berthds_answer(self):
+        """nginx picks the location by the normalised URI and berthd reads the URI as sent: a dot segment, a doubled
+        '/', a '..' or a %-escape must get berthd's answer (400 here) whether or not a link is kept for the plain
+        spelling — it got 200 through the link and 400 without one."""
+        d = self.b.push_blob("edge/odd", b"spelled otherwise")
+        odd = ["/v2/edge/./odd/blobs/" + d, "/v2/edge//odd/blobs/" + d, "/v2/zz/../edge/odd/blobs/" + d,
+               "/v2/zz/%2e%2e/edge/odd/blobs/" + d, "/v2/edge/odd/blobs/%73ha256:" + d[7:], "/v2/edge/%6fdd/blobs/" + d,
+               "/v2/edge/odd/blobs/" + d + "?x=1"]
+        alice = basic("alice")
+        unkept = [raw_get(self.b, o, [alice]) for o in odd]
+        for _ in range(3):  # kept now for the plain spelling
+            self.assertEqual(self.get("/v2/edge/odd/blobs/" + d, alice)[0], 200)
+        kept = [raw_get(self.b, o, [alice]) for o in odd]
+        self.assertEqual(kept, unkept, "answers with a link kept differ from berthd's own")
+        self.assertNotIn(200, kept[:6])
+
     def test_links_go_within_the_bound_and_leave_nothing(self):
         d = self.b.push_blob("edge/expire", b"expires")
         self.assertEqual(self.get("/v2/edge/expire/blobs/" + d, basic("alice"))[0], 200)
