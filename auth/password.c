@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 /* One of OWASP's equivalent argon2id settings (m=9 MiB, t=4, p=1), chosen for the smallest memory per
@@ -51,28 +52,47 @@ int berth_password_hash(char out[BERTH_PASSWORD_HASH_MAX], const char *password)
 }
 
 /*
- * Verifications that succeeded, remembered as HMAC(key drawn at start, stored hash, password): the gate decides
- * a busy credential afresh every auth.decision_ttl_seconds, and paying argon2 again each time cost 9 MiB and
- * ~30 ms per credential per window (a burst's peak memory held one). argon2 is a function of the stored string
- * (salt and parameters in it) and the password, so the same pair verified before verifies again; a changed
- * password is another stored string and misses. Only successes are kept, so a wrong password always costs
- * argon2 (and its back-off) and a hit tells a caller nothing it did not already know. The account itself is
- * still read from the database at every re-check (gate.c): a deleted or disabled account stops as before.
+ * Logins that succeeded, remembered as HMAC(key drawn at start, stored hash, password): the gate decides a busy
+ * credential afresh every auth.decision_ttl_seconds, and paying argon2 again each time cost 9 MiB and ~30 ms per
+ * credential per window (a burst's peak memory held one). argon2 is a function of the stored string (salt and
+ * parameters in it) and the password, so the same pair verified before verifies again; a changed password is
+ * another stored string and misses. Only whole successful logins are kept (berth_password_remember, after the
+ * account was found enabled), so a wrong password, or any password of a disabled account, always costs argon2:
+ * the answer's timing tells a caller nothing it did not already know (an outside review timed a disabled
+ * account's right password at 1 ms against 30 ms when argon2's success alone was kept). The account itself is
+ * still read from the database at every re-check (gate.c). The key and the table are left out of core dumps.
  */
 #define MEMO_SLOTS 256
 #define MEMO_SECONDS 3600
-static struct {
-    unsigned char mac[32];
-    time_t until;
-} memo[MEMO_SLOTS];
+typedef struct {
+    unsigned char key[32];
+    struct {
+        unsigned char mac[32];
+        time_t until; /* CLOCK_MONOTONIC seconds: a clock stepped back does not stretch it */
+    } slot[MEMO_SLOTS];
+} memo_t;
+static memo_t *memo;                /* mmap'd: MADV_DONTDUMP */
 static uint64_t by_argon2, by_memo; /* __atomic: verifications answered each way */
-static unsigned char memo_key[32];
-static int memo_ready;
 static pthread_mutex_t memo_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t memo_once = PTHREAD_ONCE_INIT;
 static void memo_init(void)
 {
-    memo_ready = RAND_bytes(memo_key, sizeof(memo_key)) == 1;
+    void *p = mmap(NULL, sizeof(memo_t), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        return;
+    madvise(p, sizeof(memo_t), MADV_DONTDUMP);
+    if (RAND_bytes(((memo_t *)p)->key, sizeof(((memo_t *)p)->key)) != 1) {
+        munmap(p, sizeof(memo_t));
+        return;
+    }
+    memo = p;
+}
+
+static time_t now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec;
 }
 
 static int memo_mac(unsigned char mac[32], const char *encoded, const char *password)
@@ -80,7 +100,7 @@ static int memo_mac(unsigned char mac[32], const char *encoded, const char *pass
     pthread_once(&memo_once, memo_init);
     size_t el = strlen(encoded), pl = strlen(password);
     unsigned char *msg = malloc(el + 1 + pl);
-    if (!memo_ready || msg == NULL) {
+    if (memo == NULL || msg == NULL) {
         free(msg);
         return -1;
     }
@@ -88,28 +108,15 @@ static int memo_mac(unsigned char mac[32], const char *encoded, const char *pass
     msg[el] = 0; /* separates them: no (hash, password) pair spells another */
     memcpy(msg + el + 1, password, pl);
     unsigned int n = 0;
-    int ok = HMAC(EVP_sha256(), memo_key, sizeof(memo_key), msg, el + 1 + pl, mac, &n) != NULL && n == 32;
+    int ok = HMAC(EVP_sha256(), memo->key, sizeof(memo->key), msg, el + 1 + pl, mac, &n) != NULL && n == 32;
     OPENSSL_cleanse(msg, el + 1 + pl);
     free(msg);
     return ok ? 0 : -1;
 }
 
-static int memo_find(const unsigned char mac[32])
+static unsigned memo_index(const unsigned char mac[32])
 {
-    unsigned i = (mac[0] | (unsigned)mac[1] << 8) % MEMO_SLOTS;
-    pthread_mutex_lock(&memo_mu);
-    int hit = CRYPTO_memcmp(memo[i].mac, mac, 32) == 0 && memo[i].until > time(NULL);
-    pthread_mutex_unlock(&memo_mu);
-    return hit;
-}
-
-static void memo_keep(const unsigned char mac[32])
-{
-    unsigned i = (mac[0] | (unsigned)mac[1] << 8) % MEMO_SLOTS;
-    pthread_mutex_lock(&memo_mu);
-    memcpy(memo[i].mac, mac, 32);
-    memo[i].until = time(NULL) + MEMO_SECONDS;
-    pthread_mutex_unlock(&memo_mu);
+    return (mac[0] | (unsigned)mac[1] << 8) % MEMO_SLOTS;
 }
 
 int berth_password_verify(const char *encoded, const char *password)
@@ -117,19 +124,35 @@ int berth_password_verify(const char *encoded, const char *password)
     if (!berth_offload_here() || encoded == NULL || strncmp(encoded, "$argon2id$", 10) != 0)
         return 0;
     unsigned char mac[32];
-    int have_mac = memo_mac(mac, encoded, password) == 0;
-    if (have_mac && memo_find(mac)) {
-        __atomic_add_fetch(&by_memo, 1, __ATOMIC_RELAXED);
-        return 1;
+    if (memo_mac(mac, encoded, password) == 0) {
+        pthread_mutex_lock(&memo_mu);
+        unsigned i = memo_index(mac);
+        int hit = CRYPTO_memcmp(memo->slot[i].mac, mac, 32) == 0 && memo->slot[i].until > now_s();
+        pthread_mutex_unlock(&memo_mu);
+        OPENSSL_cleanse(mac, sizeof(mac));
+        if (hit) {
+            __atomic_add_fetch(&by_memo, 1, __ATOMIC_RELAXED);
+            return 1;
+        }
     }
     __atomic_add_fetch(&by_argon2, 1, __ATOMIC_RELAXED);
     enter();
     int ok = argon2id_verify(encoded, password, strlen(password)) == ARGON2_OK;
     sem_post(&slots);
-    if (ok && have_mac)
-        memo_keep(mac);
-    OPENSSL_cleanse(mac, sizeof(mac));
     return ok;
+}
+
+void berth_password_remember(const char *encoded, const char *password)
+{
+    unsigned char mac[32];
+    if (encoded == NULL || memo_mac(mac, encoded, password) != 0)
+        return;
+    pthread_mutex_lock(&memo_mu);
+    unsigned i = memo_index(mac);
+    memcpy(memo->slot[i].mac, mac, 32);
+    memo->slot[i].until = now_s() + MEMO_SECONDS;
+    pthread_mutex_unlock(&memo_mu);
+    OPENSSL_cleanse(mac, sizeof(mac));
 }
 
 void berth_password_stats(uint64_t *argon2, uint64_t *remembered)

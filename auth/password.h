@@ -13,11 +13,13 @@
  */
 int berth_password_hash(char out[BERTH_PASSWORD_HASH_MAX], const char *password);
 /**
- * 1 if `password` matches `encoded` (constant-time compare inside libargon2), else 0. A pair that matched
- * within the last hour is answered from memory without argon2 (an HMAC under a per-process key); a mismatch
- * always runs argon2.
+ * 1 if `password` matches `encoded` (constant-time compare inside libargon2), else 0. A pair given to
+ * berth_password_remember within the last hour is answered from memory without argon2 (an HMAC under a
+ * per-process key); anything else runs argon2.
  */
 int berth_password_verify(const char *encoded, const char *password);
+/** After a whole login succeeded (the account found enabled): `password` verifies against `encoded` from memory. */
+void berth_password_remember(const char *encoded, const char *password);
 /** Verifications so far that ran argon2, and those answered from memory. */
 void berth_password_stats(uint64_t *argon2, uint64_t *remembered);
 /**

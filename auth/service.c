@@ -388,7 +388,12 @@ int berth_authsvc_login(berth_authsvc_t *a, const char *username, const char *pa
         if (!ok) /* a failure costs what a local one costs, so timing does not tell local names from others */
             berth_password_verify(dummy_hash, password);
     } else {
-        ok = berth_password_verify(rc == 0 && out->password_hash[0] ? out->password_hash : dummy_hash, password);
+        /* a disabled account costs argon2 against the dummy whatever the password: a pair remembered while it was
+         * enabled must not answer faster, which would confirm its password */
+        int usable = rc == 0 && out->password_hash[0] && !out->disabled;
+        ok = berth_password_verify(usable ? out->password_hash : dummy_hash, password);
+        if (ok && usable)
+            berth_password_remember(out->password_hash, password);
     }
     ok = rc == 0 && ok && !out->disabled;
     berth_backoff_record(username, remote, ok);

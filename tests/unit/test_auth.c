@@ -85,9 +85,14 @@ static void test_passwords(void)
            !berth_password_verify(hash, ""),
        "verify");
     ok(berth_password_hash(hash2, "Harbor12345") == 0 && strcmp(hash, hash2) != 0, "salted");
-    /* a pair argon2 verified is answered from memory after; a wrong password, or the same password against
-     * another stored hash (a changed password), always runs argon2 and is never remembered */
+    /* a pair a whole login remembered is answered from memory after; a wrong password, or the same password
+     * against another stored hash (a changed password), always runs argon2 */
     uint64_t a0, r0, a1, r1;
+    berth_password_stats(&a0, &r0);
+    ok(berth_password_verify(hash, "Harbor12345"), "verified, not yet remembered");
+    berth_password_stats(&a1, &r1);
+    ok(a1 == a0 + 1 && r1 == r0, "argon2 ran: a verification alone is not remembered");
+    berth_password_remember(hash, "Harbor12345"); /* what a whole successful login does */
     berth_password_stats(&a0, &r0);
     ok(berth_password_verify(hash, "Harbor12345") && berth_password_verify(hash, "Harbor12345"), "verified again");
     berth_password_stats(&a1, &r1);
