@@ -582,8 +582,7 @@ static int serve(berth_config_t *cfgp, berth_db_t *db, berth_store_t *store, ber
         failed = "the garbage collector";
         goto Fail;
     }
-    if (berth_server_start(&st.server, &reg, st.workers, st.auth_workers, cfg.auth_queue, cfg.loops,
-                           berth_server_max_conns(cfg.edge_workers), &api_port) != 0) {
+    if (berth_server_start(&st.server, &reg, st.workers, st.auth_workers, cfg.auth_queue, cfg.loops, &api_port) != 0) {
         failed = "the internal API listener (h2o)";
         goto Fail;
     }

@@ -183,7 +183,9 @@ static int write_conf(const berth_edge_conf_t *c, const char *path, int fast_blo
             "  proxy_headers_hash_bucket_size 128;\n"
             /* a pool of idle keep-alive connections per worker; max_conns keeps berthd under its descriptor limit,
              * past it a client gets 503 + Retry-After (@unavailable) instead of berthd failing accept() */
-            "  upstream berth_api { server 127.0.0.1:%d max_conns=%d; keepalive %d; }\n"
+            /* idle ones close before h2o's own 10 s keep-alive timeout: a request sent on a connection that h2o
+             * is closing at that moment fails, and nginx does not retry one that is not idempotent */
+            "  upstream berth_api { server 127.0.0.1:%d max_conns=%d; keepalive %d; keepalive_timeout 5s; }\n"
             /* idle upstream connections close before the upload listener's own timeout cuts them under nginx */
             "  upstream berth_upload { server 127.0.0.1:%d max_conns=%d; keepalive %d; keepalive_timeout %ds; }\n",
             geteuid() == 0 ? "user root;\n" : "", c->workers, c->run_dir, c->limits->worker_nofile, c->limits->worker_connections,

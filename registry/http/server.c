@@ -24,7 +24,6 @@
 #include "core/query.h"
 #include "registry/api/api.h"
 #include "registry/http/access_log.h"
-#include "registry/http/edge.h"
 #include "registry/http/edge_blobs.h"
 #include "registry/http/limits.h"
 #include "registry/http/metrics.h"
@@ -39,8 +38,6 @@ typedef struct loop_thread {
     h2o_accept_ctx_t accept_ctx;
     h2o_multithread_receiver_t done;
     h2o_socket_t *listener;
-    int conns;     /* connections this loop holds (accepted, not yet closed) */
-    int accepting; /* the listener is being read */
     pthread_t tid;
     struct st_berth_server_t *server;
 } loop_thread_t;
@@ -52,7 +49,6 @@ struct st_berth_server_t {
     berth_workers_t *auth_workers; /* password hashing and LDAP (auth/offload.h) */
     int auth_queue;
     int fd, nloops;
-    int loop_conns;      /* at most this many connections per loop; past it new ones wait in the listen backlog */
     atomic_int stopping; /* written by the main thread, read by every loop thread: atomic, not volatile (TSan) */
     loop_thread_t *loops;
 };
@@ -747,35 +743,6 @@ static void register_surface(h2o_hostconf_t *host, const char *path, const surfa
     h->surface = sf;
 }
 
-/*
- * Every connection a loop holds costs memory that a request on it makes grow (its input buffer, h2o's request pool,
- * the response being written), and in a burst the edge opens one per request it forwards: 10,000 clients had
- * 3,460 open here at once. Past loop_conns a loop stops reading its listener, as h2o's own server does at
- * max-connections: the edge's connects wait in the kernel's listen backlog, which costs this process nothing, and
- * are taken as connections close. The cap stays above what the edge keeps idle (berth_server_max_conns), so idle
- * keep-alive connections can never hold every loop shut.
- */
-static void on_accept(h2o_socket_t *listener, const char *err);
-
-static void listener_update(loop_thread_t *lt)
-{
-    int want = lt->conns < lt->server->loop_conns;
-    if (want == lt->accepting)
-        return;
-    lt->accepting = want;
-    if (want)
-        h2o_socket_read_start(lt->listener, on_accept);
-    else
-        h2o_socket_read_stop(lt->listener);
-}
-
-static void on_conn_close(void *data)
-{
-    loop_thread_t *lt = data;
-    lt->conns--;
-    listener_update(lt);
-}
-
 static void on_accept(h2o_socket_t *listener, const char *err)
 {
     if (err != NULL)
@@ -783,13 +750,8 @@ static void on_accept(h2o_socket_t *listener, const char *err)
     loop_thread_t *lt = listener->data;
     h2o_socket_t *sock;
     /* drain the backlog: nginx opens keep-alive upstream connections in bursts */
-    for (int i = 0; i < 64 && lt->conns < lt->server->loop_conns && (sock = h2o_evloop_socket_accept(listener)) != NULL; i++) {
-        lt->conns++;
-        sock->on_close.cb = on_conn_close;
-        sock->on_close.data = lt;
+    for (int i = 0; i < 64 && (sock = h2o_evloop_socket_accept(listener)) != NULL; i++)
         h2o_accept(&lt->accept_ctx, sock);
-    }
-    listener_update(lt);
 }
 
 static void *loop_main(void *arg)
@@ -810,26 +772,16 @@ static void *loop_main(void *arg)
     lt->accept_ctx.hosts = lt->server->config.hosts;
     lt->listener = h2o_evloop_socket_create(lt->ctx.loop, dup(lt->server->fd), H2O_SOCKET_FLAG_DONT_READ);
     lt->listener->data = lt;
-    lt->accepting = 1;
     h2o_socket_read_start(lt->listener, on_accept);
     while (!lt->server->stopping)
         h2o_evloop_run(lt->ctx.loop, 100); /* returns on EINTR too (findings P2): loop on a flag */
     return NULL;
 }
 
-/* connections carrying requests at once, beyond the edge's idle ones: the workers answer a few dozen at a time */
-#define BUSY_CONNS 1024
-
-int berth_server_max_conns(int edge_workers)
-{
-    return BERTH_EDGE_UPSTREAM_IDLE * (edge_workers > 0 ? edge_workers : 1) + BUSY_CONNS;
-}
-
 int berth_server_start(berth_server_t **out, berth_registry_t *reg, berth_workers_t *workers, berth_workers_t *auth_workers,
-                       int auth_queue, int nloops, int max_conns, int *port_out)
+                       int auth_queue, int nloops, int *port_out)
 {
     berth_server_t *s = calloc(1, sizeof(*s));
-    s->loop_conns = (max_conns + nloops - 1) / (nloops > 0 ? nloops : 1);
     s->reg = reg;
     s->workers = workers;
     s->auth_workers = auth_workers;

@@ -10,15 +10,9 @@ typedef struct st_berth_server_t berth_server_t;
 /**
  * Bind 127.0.0.1:0 and start `nloops` event-loop threads on it. *port_out receives the port.
  * Blocking work goes to `workers`; results come back through each loop's h2o_multithread queue.
- * At most `max_conns` connections are held at once (shared out between the loops); more wait in the backlog.
  */
 int berth_server_start(berth_server_t **out, berth_registry_t *reg, berth_workers_t *workers, berth_workers_t *auth_workers,
-                       int auth_queue, int nloops, int max_conns, int *port_out);
-/**
- * The connections the internal listener holds at once in front of `edge_workers` nginx workers: what they keep
- * idle (BERTH_EDGE_UPSTREAM_IDLE each) plus 1,024 that carry requests.
- */
-int berth_server_max_conns(int edge_workers);
+                       int auth_queue, int nloops, int *port_out);
 /** Stop accepting, let the loops finish, join them. */
 void berth_server_stop(berth_server_t *s);
 
