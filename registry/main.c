@@ -22,6 +22,7 @@
 #include "registry/http/edge.h"
 #include "registry/http/edge_blobs.h"
 #include "registry/http/edge_cache.h"
+#include "registry/http/edge_trust.h"
 #include "registry/http/edge_ui.h"
 #include "registry/http/limits.h"
 #include "registry/http/listen_check.h"
@@ -480,6 +481,10 @@ static int serve(berth_config_t *cfgp, berth_db_t *db, berth_store_t *store, ber
     berth_registry_t reg = {.db = db, .auth = &auth, .store = store, .isa_view_disabled = !cfg.isa_view};
     berth_limits_t limits;
     berth_limits_init(&limits, cfg.edge_workers); /* before any listener or the edge: both inherit it */
+    if (berth_edge_trust_init() != 0) {           /* before any listener: they believe the edge's X-Real-IP only with it */
+        berth_log_err("cannot draw the edge's secret (no random bytes)");
+        return 1;
+    }
     /* an s3 session's body holds a pooled connection (its row locked) while it streams: at most half the pool, so
      * slow uploaders cannot starve everything else of the database; the rest get 429 and retry */
     berth_upload_limits_configure(cfg.upload_per_principal, cfg.upload_per_address, cfg.upload_connections,

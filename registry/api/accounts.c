@@ -179,10 +179,12 @@ static int list_users(berth_api_t *a)
         return -1;
     char name[256] = "";
     const char *v = berth_api_param(a, "username");
-    if (v != NULL)
-        snprintf(name, sizeof(name), "%s", v);
-    else
+    if (v != NULL) {
+        if (berth_api_copy(a, name, sizeof(name), v, "username") != 0)
+            return -1;
+    } else {
         berth_api_qterm(a, "username", name, sizeof(name));
+    }
     char sort[40];
     if (berth_api_sort(a, BERTH_API_SORTS("username", "user_id", "email", "creation_time", "update_time"), sort) != 0)
         return -1;
@@ -199,7 +201,8 @@ static int search_users(berth_api_t *a)
     const char *v = berth_api_param(a, "username");
     if (v == NULL)
         return berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "username is required");
-    snprintf(name, sizeof(name), "%s", v);
+    if (berth_api_copy(a, name, sizeof(name), v, "username") != 0)
+        return -1;
     char sort[40];
     if (berth_api_sort(a, BERTH_API_SORTS("username", "user_id"), sort) != 0)
         return -1;

@@ -47,6 +47,8 @@ int berth_api_err(berth_api_t *a, const berth_err_t *err);
 
 /** Decoded query parameter or NULL when absent (points into a->qbuf: copy before the next call). */
 const char *berth_api_param(berth_api_t *a, const char *key);
+/** Copy the text `v` into out; when it does not fit, answered 400 naming `what` (-1), never cut. */
+int berth_api_copy(berth_api_t *a, char *out, size_t outsz, const char *v, const char *what);
 /** A q= filter term ("key=value" exact or "key=~value" substring), copied into out; returns 1 exact, 2 fuzzy, 0 absent. */
 int berth_api_qterm(berth_api_t *a, const char *key, char *out, size_t outsz);
 /** page/page_size into limit/offset strings; 0, or answered 400. */

@@ -137,8 +137,8 @@ static int list_groups(berth_api_t *a, int search)
     const char *v = berth_api_param(a, search ? "groupname" : "group_name");
     if (search && (v == NULL || v[0] == '\0'))
         return berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "groupname is required");
-    if (v != NULL)
-        snprintf(name, sizeof(name), "%s", v);
+    if (v != NULL && berth_api_copy(a, name, sizeof(name), v, search ? "groupname" : "group_name") != 0)
+        return -1;
     char sort[40];
     if (berth_api_sort(a, BERTH_API_SORTS("group_name", "id"), sort) != 0)
         return -1;
@@ -189,8 +189,10 @@ static int update_usergroup(berth_api_t *a)
         return -1;
     char name[256] = "";
     const char *n = json_string_value(json_object_get(body, "group_name"));
-    if (n != NULL)
-        snprintf(name, sizeof(name), "%s", n);
+    if (n != NULL && berth_api_copy(a, name, sizeof(name), n, "group_name") != 0) {
+        json_decref(body);
+        return -1;
+    }
     json_decref(body);
     if (name[0] == '\0')
         return berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "group_name is required");

@@ -297,8 +297,8 @@ static int list_members(berth_api_t *a)
         return -1;
     const char *v = berth_api_param(a, "entityname");
     char name[256] = "";
-    if (v != NULL)
-        snprintf(name, sizeof(name), "%s", v);
+    if (v != NULL && berth_api_copy(a, name, sizeof(name), v, "entityname") != 0)
+        return -1;
     char sort[40];
     if (berth_api_sort(a, BERTH_API_SORTS("entity_name", "role_id", "id"), sort) != 0)
         return -1;

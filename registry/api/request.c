@@ -15,6 +15,15 @@ const char *berth_api_param(berth_api_t *a, const char *key)
     return a->qbuf;
 }
 
+int berth_api_copy(berth_api_t *a, char *out, size_t outsz, const char *v, const char *what)
+{
+    size_t n = strlen(v);
+    if (n >= outsz) /* never cut: a cut can split a UTF-8 character, which PostgreSQL refuses (a 500) */
+        return berth_api_fail(a, BERTH_OCI_BAD_REQUEST, "%s is longer than %zu bytes", what, outsz - 1);
+    memcpy(out, v, n + 1);
+    return 0;
+}
+
 int berth_api_qterm(berth_api_t *a, const char *key, char *out, size_t outsz)
 {
     const char *q = berth_api_param(a, "q");

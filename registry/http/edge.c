@@ -16,6 +16,7 @@
 
 #include "core/log.h"
 #include "registry/http/edge_blobs.h"
+#include "registry/http/edge_trust.h"
 #include "registry/http/edge_ui.h"
 
 #define OCI_413 "{\"errors\":[{\"code\":\"SIZE_INVALID\",\"message\":\"request body too large\",\"detail\":{}}]}"
@@ -152,6 +153,7 @@ static int write_conf(const berth_edge_conf_t *c, const char *path, int fast_blo
     FILE *f = fopen(path, "w");
     if (f == NULL)
         return -1;
+    fchmod(fileno(f), 0600); /* it holds the secret that makes berthd believe the edge's X-Real-IP */
     /* every idle keep-alive connection to the upload listener holds one of its threads: the pools of all
      * workers together keep at most a quarter of them */
     int upload_keepalive = c->upload_connections / (4 * (c->workers > 0 ? c->workers : 1));
@@ -176,7 +178,7 @@ static int write_conf(const berth_edge_conf_t *c, const char *path, int fast_blo
             "  uwsgi_temp_path %s/uwsgi; scgi_temp_path %s/scgi;\n"
             "  client_max_body_size 8m; client_body_buffer_size 1m;\n"
             "  proxy_http_version 1.1;\n"
-            "  " BERTH_EDGE_PROXY_HEADERS "\n"
+            "  " BERTH_EDGE_PROXY_HEADERS " proxy_set_header " BERTH_EDGE_TRUST_HEADER " %s;\n"
             "  proxy_buffer_size 64k; proxy_buffers 8 64k;\n"
             /* the hash of the proxy_set_header lines plus nginx's hidden headers: its 64-byte default buckets are
              * too small for them, and nginx warned about it at every start */
@@ -189,8 +191,9 @@ static int write_conf(const berth_edge_conf_t *c, const char *path, int fast_blo
             /* idle upstream connections close before the upload listener's own timeout cuts them under nginx */
             "  upstream berth_upload { server 127.0.0.1:%d max_conns=%d; keepalive %d; keepalive_timeout %ds; }\n",
             geteuid() == 0 ? "user root;\n" : "", c->workers, c->run_dir, c->limits->worker_nofile, c->limits->worker_connections,
-            c->run_dir, c->run_dir, c->run_dir, c->run_dir, c->run_dir, c->api_port, c->limits->upstream_max_conns,
-            BERTH_EDGE_UPSTREAM_IDLE, c->upload_port, c->limits->upstream_max_conns, upload_keepalive, c->upload_idle_timeout);
+            c->run_dir, c->run_dir, c->run_dir, c->run_dir, c->run_dir, berth_edge_trust_secret(), c->api_port,
+            c->limits->upstream_max_conns, BERTH_EDGE_UPSTREAM_IDLE, c->upload_port, c->limits->upstream_max_conns,
+            upload_keepalive, c->upload_idle_timeout);
     if (fast_blobs)
         berth_edge_decisions_http(f);
     if (blob_cache_on(c))

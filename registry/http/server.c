@@ -25,6 +25,7 @@
 #include "registry/api/api.h"
 #include "registry/http/access_log.h"
 #include "registry/http/edge_blobs.h"
+#include "registry/http/edge_trust.h"
 #include "registry/http/limits.h"
 #include "registry/http/metrics.h"
 #include "registry/service/isa.h"
@@ -116,12 +117,25 @@ static const char *reason(int status)
     }
 }
 
+/* A header only the edge may set (edge_trust.h): its value, or NULL (*len 0) when absent or not from the edge */
+static const char *edge_header(h2o_req_t *req, const char *name, size_t nlen, size_t *len)
+{
+    ssize_t t = h2o_find_header_by_str(&req->headers, H2O_STRLIT("x-berth-edge"), -1);
+    ssize_t i = -1;
+    *len = 0;
+    if (t < 0 || !berth_edge_trusted(req->headers.entries[t].value.base, req->headers.entries[t].value.len) ||
+        (i = h2o_find_header_by_str(&req->headers, name, nlen, -1)) < 0)
+        return NULL;
+    *len = req->headers.entries[i].value.len;
+    return req->headers.entries[i].value.base;
+}
+
 static void send_resp(h2o_req_t *req, berth_resp_t *resp, berth_route_kind_t route, const struct timespec *t0)
 {
     if (resp->status == 401) { /* the edge says how the client came: X-Forwarded-Proto, and its Host */
-        ssize_t pi = h2o_find_header_by_str(&req->headers, H2O_STRLIT("x-forwarded-proto"), -1);
-        berth_realm_for_client(resp, pi >= 0 ? req->headers.entries[pi].value.base : NULL,
-                               pi >= 0 ? req->headers.entries[pi].value.len : 0, req->authority.base, req->authority.len);
+        size_t plen;
+        const char *proto = edge_header(req, H2O_STRLIT("x-forwarded-proto"), &plen);
+        berth_realm_for_client(resp, proto, plen, req->authority.base, req->authority.len);
     }
     req->res.status = resp->status;
     req->res.reason = reason(resp->status);
@@ -143,10 +157,11 @@ static void send_resp(h2o_req_t *req, berth_resp_t *resp, berth_route_kind_t rou
     char *path = h2o_mem_alloc_pool(&req->pool, plen + 1);
     memcpy(path, req->path.base, plen);
     path[plen] = '\0';
-    ssize_t xri = h2o_find_header_by_str(&req->headers, H2O_STRLIT("x-real-ip"), -1);
+    size_t rlen;
+    const char *xri = edge_header(req, H2O_STRLIT("x-real-ip"), &rlen);
     char remote[64] = "-";
-    if (xri >= 0)
-        snprintf(remote, sizeof(remote), "%.*s", (int)req->headers.entries[xri].value.len, req->headers.entries[xri].value.base);
+    if (xri != NULL)
+        snprintf(remote, sizeof(remote), "%.*s", (int)rlen, xri);
     int is_head = strcmp(method, "HEAD") == 0;
     berth_metrics_request(route, method, resp->status, req->entity.len, is_head ? 0 : resp->len);
     berth_access_log(remote, method, path, resp->status, req->entity.len, is_head ? 0 : resp->len, ms_since(t0),
@@ -463,10 +478,10 @@ static void send_err(h2o_req_t *req, const berth_err_t *err, berth_route_kind_t 
 static job_t *job_new(h2o_req_t *req)
 {
     job_t *j = calloc(1, sizeof(*j));
-    ssize_t xri = h2o_find_header_by_str(&req->headers, H2O_STRLIT("x-real-ip"), -1);
-    if (xri >= 0)
-        snprintf(j->remote, sizeof(j->remote), "%.*s", (int)req->headers.entries[xri].value.len,
-                 req->headers.entries[xri].value.base);
+    size_t rlen;
+    const char *xri = edge_header(req, H2O_STRLIT("x-real-ip"), &rlen);
+    if (xri != NULL)
+        snprintf(j->remote, sizeof(j->remote), "%.*s", (int)rlen, xri);
     snprintf(j->method, sizeof(j->method), "%.*s", (int)req->method.len, req->method.base);
     return j;
 }
@@ -545,9 +560,9 @@ static int serve_rest(loop_thread_t *lt, h2o_req_t *req, int is_token)
         j->origin = header_dup_str(req, H2O_STRLIT("origin"));
         j->fetch_site = header_dup_str(req, H2O_STRLIT("sec-fetch-site"));
         j->host = req->authority.base != NULL ? strndup(req->authority.base, req->authority.len) : NULL;
-        ssize_t pi = h2o_find_header_by_str(&req->headers, H2O_STRLIT("x-forwarded-proto"), -1);
-        int secure =
-            pi >= 0 && req->headers.entries[pi].value.len == 5 && memcmp(req->headers.entries[pi].value.base, "https", 5) == 0;
+        size_t prlen;
+        const char *proto = edge_header(req, H2O_STRLIT("x-forwarded-proto"), &prlen);
+        int secure = proto != NULL && prlen == 5 && memcmp(proto, "https", 5) == 0;
         ssize_t ri = h2o_find_header_by_str(&req->headers, H2O_STRLIT("x-is-resource-name"), -1);
         int resource_name =
             ri >= 0 && req->headers.entries[ri].value.len == 4 && strncasecmp(req->headers.entries[ri].value.base, "true", 4) == 0;

@@ -12,6 +12,7 @@
 #include "auth/realm.h"
 #include "core/log.h"
 #include "registry/http/access_log.h"
+#include "registry/http/edge_trust.h"
 #include "registry/http/limits.h"
 #include "registry/http/metrics.h"
 #include "registry/service/upload.h"
@@ -30,11 +31,23 @@ typedef struct {
     int answered;
 } conn_state_t;
 
+/* A header only the edge may set (edge_trust.h), or NULL when absent or not from the edge */
+static const char *edge_header(struct MHD_Connection *conn, const char *name)
+{
+    const char *t = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, BERTH_EDGE_TRUST_HEADER);
+    return berth_edge_trusted(t, t != NULL ? strlen(t) : 0) ? MHD_lookup_connection_value(conn, MHD_HEADER_KIND, name) : NULL;
+}
+
+static const char *edge_real_ip(struct MHD_Connection *conn)
+{
+    return edge_header(conn, "X-Real-IP");
+}
+
 static enum MHD_Result send_resp(struct MHD_Connection *conn, conn_state_t *st, const char *method, const char *url,
                                  berth_resp_t *resp)
 {
     if (resp->status == 401) {
-        const char *proto = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Forwarded-Proto");
+        const char *proto = edge_header(conn, "X-Forwarded-Proto");
         const char *host = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
         berth_realm_for_client(resp, proto, proto != NULL ? strlen(proto) : 0, host, host != NULL ? strlen(host) : 0);
     }
@@ -50,7 +63,7 @@ static enum MHD_Result send_resp(struct MHD_Connection *conn, conn_state_t *st, 
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);
     double ms = (double)(now.tv_sec - st->start.tv_sec) * 1e3 + (double)(now.tv_nsec - st->start.tv_nsec) / 1e6;
-    const char *remote = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Real-IP");
+    const char *remote = edge_real_ip(conn);
     berth_metrics_request(BERTH_ROUTE_UPLOAD, method, resp->status, st->bytes_in, resp->len);
     berth_access_log(remote, method, url, resp->status, st->bytes_in, resp->len, ms, "upload");
     berth_resp_dispose(resp);
@@ -100,7 +113,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
             .content_length = cl != NULL ? strtoll(cl, NULL, 10) : -1,
             .authorization = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION),
             .content_encoding = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_ENCODING),
-            .remote = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Real-IP"),
+            .remote = edge_real_ip(conn),
         };
         st->upload = berth_upload_begin(s->reg, &rq, &resp);
         if (st->upload == NULL)

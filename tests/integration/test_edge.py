@@ -426,6 +426,64 @@ def walk_made_before(where, t0_ns):
     return len(seen), oldest
 
 
+class EdgeTrust(BerthTestCase):
+    """berthd's internal listeners are loopback ports any local process can reach. Only the edge may say who the
+    client is (X-Real-IP: log-in back-off, upload limits per address, audit and access logs) and how it came
+    (X-Forwarded-Proto: the 401 realm): it adds a secret drawn at every start, and a request without it is taken
+    as the local caller it is."""
+
+    def conf(self):
+        path = os.path.join(self.b.dir, "run", "nginx.conf")
+        self.assertEqual(os.stat(path).st_mode & 0o777, 0o600, "nginx.conf holds the secret")
+        with open(path) as f:
+            text = f.read()
+        api = int(re.search(r"upstream berth_api \{ server 127\.0\.0\.1:(\d+)", text).group(1))
+        upload = int(re.search(r"upstream berth_upload \{ server 127\.0\.0\.1:(\d+)", text).group(1))
+        return api, upload, re.search(r"proxy_set_header X-Berth-Edge ([0-9a-f]{32});", text).group(1)
+
+    def logged_remote(self, path):
+        def find():
+            with open(os.path.join(self.b.dir, "access.log")) as f:
+                return [json.loads(l)["remote"] for l in f if json.loads(l)["path"] == path]
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            found = find()
+            if found:
+                return found[-1]
+            time.sleep(0.1)
+        self.fail("no access log line for " + path)
+
+    def direct(self, port, method, path, headers):
+        req = "%s %s HTTP/1.1\r\nHost: %s\r\n%sContent-Length: 0\r\nConnection: close\r\n\r\n" % (
+            method, path, self.b.host, "".join("%s: %s\r\n" % kv for kv in headers.items()))
+        return raw_exchange("127.0.0.1", port, req.encode(), timeout=10)
+
+    def test_only_the_edge_says_who_the_client_is(self):
+        api, upload, secret = self.conf()
+        bad = "Basic " + base64.b64encode(b"admin:wrong-password").decode()
+        spoof = {"X-Real-IP": "203.0.113.9", "X-Forwarded-Proto": "https", "Authorization": bad}
+        # a local process straight to the API listener: its X-Real-IP and X-Forwarded-Proto are not believed
+        out = self.direct(api, "GET", "/v2/trusta/x/tags/list", spoof)
+        self.assertIn(b" 401 ", out.split(b"\r\n", 1)[0])
+        self.assertNotIn(b'realm="https://', out, "the realm followed a local caller's X-Forwarded-Proto")
+        self.assertNotEqual(self.logged_remote("/v2/trusta/x/tags/list"), "203.0.113.9")
+        # a guessed secret is not the secret
+        self.direct(api, "GET", "/v2/trustb/x/tags/list", dict(spoof, **{"X-Berth-Edge": "0" * 32}))
+        self.assertNotEqual(self.logged_remote("/v2/trustb/x/tags/list"), "203.0.113.9")
+        # the same to the upload listener
+        self.direct(upload, "POST", "/v2/trustc/x/blobs/uploads/", spoof)
+        self.assertNotEqual(self.logged_remote("/v2/trustc/x/blobs/uploads/"), "203.0.113.9")
+        # with the edge's secret (what nginx sends) the address is believed: the mechanism, not a blanket refusal
+        out = self.direct(api, "GET", "/v2/trustd/x/tags/list", dict(spoof, **{"X-Berth-Edge": secret}))
+        self.assertIn(b'realm="https://', out)
+        self.assertEqual(self.logged_remote("/v2/trustd/x/tags/list"), "203.0.113.9")
+        # through the edge a client's own X-Real-IP and X-Berth-Edge are replaced by the edge's
+        st, _, _ = self.b.request("GET", "/v2/truste/x/tags/list",
+                                  headers={"X-Real-IP": "203.0.113.9", "X-Berth-Edge": secret}, auth=None)
+        self.assertEqual(st, 401)
+        self.assertEqual(self.logged_remote("/v2/truste/x/tags/list"), "127.0.0.1")
+
+
 class AFloodOfCredentials(BerthTestCase):
     """A caller with pull rights who mints many tokens and cycles them (every token is a distinct name) against
     deep repositories: the kept decisions stay within edge.decision_inodes, links die on time, and a revocation is

@@ -249,6 +249,27 @@ class BadInput(BerthTestCase):
         st, _, body = self.b.request("GET", "/v2/fuzz/app/tags/list?n=x")
         self.assertEqual(st, 400, body)
 
+    def test_long_names_are_refused_not_cut(self):
+        """A name longer than the 255 bytes a handler holds was cut there, which could split a UTF-8 character:
+        PostgreSQL refused the result and the client got 500 (BERTH_TEST_SEED=149205649 found it on PUT
+        /usergroups/{id}). Each such value is now refused with 400, and one that fits still works."""
+        long_name, fits = "\u00e9" * 128, "\u00e9" * 127  # 256 and 254 bytes
+        quote = urllib.parse.quote
+        for method, path, body in (
+                ("PUT", "/api/v2.0/usergroups/424242", {"group_name": long_name}),
+                ("GET", "/api/v2.0/usergroups?group_name=" + quote(long_name), None),
+                ("GET", "/api/v2.0/usergroups/search?groupname=" + quote(long_name), None),
+                ("GET", "/api/v2.0/users?username=" + quote(long_name), None),
+                ("GET", "/api/v2.0/users/search?username=" + quote(long_name), None),
+                ("GET", "/api/v2.0/projects/fuzz/members?entityname=" + quote(long_name), None)):
+            st, _, out = self.b.request(method, path, json.dumps(body).encode() if body else None,
+                                        {"Content-Type": "application/json"})
+            self.assertEqual(st, 400, (method, path, out))
+            self.assertIn("longer than 255 bytes", json.loads(out)["errors"][0]["message"])
+        self.assertEqual(self.b.request("PUT", "/api/v2.0/usergroups/424242", json.dumps({"group_name": fits}).encode(),
+                                        {"Content-Type": "application/json"})[0], 404)
+        self.assertEqual(self.b.request("GET", "/api/v2.0/users?username=" + quote(fits))[0], 200)
+
 
 if __name__ == "__main__":
     main()
