@@ -429,7 +429,10 @@ class Api(BerthTestCase):
         self.assertEqual(st, 401)
         self.assertEqual(self.api("DELETE", "/robots/%d" % rid, auth=basic("padmin"))[0], 200)
         self.assertEqual(self.api("GET", "/robots/%d" % rid)[0], 404)
-        ops = [(e["operation"], e["resource_type"]) for e in self.audit("/projects/team/logs?page_size=100&q=resource_type%3Drobot")]
+        want = {("create", "robot"), ("refresh_secret", "robot"), ("update", "robot"), ("delete", "robot")}
+        rows = self.audit("/projects/team/logs?page_size=100&q=resource_type%3Drobot",  # written asynchronously
+                          want=lambda rows: want <= {(e["operation"], e["resource_type"]) for e in rows})
+        ops = [(e["operation"], e["resource_type"]) for e in rows]
         for op in ("create", "refresh_secret", "update", "delete"):
             self.assertIn((op, "robot"), ops)
         self.assertNotIn(secret, self.b.logs())
