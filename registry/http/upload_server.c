@@ -115,6 +115,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
             .content_encoding = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_ENCODING),
             .remote = edge_real_ip(conn),
         };
+        rq.body = rq.content_length > 0 ||
+                  (rq.content_length < 0 &&
+                   MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING) != NULL);
         st->upload = berth_upload_begin(s->reg, &rq, &resp);
         if (st->upload == NULL)
             return send_resp(conn, st, method, url, &resp); /* MHD then skips the body */

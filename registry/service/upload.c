@@ -39,6 +39,8 @@ struct st_berth_upload_t {
     berth_err_t err;    /* first failure */
     int limited;        /* holds a slot of upload_limits.c for principal and address */
     berth_dbconn_t *lc; /* drivers whose session state the row keeps (s3): a transaction holding the row locked */
+    int refused;        /* the answer is `refusal`, given once the body has been read and dropped */
+    berth_resp_t refusal;
     char principal[BERTH_GATE_WHO_MAX], address[64];
 };
 
@@ -294,6 +296,22 @@ static int try_mount(berth_registry_t *reg, berth_dbconn_t *c, const berth_uploa
     return 0;
 }
 
+/* A request's state, holding an upload slot already taken for `who` and rq->remote. */
+static berth_upload_t *alloc_state(berth_registry_t *reg, op_t op, const berth_upload_req_t *rq, const char *id, const char *who)
+{
+    berth_upload_t *u = calloc(1, sizeof(*u));
+    u->limited = 1;
+    snprintf(u->principal, sizeof(u->principal), "%s", who);
+    snprintf(u->address, sizeof(u->address), "%s", rq->remote != NULL ? rq->remote : "");
+    u->reg = reg;
+    u->op = op;
+    u->expect = rq->content_length;
+    snprintf(u->repo, sizeof(u->repo), "%s", rq->route->name);
+    snprintf(u->id, sizeof(u->id), "%s", id);
+    __atomic_add_fetch(&active, 1, __ATOMIC_RELAXED);
+    return u;
+}
+
 /*
  * State for a request that streams a body, or NULL with err set (429 + Retry-After) when its caller already
  * streams its share: checked before the first body byte, so a refused caller holds no listener thread.
@@ -308,16 +326,27 @@ static berth_upload_t *new_state(berth_registry_t *reg, op_t op, const berth_upl
         berth_err_set(err, BERTH_OCI_TOOMANYREQUESTS, "too many concurrent uploads; retry later");
         return NULL;
     }
-    berth_upload_t *u = calloc(1, sizeof(*u));
-    u->limited = 1;
-    snprintf(u->principal, sizeof(u->principal), "%s", who);
-    snprintf(u->address, sizeof(u->address), "%s", address);
-    u->reg = reg;
-    u->op = op;
-    u->expect = rq->content_length;
-    snprintf(u->repo, sizeof(u->repo), "%s", rq->route->name);
-    snprintf(u->id, sizeof(u->id), "%s", id);
-    __atomic_add_fetch(&active, 1, __ATOMIC_RELAXED);
+    return alloc_state(reg, op, rq, id, who);
+}
+
+/*
+ * `resp` refuses a request of a caller the gate let push: when a body follows, a state that reads and drops it and
+ * then gives that answer (see berth_upload_begin). It streams under an upload slot like any body: `held`'s, or one
+ * taken for `who`; without a slot (the caller is at its share), NULL, and the answer goes out at once.
+ */
+static berth_upload_t *refusal(berth_registry_t *reg, const berth_upload_req_t *rq, const char *who, berth_resp_t *resp,
+                               berth_upload_t *held)
+{
+    if (!rq->body)
+        return NULL;
+    if (held != NULL && held->limited)
+        held->limited = 0; /* the slot passes to the refusal */
+    else if (berth_upload_limits_acquire(who, rq->remote != NULL ? rq->remote : "") != 0)
+        return NULL;
+    berth_upload_t *u = alloc_state(reg, OP_PATCH, rq, rq->route->ref, who);
+    u->refused = 1;
+    u->refusal = *resp;
+    berth_resp_init(resp);
     return u;
 }
 
@@ -353,7 +382,7 @@ berth_upload_t *berth_upload_begin(berth_registry_t *reg, const berth_upload_req
     char who[BERTH_GATE_WHO_MAX] = "";
     if (berth_gate_check_all(reg->auth, rq->authorization, rq->authorization != NULL ? strlen(rq->authorization) : 0, need, nneed,
                              rq->remote, resp, who) != BERTH_GATE_ALLOW)
-        return NULL;
+        return NULL; /* at once: a caller who may not push here never holds a listener thread */
     berth_resp_init(resp);
     berth_dbconn_t *c = berth_db_acquire(reg->db, &err);
     if (c == NULL) {
@@ -510,14 +539,12 @@ Done:
     return u;
 Fail:
     berth_db_release(reg->db, c);
-    if (u != NULL) {
-        berth_upload_free(u);
-        u = NULL;
-    }
     berth_resp_error(resp, &err); /* keeps headers already set: a 416 carries Range */
     if (berth_err_status(err.oci) >= 500)
         berth_log_err("upload %s %s: %s", m, rq->route->name, err.msg);
-    return NULL;
+    berth_upload_t *r = refusal(reg, rq, who, resp, u);
+    berth_upload_free(u);
+    return r;
 }
 
 static void write_plain(berth_upload_t *u, const char *data, size_t len);
@@ -551,6 +578,8 @@ static void release(berth_upload_t *u)
 
 void berth_upload_write(berth_upload_t *u, const char *data, size_t len)
 {
+    if (u->refused)
+        return;
     if (u->err.code != 0 || u->zstd == NULL)
         return write_plain(u, data, len);
     ZSTD_inBuffer in = {.src = data, .size = len, .pos = 0};
@@ -654,6 +683,12 @@ void berth_upload_finish(berth_upload_t *u, berth_resp_t *resp)
     berth_resp_init(resp);
     u->finished = 1;
     __atomic_sub_fetch(&active, 1, __ATOMIC_RELAXED); /* the body is complete: no longer streaming */
+    if (u->refused) {
+        berth_resp_dispose(resp);
+        *resp = u->refusal;
+        u->refused = 0;
+        return;
+    }
     if (u->err.code == 0 && u->zstd != NULL && !u->zdone && u->written > 0)
         berth_err_set(&u->err, BERTH_OCI_BLOB_UPLOAD_INVALID, "zstd body ends inside a frame");
     if (u->err.code == 0 && u->expect >= 0 && u->written != u->expect)
@@ -730,6 +765,8 @@ void berth_upload_free(berth_upload_t *u)
         drop_bytes(u);
     if (!u->finished)
         __atomic_sub_fetch(&active, 1, __ATOMIC_RELAXED);
+    if (u->refused)
+        berth_resp_dispose(&u->refusal);
     if (u->limited)
         berth_upload_limits_release(u->principal, u->address);
     free(u);

@@ -23,11 +23,17 @@ typedef struct st_berth_upload_req_t {
     const char *authorization;    /* header value or NULL */
     const char *content_encoding; /* "zstd": the body is compressed; ranges and digests are of the decoded bytes */
     const char *remote;           /* client address (the edge's X-Real-IP) or NULL: counted by upload_limits.c */
+    int body;                     /* a body follows (Content-Length > 0, or chunked) */
 } berth_upload_req_t;
 
 /**
  * Start handling a request. Returns an upload state that wants the body, or NULL when `resp` already holds the
  * complete answer (errors, mounts, status queries, session creation) and the body must not be read.
+ * A request the gate let through but refused with a body (an unknown or busy session, a bad range, a full disk)
+ * is a state too, while the caller's upload share has room: its body is read and dropped and berth_upload_finish
+ * gives the refusal. Answered before the body and closed, the connection is reset under the edge, which is still
+ * sending, and nginx answers 502 (our 503) in its place. The gate's own refusals (401, 403) still go at once: a
+ * caller who may not push holds no listener thread, and a big body may then be told 503.
  */
 berth_upload_t *berth_upload_begin(berth_registry_t *reg, const berth_upload_req_t *req, berth_resp_t *resp);
 /** Feed body bytes. Errors are remembered and reported by finish; the rest of the body is then discarded. */

@@ -184,6 +184,95 @@ class PoolShare(BerthTestCase):
             b.cleanup()
 
 
+class RefusedBodies(BerthTestCase):
+    """A request refused before its body is read still gets its own answer through the edge.
+
+    Answered first and closed, the connection was reset while nginx was still sending the body, and nginx answered
+    503 in the refusal's place: 17 of 20 PATCHes of 40 MiB to a session another request was writing got 503
+    instead of 416 (seen in CI as test_multi's test_second_writer_gets_416). The body is now read and dropped
+    first, under the caller's upload share. The gate's refusals (401, 403) still go at once: a caller who may not
+    push holds no listener thread."""
+    START = False
+
+    def setUp(self):
+        self.b = Berthd(env={"BERTH_UPLOAD_MAX_PER_PRINCIPAL": "3", "BERTH_UPLOAD_MAX_PER_ADDRESS": "8"}).start()
+        setup_users(self.b, ["dev", "other"])
+        self.held = []
+
+    def tearDown(self):
+        for s in self.held:
+            s.close()
+        self.b.cleanup()
+
+    def test_a_refused_big_body_gets_the_refusal_not_503(self):
+        b = self.b
+        body = os.urandom(24 * 2 ** 20)
+        st, h, _ = b.request("POST", "/v2/up/race/blobs/uploads/", auth=basic("dev"))
+        loc = h["location"]
+        writer = SlowUpload.__new__(SlowUpload)  # a PATCH in progress: the session is being written
+        writer.sock = socket.create_connection((b.ip, b.port), timeout=30)
+        writer.sock.sendall(("PATCH %s HTTP/1.1\r\nHost: x\r\nAuthorization: %s\r\nContent-Length: 1000\r\n\r\n" %
+                             (loc, basic("dev"))).encode() + b"0123456789")
+        self.held.append(writer)
+        time.sleep(0.5)
+        rng = {"Content-Range": "0-%d" % (len(body) - 1), "Content-Type": "application/octet-stream"}
+        cases = [  # (what, path, auth, expected status, expected code)
+            ("a session another request writes", loc, basic("dev"), 416, "BLOB_UPLOAD_INVALID"),
+            ("an unknown session", "/v2/up/race/blobs/uploads/0b1b3ab0-0000-4000-8000-000000000000", basic("dev"), 404,
+             "BLOB_UPLOAD_UNKNOWN"),
+        ]
+        for what, path, auth, want, code in cases:
+            got = []
+            for _ in range(4):
+                st, _, raw = b.request("PATCH", path, body, rng, auth=auth)
+                got.append((st, json.loads(raw)["errors"][0]["code"] if raw.startswith(b"{") else raw[:60]))
+            self.assertEqual(got, [(want, code)] * 4, what)
+        self.assertEqual(finish_writer(writer), 202, "the writer's own PATCH is unharmed")
+
+    def test_refused_bodies_stream_under_the_callers_share(self):
+        """A refused body holds a listener thread while it is read, so it counts like any body: a caller whose
+        share is full is answered at once, and others still push."""
+        b = self.b
+        unknown = "/v2/up/x/blobs/uploads/0b1b3ab0-0000-4000-8000-00000000000%d"
+        for i in range(3):
+            s = SlowUpload.__new__(SlowUpload)
+            s.sock = socket.create_connection((b.ip, b.port), timeout=30)
+            s.sock.sendall(("PATCH %s HTTP/1.1\r\nHost: x\r\nAuthorization: %s\r\nContent-Length: 1000000\r\n\r\n" %
+                            (unknown % i, basic("dev"))).encode() + b"0123456789")
+            self.held.append(s)
+            self.assertIsNone(s.answer(1.0), "refused body %d answered before it was read" % i)
+        self.assertEqual(streams(b), 3)
+        s = SlowUpload.__new__(SlowUpload)
+        s.sock = socket.create_connection((b.ip, b.port), timeout=30)
+        s.sock.sendall(("PATCH %s HTTP/1.1\r\nHost: x\r\nAuthorization: %s\r\nContent-Length: 1000000\r\n\r\n" %
+                        (unknown % 9, basic("dev"))).encode() + b"0123456789")
+        self.held.append(s)
+        a = s.answer(5.0)
+        self.assertIsNotNone(a, "a fourth refused body of a caller at its share was read instead of answered")
+        self.assertEqual(a[0], 404)
+        anon = socket.create_connection((b.ip, b.port), timeout=30)  # may not push: answered at once, holds nothing
+        anon.sendall(("PATCH %s HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000\r\n\r\n" % (unknown % 8)).encode() + b"01234")
+        anon.settimeout(5.0)
+        self.assertTrue(anon.recv(65536).startswith(b"HTTP/1.1 401 "), "an anonymous PATCH was not refused at once")
+        anon.close()
+        self.assertEqual(streams(b), 3)
+        st, body = push_small_image(b, "other", "up/other")
+        self.assertEqual(st, 201, body)
+        for s in self.held:
+            s.close()
+        self.held = []
+        deadline = time.time() + 10
+        while time.time() < deadline and streams(b) != 0:
+            time.sleep(0.1)
+        self.assertEqual(streams(b), 0, "a refused body that went away still holds its slot")
+
+
+def finish_writer(s):
+    s.sock.sendall(b"x" * 990)
+    a = s.answer(30)
+    return a[0] if a else None
+
+
 class IdleBodies(BerthTestCase):
     START = False
 
