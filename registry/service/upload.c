@@ -501,8 +501,9 @@ berth_upload_t *berth_upload_begin(berth_registry_t *reg, const berth_upload_req
         if ((rc = lock_open(u, c, resp, &err)) != 0)
             goto Fail;
     } else if ((rc = berth_store_upload_open(reg->store, id, 0, &u->w, &u->offset, &err)) != 0) {
+        int64_t size; /* another request writes: what the file holds now, as a GET says (was 0-0, outside review) */
         if (rc == BERTH_ECONFLICT)
-            session_headers(resp, rq->route->name, id, 0);
+            session_headers(resp, rq->route->name, id, berth_store_upload_size(reg->store, id, &size) == 0 ? size : 0);
         goto Fail;
     }
     int zstd = rq->content_encoding != NULL && strcmp(rq->content_encoding, "zstd") == 0;
@@ -542,7 +543,9 @@ Fail:
     berth_resp_error(resp, &err); /* keeps headers already set: a 416 carries Range */
     if (berth_err_status(err.oci) >= 500)
         berth_log_err("upload %s %s: %s", m, rq->route->name, err.msg);
-    berth_upload_t *r = refusal(reg, rq, who, resp, u);
+    /* a caller at its share is told at once (the edge may say 503 in the 429's place for a big body: both mean
+     * retry later); it would otherwise hold yet another thread */
+    berth_upload_t *r = err.oci == BERTH_OCI_TOOMANYREQUESTS ? NULL : refusal(reg, rq, who, resp, u);
     berth_upload_free(u);
     return r;
 }

@@ -32,8 +32,9 @@ typedef struct st_berth_upload_req_t {
  * A request the gate let through but refused with a body (an unknown or busy session, a bad range, a full disk)
  * is a state too, while the caller's upload share has room: its body is read and dropped and berth_upload_finish
  * gives the refusal. Answered before the body and closed, the connection is reset under the edge, which is still
- * sending, and nginx answers 502 (our 503) in its place. The gate's own refusals (401, 403) still go at once: a
- * caller who may not push holds no listener thread, and a big body may then be told 503.
+ * sending, and nginx answers 502 (our 503) in its place. The gate's own refusals (401, 403) and a caller at its
+ * share (429, or any refusal with no slot left) still go at once, holding no listener thread: past what the
+ * kernel's socket buffers take in, the edge may then say 503 (Retry-After) in their place.
  */
 berth_upload_t *berth_upload_begin(berth_registry_t *reg, const berth_upload_req_t *req, berth_resp_t *resp);
 /** Feed body bytes. Errors are remembered and reported by finish; the rest of the body is then discarded. */

@@ -209,13 +209,19 @@ class RefusedBodies(BerthTestCase):
         body = os.urandom(24 * 2 ** 20)
         st, h, _ = b.request("POST", "/v2/up/race/blobs/uploads/", auth=basic("dev"))
         loc = h["location"]
+        st, h, _ = b.request("PATCH", loc, b"a" * 1000, {"Content-Range": "0-999"}, auth=basic("dev"))
+        self.assertEqual((st, h.get("range")), (202, "0-999"))
         writer = SlowUpload.__new__(SlowUpload)  # a PATCH in progress: the session is being written
         writer.sock = socket.create_connection((b.ip, b.port), timeout=30)
-        writer.sock.sendall(("PATCH %s HTTP/1.1\r\nHost: x\r\nAuthorization: %s\r\nContent-Length: 1000\r\n\r\n" %
-                             (loc, basic("dev"))).encode() + b"0123456789")
+        writer.sock.sendall(("PATCH %s HTTP/1.1\r\nHost: x\r\nAuthorization: %s\r\nContent-Range: 1000-1999\r\n"
+                             "Content-Length: 1000\r\n\r\n" % (loc, basic("dev"))).encode() + b"0123456789")
         self.held.append(writer)
         time.sleep(0.5)
-        rng = {"Content-Range": "0-%d" % (len(body) - 1), "Content-Type": "application/octet-stream"}
+        st, h, raw = b.request("PATCH", loc, b"b" * 100, {"Content-Range": "1000-1099"}, auth=basic("dev"))
+        self.assertEqual(st, 416, raw)
+        end = int(h["range"].split("-")[1])  # what the file holds: the 1,000 bytes, and maybe the writer's first 10
+        self.assertTrue(999 <= end <= 1009, "a busy session's 416 says Range %s (it was 0-0)" % h["range"])
+        rng = {"Content-Range": "1000-%d" % (1000 + len(body) - 1), "Content-Type": "application/octet-stream"}
         cases = [  # (what, path, auth, expected status, expected code)
             ("a session another request writes", loc, basic("dev"), 416, "BLOB_UPLOAD_INVALID"),
             ("an unknown session", "/v2/up/race/blobs/uploads/0b1b3ab0-0000-4000-8000-000000000000", basic("dev"), 404,
