@@ -26,6 +26,7 @@
 #include "registry/http/edge_ui.h"
 #include "registry/http/limits.h"
 #include "registry/http/listen_check.h"
+#include "registry/http/memory.h"
 #include "registry/http/server.h"
 #include "registry/http/upload_server.h"
 #include "registry/http/worker.h"
@@ -394,7 +395,7 @@ Out:
 
 /* What serve() has started, so a failure part-way and the normal drain stop exactly that, in reverse order */
 typedef struct {
-    int audit, isa_scan, replication, proxy, gc, retention, sqfs, webhooks;
+    int audit, isa_scan, replication, proxy, gc, retention, sqfs, webhooks, trim;
     berth_db_listener_t *listener;
     berth_workers_t *workers, *auth_workers;
     berth_janitor_t *janitor;
@@ -413,6 +414,8 @@ static void stop_started(started_t *st)
     if (st->proxy) /* before the workers: a fetch that ends hands its requests back to them */
         berth_proxy_stop();
     berth_janitor_stop(st->janitor);
+    if (st->trim)
+        berth_memory_trim_stop();
     if (st->gc)
         berth_gc_stop();
     if (st->retention) /* before replication: its deletions emit events that replication reacts to */
@@ -573,6 +576,11 @@ static int serve(berth_config_t *cfgp, berth_db_t *db, berth_store_t *store, ber
     if ((st.janitor = berth_janitor_start(&reg, cfg.upload_purge_interval, cfg.upload_max_age, kept ? forget_gone_slices : NULL,
                                           blobcache)) == NULL) {
         failed = "the upload janitor";
+        goto Fail;
+    }
+    st.trim = berth_memory_trim_start(10000) == 0; /* registry/http/memory.h */
+    if (!st.trim) {
+        failed = "the memory trimming thread";
         goto Fail;
     }
     berth_gc_conf_t gc_conf = {.database_url = cfg.database_url,

@@ -18,6 +18,7 @@
 #include "registry/http/edge_blobs.h"
 #include "registry/http/edge_trust.h"
 #include "registry/http/edge_ui.h"
+#include "registry/http/memory.h"
 
 #define OCI_413 "{\"errors\":[{\"code\":\"SIZE_INVALID\",\"message\":\"request body too large\",\"detail\":{}}]}"
 #define OCI_404 "{\"errors\":[{\"code\":\"BLOB_UNKNOWN\",\"message\":\"blob unknown to registry\",\"detail\":{}}]}"
@@ -277,6 +278,7 @@ pid_t berth_edge_start(const berth_edge_conf_t *c)
         berth_log_err("cannot write %s", path);
         return -1;
     }
+    char *const *env = berth_memory_edge_env(); /* built before fork: the child only execs */
     pid_t pid = fork();
     if (pid == 0) {
         sigset_t all;
@@ -286,7 +288,7 @@ pid_t berth_edge_start(const berth_edge_conf_t *c)
         prctl(PR_SET_PDEATHSIG, SIGTERM);
         if (getppid() == 1)
             _exit(1);
-        execl(c->nginx, "nginx", "-q", "-p", c->run_dir, "-c", path, (char *)NULL);
+        execle(c->nginx, "nginx", "-q", "-p", c->run_dir, "-c", path, (char *)NULL, env);
         fprintf(stderr, "berthd: cannot run %s: %s\n", c->nginx, strerror(errno));
         _exit(127);
     }

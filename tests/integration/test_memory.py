@@ -1,6 +1,6 @@
 """Memory under a burst of pulls: what berthd and its nginx edge hold grows by a bounded amount per client while
 many clients pull at once, does not grow again with each further burst (what one burst allocated is reused),
-and what stays after it is bounded."""
+and goes back to the kernel after it."""
 import os
 import re
 import resource
@@ -185,10 +185,15 @@ class PullBurst(unittest.TestCase):
             self.assertEqual(burst(b, CLIENTS, manifest), {200: CLIENTS})
             peaks.append(tree_rss_kib(b.proc.pid))
         peak = max(peaks)
-        time.sleep(3)
-        idle = tree_rss_kib(b.proc.pid)
-        print("\n# MEMORY %d clients x3: RSS of berthd + edge %.1f MiB before, %.1f MiB peak, %.1f MiB idle after"
-              % (CLIENTS, base / 1024, peak / 1024, idle / 1024))
+        # what the bursts freed goes back to the kernel: the edge's workers free into a heap whose top shrinks as
+        # their last upstream connections close (5 s idle), berthd trims its arenas every 10 s (registry/http/
+        # memory.h); before, both kept all of it for good (+7.6 MiB here at 1,000 clients, +80 at 10,000)
+        t0, idle = time.monotonic(), tree_rss_kib(b.proc.pid)
+        while idle - base > 3 * 1024 and time.monotonic() - t0 < 15:
+            time.sleep(0.5)
+            idle = tree_rss_kib(b.proc.pid)
+        print("\n# MEMORY %d clients x3: RSS of berthd + edge %.1f MiB before, %.1f MiB peak, %.1f MiB idle %.1f s after"
+              % (CLIENTS, base / 1024, peak / 1024, idle / 1024, time.monotonic() - t0))
         # an idle berthd + edge: nginx touches every connection slot of every worker at start (~450 bytes each),
         # so slots are sized from the descriptor limit, not a multiple of it (was 2x: 17 MiB per worker at 20,000)
         workers = os.cpu_count() or 1
@@ -196,7 +201,7 @@ class PullBurst(unittest.TestCase):
             self.assertLess(base, (45 + 12 * workers) * 1024, "idle RSS %.1f MiB with %d edge workers" % (base / 1024, workers))
         per_client_kib = (peak - base) / CLIENTS
         self.assertLess(per_client_kib, 24, "each client of a burst costs %.1f KiB" % per_client_kib)
-        self.assertLess(idle - base, 16 * 1024, "a burst left %.1f MiB behind" % ((idle - base) / 1024))
+        self.assertLess(idle - base, 3 * 1024, "15 s after the bursts, %.1f MiB they freed were still held" % ((idle - base) / 1024))
         # a leak grows the peak burst after burst; a one-off step (a thread's malloc arena, a page of a pool touched
         # for the first time) does not repeat: the fresh-clone CI saw +0.4 then +4.0 MiB once, and +0.0 in reruns
         grew = [peaks[1] - peaks[0], peaks[2] - peaks[1]]
