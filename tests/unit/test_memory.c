@@ -62,6 +62,7 @@ static const char *tunable(const char *all, const char *name)
     return v;
 }
 
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
 static long rss_kib(void)
 {
     FILE *f = fopen("/proc/self/status", "r");
@@ -76,6 +77,7 @@ static long rss_kib(void)
         fclose(f);
     return kib;
 }
+#endif
 
 int main(void)
 {
