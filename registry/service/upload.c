@@ -343,7 +343,7 @@ static berth_upload_t *refusal(berth_registry_t *reg, const berth_upload_req_t *
         held->limited = 0; /* the slot passes to the refusal */
     else if (berth_upload_limits_acquire(who, rq->remote != NULL ? rq->remote : "") != 0)
         return NULL;
-    berth_upload_t *u = alloc_state(reg, OP_PATCH, rq, rq->route->ref, who);
+    berth_upload_t *u = alloc_state(reg, OP_PATCH, rq, "", who); /* names no session: it only reads */
     u->refused = 1;
     u->refusal = *resp;
     berth_resp_init(resp);
