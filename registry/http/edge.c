@@ -180,6 +180,9 @@ static int write_conf(const berth_edge_conf_t *c, const char *path, int fast_blo
             "  client_max_body_size 8m; client_body_buffer_size 1m;\n"
             "  proxy_http_version 1.1;\n"
             "  " BERTH_EDGE_PROXY_HEADERS " proxy_set_header " BERTH_EDGE_TRUST_HEADER " %s;\n"
+            /* nginx answers Expect itself and does not pass it on: the upload listener needs to know whether a
+             * refused client waits for the answer before it sends its body (registry/service/upload.h) */
+            "  proxy_set_header X-Berth-Expect $http_expect;\n"
             "  proxy_buffer_size 64k; proxy_buffers 8 64k;\n"
             /* the hash of the proxy_set_header lines plus nginx's hidden headers: its 64-byte default buckets are
              * too small for them, and nginx warned about it at every start */

@@ -118,6 +118,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         rq.body = rq.content_length > 0 ||
                   (rq.content_length < 0 &&
                    MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING) != NULL);
+        /* a client that asked to continue waits for the answer before it sends a byte: it gets a refusal at once */
+        if (edge_header(conn, "X-Berth-Expect") != NULL ||
+            MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_EXPECT) != NULL)
+            rq.body = 0;
         st->upload = berth_upload_begin(s->reg, &rq, &resp);
         if (st->upload == NULL)
             return send_resp(conn, st, method, url, &resp); /* MHD then skips the body */

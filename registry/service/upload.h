@@ -23,7 +23,7 @@ typedef struct st_berth_upload_req_t {
     const char *authorization;    /* header value or NULL */
     const char *content_encoding; /* "zstd": the body is compressed; ranges and digests are of the decoded bytes */
     const char *remote;           /* client address (the edge's X-Real-IP) or NULL: counted by upload_limits.c */
-    int body;                     /* a body follows (Content-Length > 0, or chunked) */
+    int body;                     /* a body follows (Content-Length > 0, or chunked) without waiting for an answer (no Expect) */
 } berth_upload_req_t;
 
 /**
