@@ -20,20 +20,27 @@ char *const *berth_memory_edge_env(void)
     size_t n = 0;
     while (environ[n] != NULL)
         n++;
-    env = calloc(n + 2, sizeof(*env));
+    char **e = calloc(n + 2, sizeof(*e));
+    if (e == NULL)
+        return environ; /* nginx then runs with glibc's defaults: more memory kept after a burst, nothing else */
     size_t k = 0;
     const char *theirs = NULL;
     for (size_t i = 0; i < n; i++) {
         if (strncmp(environ[i], "GLIBC_TUNABLES=", 15) == 0)
             theirs = environ[i] + 15;
         else
-            env[k++] = environ[i];
+            e[k++] = environ[i];
     }
     size_t len = strlen("GLIBC_TUNABLES=" EDGE_TUNABLES) + (theirs != NULL ? strlen(theirs) + 2 : 1);
     char *t = malloc(len);
+    if (t == NULL) {
+        free(e);
+        return environ;
+    }
     snprintf(t, len, "GLIBC_TUNABLES=%s%s%s", EDGE_TUNABLES, theirs != NULL ? ":" : "", theirs != NULL ? theirs : "");
-    env[k++] = t;
-    env[k] = NULL;
+    e[k++] = t;
+    e[k] = NULL;
+    env = e;
     return env;
 }
 
