@@ -231,6 +231,27 @@ static void fail(berth_resp_t *resp, berth_err_t *err)
     berth_resp_error(resp, err);
 }
 
+/*
+ * A request of a session that ends in an error lets go of the session before the client can see the answer,
+ * or a client quick to send its next request finds the session busy (416). s3: the row lock is rolled back
+ * (the row stays as the last answer said) and the running hash, which counts bytes the row does not, goes too.
+ * File system: the file's lock goes with its descriptor; what arrived stays in the file, and its hash with it.
+ */
+static void fail_session(berth_upload_t *u, berth_resp_t *resp)
+{
+    if (u->lc != NULL || berth_store_upload_keeps_state(u->reg->store)) {
+        lock_end(u);
+        berth_hash_free(u->hash);
+        u->hash = NULL;
+    } else if (u->hash != NULL && u->op != OP_MONOLITHIC && !u->released) {
+        hash_put(u->id, u->offset + u->written, u->hash);
+        u->hash = NULL;
+    }
+    berth_store_upload_close(u->w, NULL);
+    u->w = NULL;
+    fail(resp, &u->err);
+}
+
 /* digest= from the query, required for PUT and monolithic POST */
 static int query_digest(const berth_upload_req_t *rq, berth_digest_t *out, int *present, berth_err_t *err)
 {
@@ -678,7 +699,7 @@ Drop:
 Fail:
     if (u->op == OP_MONOLITHIC)
         drop_bytes(u);
-    fail(resp, err);
+    fail_session(u, resp);
 }
 
 void berth_upload_finish(berth_upload_t *u, berth_resp_t *resp)
@@ -699,7 +720,7 @@ void berth_upload_finish(berth_upload_t *u, berth_resp_t *resp)
     if (u->err.code != 0) {
         if (u->op == OP_MONOLITHIC)
             drop_bytes(u);
-        fail(resp, &u->err);
+        fail_session(u, resp);
         return;
     }
     if (u->op == OP_PATCH) {
@@ -708,13 +729,13 @@ void berth_upload_finish(berth_upload_t *u, berth_resp_t *resp)
          * another connection while this request is still being torn down */
         int db = u->lc != NULL;
         if (db && lock_save(u, &u->err) != 0) {
-            fail(resp, &u->err);
+            fail_session(u, resp);
             return;
         }
         berth_store_upload_t *w = u->w;
         u->w = NULL;
         if (berth_store_upload_close(w, &u->err) != 0) {
-            fail(resp, &u->err);
+            fail_session(u, resp);
             return;
         }
         session_headers(resp, u->repo, u->id, u->offset + u->written);
