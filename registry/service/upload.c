@@ -699,6 +699,8 @@ Drop:
 Fail:
     if (u->op == OP_MONOLITHIC)
         drop_bytes(u);
+    berth_hash_free(u->hash); /* a PUT's hash is not kept: its session ended, or a retry hashes the file again */
+    u->hash = NULL;
     fail_session(u, resp);
 }
 
