@@ -685,6 +685,8 @@ static void finish_blob(berth_upload_t *u, berth_resp_t *resp)
 Drop:
     /* a wrong digest ends the session: nothing of it is kept */
     drop_bytes(u);
+    berth_hash_free(u->hash);
+    u->hash = NULL;
     if (u->lc != NULL) { /* delete the row we hold locked */
         if (berth_db_upload_delete(u->lc, u->id, NULL) == 0)
             berth_db_commit(u->lc, NULL);
@@ -699,12 +701,22 @@ Drop:
 Fail:
     if (u->op == OP_MONOLITHIC)
         drop_bytes(u);
-    berth_hash_free(u->hash); /* a PUT's hash is not kept: its session ended, or a retry hashes the file again */
-    u->hash = NULL;
     fail_session(u, resp);
 }
 
+static void finish(berth_upload_t *u, berth_resp_t *resp);
+
+/* The caller's upload slot goes with the answer's being ready, not after it is sent: a client that sends its
+ * next request at once must not find its own share still full (429) */
 void berth_upload_finish(berth_upload_t *u, berth_resp_t *resp)
+{
+    finish(u, resp);
+    if (u->limited)
+        berth_upload_limits_release(u->principal, u->address);
+    u->limited = 0;
+}
+
+static void finish(berth_upload_t *u, berth_resp_t *resp)
 {
     berth_resp_init(resp);
     u->finished = 1;
@@ -734,6 +746,11 @@ void berth_upload_finish(berth_upload_t *u, berth_resp_t *resp)
             fail_session(u, resp);
             return;
         }
+        if (u->hash != NULL && !db) /* before the file's lock goes with its descriptor */
+            hash_put(u->id, u->offset + u->written, u->hash);
+        else
+            berth_hash_free(u->hash); /* db: saved with the row */
+        u->hash = NULL;
         berth_store_upload_t *w = u->w;
         u->w = NULL;
         if (berth_store_upload_close(w, &u->err) != 0) {
@@ -742,14 +759,9 @@ void berth_upload_finish(berth_upload_t *u, berth_resp_t *resp)
         }
         session_headers(resp, u->repo, u->id, u->offset + u->written);
         berth_resp_body(resp, 202, NULL, 0, NULL);
-        if (u->hash != NULL && !db)
-            hash_put(u->id, u->offset + u->written, u->hash);
-        else
-            berth_hash_free(u->hash); /* db: saved with the row */
-        u->hash = NULL;
     } else {
         finish_blob(u, resp);
-        berth_hash_free(u->hash); /* the session is over either way */
+        berth_hash_free(u->hash); /* committed (a failure has kept it for a retry in fail_session) */
         u->hash = NULL;
     }
     berth_store_upload_close(u->w, NULL);

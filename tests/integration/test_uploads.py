@@ -327,6 +327,23 @@ class ErrorAnswers(BerthTestCase):
         for k in range(6):
             self.assertEqual(results.get(k), want, "client %d" % k)
 
+    def test_a_caller_at_its_share_gets_its_slot_back_with_the_answer(self):
+        """A caller whose share is one stream sends its PATCHes one after another, each as soon as the last was
+        answered: its slot was given back only after the answer had been sent, and some got 429."""
+        b = Berthd(env={"BERTH_UPLOAD_MAX_PER_PRINCIPAL": "1"}).start()
+        try:
+            setup_users(b, ["one"])
+            st, h, raw = b.request("POST", "/v2/up/one/blobs/uploads/", auth=basic("one"))
+            self.assertEqual(st, 202, raw)
+            loc, data, got = h["location"], os.urandom(1024), []
+            for i in range(150):
+                rng = {"Content-Range": "%d-%d" % (i * len(data), (i + 1) * len(data) - 1)}
+                st, _, raw = b.request("PATCH", loc, data, rng, auth=basic("one"))
+                got.append(st)
+            self.assertEqual([g for g in got if g != 202], [], "of 150 PATCHes one after another")
+        finally:
+            b.cleanup()
+
 
 class IdleBodies(BerthTestCase):
     START = False
