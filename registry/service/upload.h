@@ -39,7 +39,9 @@ typedef struct st_berth_upload_req_t {
 berth_upload_t *berth_upload_begin(berth_registry_t *reg, const berth_upload_req_t *req, berth_resp_t *resp);
 /** Feed body bytes. Errors are remembered and reported by finish; the rest of the body is then discarded. */
 void berth_upload_write(berth_upload_t *u, const char *data, size_t len);
-/** The whole body arrived: verify, commit and fill the answer. */
+/** The whole body arrived: verify, commit and fill the answer. The session (its lock) and the caller's upload
+ * slot are let go before it returns, so a client's next request, sent as soon as it reads the answer, finds
+ * both free. */
 void berth_upload_finish(berth_upload_t *u, berth_resp_t *resp);
 /** Release the state; after an abort (no finish) the bytes already written stay in the session. */
 void berth_upload_free(berth_upload_t *u);
