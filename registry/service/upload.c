@@ -232,23 +232,30 @@ static void fail(berth_resp_t *resp, berth_err_t *err)
 }
 
 /*
- * A request of a session that ends in an error lets go of the session before the client can see the answer,
- * or a client quick to send its next request finds the session busy (416). s3: the row lock is rolled back
- * (the row stays as the last answer said) and the running hash, which counts bytes the row does not, goes too.
- * File system: the file's lock goes with its descriptor; what arrived stays in the file, and its hash with it.
+ * The request lets go of its session. s3 (the row keeps the state): what arrived is committed when nothing failed
+ * (a client that went away keeps it), else the row stays as the last answer said; the running hash goes, the row
+ * holds its own. File system: the hash is kept for what reached the file, then the file's lock goes with its
+ * descriptor.
  */
-static void fail_session(berth_upload_t *u, berth_resp_t *resp)
+static void let_go(berth_upload_t *u)
 {
-    if (u->lc != NULL || berth_store_upload_keeps_state(u->reg->store)) {
-        lock_end(u);
+    if (u->lc != NULL && u->w != NULL && u->err.code == 0 && !u->released)
+        lock_save(u, NULL);
+    lock_end(u);
+    if (u->hash != NULL && u->op != OP_MONOLITHIC && !u->released && !berth_store_upload_keeps_state(u->reg->store))
+        hash_put(u->id, u->offset + u->written, u->hash); /* also after an abort: these bytes are in the file */
+    else
         berth_hash_free(u->hash);
-        u->hash = NULL;
-    } else if (u->hash != NULL && u->op != OP_MONOLITHIC && !u->released) {
-        hash_put(u->id, u->offset + u->written, u->hash);
-        u->hash = NULL;
-    }
+    u->hash = NULL;
     berth_store_upload_close(u->w, NULL);
     u->w = NULL;
+}
+
+/* An error answer: the session is let go before the client can see it, or a client quick to send its next
+ * request finds the session busy (416) */
+static void fail_session(berth_upload_t *u, berth_resp_t *resp)
+{
+    let_go(u);
     fail(resp, &u->err);
 }
 
@@ -782,20 +789,7 @@ void berth_upload_free(berth_upload_t *u)
             berth_db_release(u->reg->db, c);
         }
     }
-    if (u->lc != NULL) {
-        /* a request that ends unanswered (the client went away) keeps what arrived intact; after a failure the
-         * row stays as the last answer said */
-        if (u->w != NULL && u->err.code == 0 && !u->released)
-            lock_save(u, NULL);
-        lock_end(u);
-        berth_hash_free(u->hash);
-    } else if (u->hash != NULL && u->op != OP_MONOLITHIC) {
-        hash_put(u->id, u->offset + u->written, u->hash); /* also after an abort: these bytes are in the file */
-    } else {
-        berth_hash_free(u->hash);
-    }
-    berth_store_upload_close(u->w, NULL); /* s3: what arrived is kept for a retry */
-    u->w = NULL;
+    let_go(u); /* after an abort (the client went away) what arrived is kept for a retry */
     ZSTD_freeDStream(u->zstd);
     free(u->zbuf);
     /* a monolithic upload has no session to resume: a truncated one leaves nothing behind */
