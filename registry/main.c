@@ -492,7 +492,8 @@ static int serve(berth_config_t *cfgp, berth_db_t *db, berth_store_t *store, ber
      * slow uploaders cannot starve everything else of the database; the rest get 429 and retry */
     berth_upload_limits_configure(cfg.upload_per_principal, cfg.upload_per_address, cfg.upload_connections,
                                   berth_store_upload_keeps_state(store) ? (cfg.database_pool + 1) / 2 : 0);
-    int api_port = 0, upload_port = 0;
+    int upload_port = 0;
+    char api_upstream[160], api_sock[4096];
 
     if (berth_event_subscribers_install() != 0) { /* before anything that can change state starts; nothing to unwind */
         berth_log_err("cannot install the change-event subscribers");
@@ -595,7 +596,15 @@ static int serve(berth_config_t *cfgp, berth_db_t *db, berth_store_t *store, ber
         failed = "the garbage collector";
         goto Fail;
     }
-    if (berth_server_start(&st.server, &reg, st.workers, st.auth_workers, cfg.auth_queue, cfg.loops, &api_port) != 0) {
+    /* the run directory holds the internal listener's socket, the edge's configuration and its temp files */
+    if (mkdir(cfg.run_dir, 0750) != 0 && errno != EEXIST) {
+        berth_log_err("cannot create %s: %s", cfg.run_dir, strerror(errno));
+        failed = "the internal API listener (h2o)";
+        goto Fail;
+    }
+    snprintf(api_sock, sizeof(api_sock), "%s/api.sock", cfg.run_dir);
+    if (berth_server_start(&st.server, &reg, st.workers, st.auth_workers, cfg.auth_queue, cfg.loops, api_sock, api_upstream,
+                           sizeof(api_upstream)) != 0) {
         failed = "the internal API listener (h2o)";
         goto Fail;
     }
@@ -623,7 +632,7 @@ static int serve(berth_config_t *cfgp, berth_db_t *db, berth_store_t *store, ber
         .blob_head_prefix = BLOB_HEAD_PREFIX,
         .blob_cache_bytes = cfg.s3_redirect ? 0 : cfg.s3_edge_cache,
         .blob_cache_min_free = cfg.storage_min_free,
-        .api_port = api_port,
+        .api_upstream = api_upstream,
         .upload_port = upload_port,
         .upload_idle_timeout = cfg.upload_idle_timeout,
         .upload_connections = cfg.upload_connections,
@@ -637,8 +646,8 @@ static int serve(berth_config_t *cfgp, berth_db_t *db, berth_store_t *store, ber
         failed = "the edge (nginx)";
         goto Fail;
     }
-    berth_log_info("berthd listening on %s%s%s (api :%d, uploads :%d, edge pid %d)", cfg.http_addr, cfg.tls_addr ? ", TLS " : "",
-                   cfg.tls_addr ? cfg.tls_addr : "", api_port, upload_port, (int)st.edge_pid);
+    berth_log_info("berthd listening on %s%s%s (api %s, uploads :%d, edge pid %d)", cfg.http_addr, cfg.tls_addr ? ", TLS " : "",
+                   cfg.tls_addr ? cfg.tls_addr : "", api_upstream, upload_port, (int)st.edge_pid);
     int status = run_until_signal(&sigs, &st);
     stop_started(&st);
     berth_log_info("stopped");

@@ -453,8 +453,15 @@ class Berthd:
 
 def raw_exchange(ip, port, data, timeout=60):
     """Send `data` on a fresh connection and read until the server closes it (for requests http.client would
-    refuse or rewrite: raw bytes, duplicate headers); the whole answer as bytes."""
-    with socket.create_connection((ip, port), timeout=timeout) as s:
+    refuse or rewrite: raw bytes, duplicate headers); the whole answer as bytes. port None: `ip` is the path of a
+    Unix socket."""
+    if port is None:
+        conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        conn.settimeout(timeout)
+        conn.connect(ip)
+    else:
+        conn = socket.create_connection((ip, port), timeout=timeout)
+    with conn as s:
         s.sendall(data)
         out = b""
         while True:

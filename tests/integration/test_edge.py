@@ -427,7 +427,8 @@ def walk_made_before(where, t0_ns):
 
 
 class EdgeTrust(BerthTestCase):
-    """berthd's internal listeners are loopback ports any local process can reach. Only the edge may say who the
+    """berthd's internal listeners are local sockets other local processes may reach (the API's is a Unix socket
+    only its owner can open, the upload listener's a loopback port). Only the edge may say who the
     client is (X-Real-IP: log-in back-off, upload limits per address, audit and access logs) and how it came
     (X-Forwarded-Proto: the 401 realm): it adds a secret drawn at every start, and a request without it is taken
     as the local caller it is."""
@@ -437,7 +438,7 @@ class EdgeTrust(BerthTestCase):
         self.assertEqual(os.stat(path).st_mode & 0o777, 0o600, "nginx.conf holds the secret")
         with open(path) as f:
             text = f.read()
-        api = int(re.search(r"upstream berth_api \{ server 127\.0\.0\.1:(\d+)", text).group(1))
+        api = re.search(r"upstream berth_api \{ server unix:(\S+) ", text).group(1)
         upload = int(re.search(r"upstream berth_upload \{ server 127\.0\.0\.1:(\d+)", text).group(1))
         return api, upload, re.search(r"proxy_set_header X-Berth-Edge ([0-9a-f]{32});", text).group(1)
 
@@ -453,10 +454,13 @@ class EdgeTrust(BerthTestCase):
             time.sleep(0.1)
         self.fail("no access log line for " + path)
 
-    def direct(self, port, method, path, headers):
+    def direct(self, where, method, path, headers):
+        """`where`: a port on 127.0.0.1, or the path of a Unix socket"""
         req = "%s %s HTTP/1.1\r\nHost: %s\r\n%sContent-Length: 0\r\nConnection: close\r\n\r\n" % (
             method, path, self.b.host, "".join("%s: %s\r\n" % kv for kv in headers.items()))
-        return raw_exchange("127.0.0.1", port, req.encode(), timeout=10)
+        if isinstance(where, str):
+            return raw_exchange(where, None, req.encode(), timeout=10)
+        return raw_exchange("127.0.0.1", where, req.encode(), timeout=10)
 
     def test_only_the_edge_says_who_the_client_is(self):
         api, upload, secret = self.conf()
@@ -482,6 +486,49 @@ class EdgeTrust(BerthTestCase):
                                   headers={"X-Real-IP": "203.0.113.9", "X-Berth-Edge": secret}, auth=None)
         self.assertEqual(st, 401)
         self.assertEqual(self.logged_remote("/v2/truste/x/tags/list"), "127.0.0.1")
+
+    def test_the_api_listener_is_a_socket_only_berthds_user_opens(self):
+        import stat
+        import subprocess
+        import tempfile
+        api, _, _ = self.conf()
+        st = os.stat(api)
+        self.assertTrue(stat.S_ISSOCK(st.st_mode), api)
+        self.assertEqual(st.st_mode & 0o777, 0o600, "the internal listener's socket is its owner's only")
+        self.assertEqual(st.st_uid, os.geteuid())
+        # its directories open to everyone (a hard link in a world-readable directory): the socket itself still
+        # refuses another user, who could reach a loopback port
+        open_dir = tempfile.mkdtemp(prefix="berth-sock-")
+        try:
+            os.chmod(open_dir, 0o755)
+            link = os.path.join(open_dir, "api.sock")
+            os.link(api, link)
+            probe = ("import socket,sys\ns=socket.socket(socket.AF_UNIX)\n"
+                     "try:\n s.connect(sys.argv[1]); print('connected')\nexcept OSError as e: print(type(e).__name__)\n")
+            py = "/usr/bin/python3"  # Debian's: another user may run it (a pyenv under /root is root's)
+            as_root = subprocess.run([py, "-c", probe, link], capture_output=True, text=True, timeout=30)
+            self.assertEqual(as_root.stdout.strip(), "connected", as_root.stderr)
+            other = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", py, "-c", probe, link],
+                                   capture_output=True, text=True, timeout=30)
+            self.assertEqual(other.stdout.strip(), "PermissionError", other.stderr)
+        finally:
+            import shutil
+            shutil.rmtree(open_dir, ignore_errors=True)
+
+    def test_a_run_dir_too_long_for_a_socket_path_falls_back_to_a_loopback_port(self):
+        b = Berthd()
+        b.env["BERTH_RUN_DIR"] = os.path.join(b.dir, "r" * 120)
+        b.start()
+        try:
+            with open(os.path.join(b.env["BERTH_RUN_DIR"], "nginx.conf")) as f:
+                self.assertRegex(f.read(), r"upstream berth_api \{ server 127\.0\.0\.1:\d+ ")
+            self.assertIn("longer than a Unix socket path may be", b.logs())
+            b.project("fallback")
+            d = b.push_blob("fallback/r", b"through a loopback port")
+            st, _, body = b.request("GET", "/v2/fallback/r/blobs/" + d)
+            self.assertEqual((st, body), (200, b"through a loopback port"))
+        finally:
+            b.stop()
 
 
 class AFloodOfCredentials(BerthTestCase):

@@ -161,10 +161,18 @@ class FailedStart(unittest.TestCase):
                         ["cannot read or create the replication key", "cannot start replication; stopping what was started"])
 
     def test_run_dir_unwritable(self):
-        # fails last, at the edge: every thread and both internal listeners already run
+        # the internal API listener's socket lives in the run directory: every thread but the listeners runs
         blocker = self.blocker()
         self.fail_start({"BERTH_RUN_DIR": blocker + "/run"}, ["cannot create %s/run: Not a directory" % blocker,
-                                                              "cannot start the edge (nginx); stopping what was started"])
+                                                              "cannot start the internal API listener (h2o); stopping what was started"])
+
+    def test_edge_conf_unwritable(self):
+        # fails last, at the edge: every thread and both internal listeners already run
+        run = os.path.join(tempfile.mkdtemp(prefix="failstart-"), "run")
+        os.makedirs(os.path.join(run, "nginx.conf"))  # a directory where the edge's configuration goes
+        self.fail_start({"BERTH_RUN_DIR": run}, ["cannot write %s/nginx.conf" % run,
+                                                 "cannot start the edge (nginx); stopping what was started"])
+        self.assertFalse(os.path.exists(os.path.join(run, "api.sock")), "the internal listener's socket is removed at stop")
 
     def test_edge_that_dies_at_start(self):
         # nginx itself starts and then refuses its configuration (an unreadable certificate): berthd notices,
