@@ -492,8 +492,7 @@ static int serve(berth_config_t *cfgp, berth_db_t *db, berth_store_t *store, ber
      * slow uploaders cannot starve everything else of the database; the rest get 429 and retry */
     berth_upload_limits_configure(cfg.upload_per_principal, cfg.upload_per_address, cfg.upload_connections,
                                   berth_store_upload_keeps_state(store) ? (cfg.database_pool + 1) / 2 : 0);
-    int upload_port = 0;
-    char api_upstream[160], api_sock[4096];
+    char api_upstream[160], upload_upstream[160], sock_path[4096];
 
     if (berth_event_subscribers_install() != 0) { /* before anything that can change state starts; nothing to unwind */
         berth_log_err("cannot install the change-event subscribers");
@@ -602,14 +601,15 @@ static int serve(berth_config_t *cfgp, berth_db_t *db, berth_store_t *store, ber
         failed = "the internal API listener (h2o)";
         goto Fail;
     }
-    snprintf(api_sock, sizeof(api_sock), "%s/api.sock", cfg.run_dir);
-    if (berth_server_start(&st.server, &reg, st.workers, st.auth_workers, cfg.auth_queue, cfg.loops, api_sock, api_upstream,
+    snprintf(sock_path, sizeof(sock_path), "%s/api.sock", cfg.run_dir);
+    if (berth_server_start(&st.server, &reg, st.workers, st.auth_workers, cfg.auth_queue, cfg.loops, sock_path, api_upstream,
                            sizeof(api_upstream)) != 0) {
         failed = "the internal API listener (h2o)";
         goto Fail;
     }
-    if (berth_upload_server_start(&st.uploads, &reg, (unsigned)cfg.upload_connections, (unsigned)cfg.upload_idle_timeout,
-                                  &upload_port) != 0) {
+    snprintf(sock_path, sizeof(sock_path), "%s/upload.sock", cfg.run_dir);
+    if (berth_upload_server_start(&st.uploads, &reg, (unsigned)cfg.upload_connections, (unsigned)cfg.upload_idle_timeout, sock_path,
+                                  upload_upstream, sizeof(upload_upstream)) != 0) {
         failed = "the internal upload listener (libmicrohttpd)";
         goto Fail;
     }
@@ -633,7 +633,7 @@ static int serve(berth_config_t *cfgp, berth_db_t *db, berth_store_t *store, ber
         .blob_cache_bytes = cfg.s3_redirect ? 0 : cfg.s3_edge_cache,
         .blob_cache_min_free = cfg.storage_min_free,
         .api_upstream = api_upstream,
-        .upload_port = upload_port,
+        .upload_upstream = upload_upstream,
         .upload_idle_timeout = cfg.upload_idle_timeout,
         .upload_connections = cfg.upload_connections,
         .workers = cfg.edge_workers,
@@ -646,8 +646,8 @@ static int serve(berth_config_t *cfgp, berth_db_t *db, berth_store_t *store, ber
         failed = "the edge (nginx)";
         goto Fail;
     }
-    berth_log_info("berthd listening on %s%s%s (api %s, uploads :%d, edge pid %d)", cfg.http_addr, cfg.tls_addr ? ", TLS " : "",
-                   cfg.tls_addr ? cfg.tls_addr : "", api_upstream, upload_port, (int)st.edge_pid);
+    berth_log_info("berthd listening on %s%s%s (api %s, uploads %s, edge pid %d)", cfg.http_addr, cfg.tls_addr ? ", TLS " : "",
+                   cfg.tls_addr ? cfg.tls_addr : "", api_upstream, upload_upstream, (int)st.edge_pid);
     int status = run_until_signal(&sigs, &st);
     stop_started(&st);
     berth_log_info("stopped");

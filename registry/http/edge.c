@@ -193,10 +193,10 @@ static int write_conf(const berth_edge_conf_t *c, const char *path, int fast_blo
              * is closing at that moment fails, and nginx does not retry one that is not idempotent */
             "  upstream berth_api { server %s max_conns=%d; keepalive %d; keepalive_timeout 5s; }\n"
             /* idle upstream connections close before the upload listener's own timeout cuts them under nginx */
-            "  upstream berth_upload { server 127.0.0.1:%d max_conns=%d; keepalive %d; keepalive_timeout %ds; }\n",
+            "  upstream berth_upload { server %s max_conns=%d; keepalive %d; keepalive_timeout %ds; }\n",
             geteuid() == 0 ? "user root;\n" : "", c->workers, c->run_dir, c->limits->worker_nofile, c->limits->worker_connections,
             c->run_dir, c->run_dir, c->run_dir, c->run_dir, c->run_dir, berth_edge_trust_secret(), c->api_upstream,
-            c->limits->upstream_max_conns, BERTH_EDGE_UPSTREAM_IDLE, c->upload_port, c->limits->upstream_max_conns,
+            c->limits->upstream_max_conns, BERTH_EDGE_UPSTREAM_IDLE, c->upload_upstream, c->limits->upstream_max_conns,
             upload_keepalive, c->upload_idle_timeout);
     if (fast_blobs)
         berth_edge_decisions_http(f);

@@ -30,8 +30,9 @@ typedef struct st_berth_edge_conf_t {
     long long blob_cache_bytes;    /* s3 driver: what the edge keeps of the blobs it proxies, in run_dir/blobcache (0: off) */
     long long blob_cache_min_free; /* ... and the free space it leaves on that file system (-1: min(1 GiB, 2 %)) */
     const char *ui_dir;            /* built web UI served at "/" (registry/http/edge_ui.c), or NULL */
-    const char *api_upstream; /* berthd's internal listener for nginx's upstream block: "unix:<path>" or "127.0.0.1:<port>" */
-    int upload_port, workers;
+    const char *api_upstream;    /* berthd's internal listeners for nginx's upstream blocks: "unix:<path>" or "127.0.0.1:<port>" */
+    const char *upload_upstream; /* (registry/http/internal_listen.h) */
+    int workers;
     int upload_idle_timeout;      /* seconds an upload body may stall before the edge cuts it (uploads.idle_timeout_seconds) */
     int upload_connections;       /* threads of the upload listener (uploads.max_connections) */
     int decision_cache;           /* edge.decision_cache: keep blob decisions about a second (edge_blobs.h) */

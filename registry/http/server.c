@@ -10,8 +10,6 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -28,6 +26,7 @@
 #include "registry/http/access_log.h"
 #include "registry/http/edge_blobs.h"
 #include "registry/http/edge_trust.h"
+#include "registry/http/internal_listen.h"
 #include "registry/http/limits.h"
 #include "registry/http/metrics.h"
 #include "registry/service/isa.h"
@@ -52,7 +51,7 @@ struct st_berth_server_t {
     berth_workers_t *auth_workers; /* password hashing and LDAP (auth/offload.h) */
     int auth_queue;
     int fd, nloops;
-    char *sock_path; /* the Unix socket to remove at stop, or NULL */
+    char *upstream;      /* where the listener is (berth_internal_listen), its socket removed at stop */
     atomic_int stopping; /* written by the main thread, read by every loop thread: atomic, not volatile (TSan) */
     loop_thread_t *loops;
 };
@@ -796,47 +795,6 @@ static void *loop_main(void *arg)
     return NULL;
 }
 
-/*
- * The edge's upstream: a Unix socket when its path fits, else a loopback TCP port. A Unix socket costs each request
- * the edge proxies (and each connection it opens in a burst) far less kernel work than TCP, and only processes that
- * may open the run directory can reach it. Writes "unix:<path>" or "127.0.0.1:<port>" for nginx's upstream block.
- */
-static int listen_internal(const char *sock_path, char *upstream, size_t upstream_size)
-{
-    struct sockaddr_un un = {.sun_family = AF_UNIX};
-    if (sock_path != NULL && strlen(sock_path) < sizeof(un.sun_path)) {
-        memcpy(un.sun_path, sock_path, strlen(sock_path) + 1);
-        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        unlink(sock_path); /* a previous run's socket: the run directory is this instance's own */
-        /* owner only (connect needs write permission), set before listen: until then nobody can connect */
-        if (fd >= 0 && bind(fd, (struct sockaddr *)&un, sizeof(un)) == 0 && chmod(sock_path, 0600) == 0 &&
-            listen(fd, berth_limits_backlog()) == 0) {
-            snprintf(upstream, upstream_size, "unix:%s", sock_path);
-            return fd;
-        }
-        berth_log_err("internal listener %s: %s", sock_path, strerror(errno));
-        if (fd >= 0)
-            close(fd);
-        return -1;
-    }
-    if (sock_path != NULL)
-        berth_log_warn("internal listener: %s is longer than a Unix socket path may be (%zu bytes); using a loopback TCP port",
-                       sock_path, sizeof(un.sun_path) - 1);
-    struct sockaddr_in addr = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK), .sin_port = 0};
-    int one = 1;
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    socklen_t alen = sizeof(addr);
-    if (bind(fd, (struct sockaddr *)&addr, sizeof(addr)) != 0 || listen(fd, berth_limits_backlog()) != 0 ||
-        getsockname(fd, (struct sockaddr *)&addr, &alen) != 0) {
-        berth_log_err("internal listener: %s", strerror(errno));
-        close(fd);
-        return -1;
-    }
-    snprintf(upstream, upstream_size, "127.0.0.1:%d", ntohs(addr.sin_port));
-    return fd;
-}
-
 int berth_server_start(berth_server_t **out, berth_registry_t *reg, berth_workers_t *workers, berth_workers_t *auth_workers,
                        int auth_queue, int nloops, const char *sock_path, char *upstream, size_t upstream_size)
 {
@@ -853,13 +811,12 @@ int berth_server_start(berth_server_t **out, berth_registry_t *reg, berth_worker
         register_surface(host, surfaces[i].path, &surfaces[i]);
     register_surface(host, "/", NULL);
 
-    if ((s->fd = listen_internal(sock_path, upstream, upstream_size)) < 0) {
+    if ((s->fd = berth_internal_listen(sock_path, upstream, upstream_size)) < 0) {
         h2o_config_dispose(&s->config);
         free(s);
         return BERTH_ERROR;
     }
-    if (strncmp(upstream, "unix:", 5) == 0)
-        s->sock_path = strdup(sock_path);
+    s->upstream = strdup(upstream);
     s->loops = calloc((size_t)nloops, sizeof(loop_thread_t));
     for (s->nloops = 0; s->nloops < nloops; s->nloops++) {
         loop_thread_t *lt = &s->loops[s->nloops];
@@ -883,7 +840,6 @@ void berth_server_stop(berth_server_t *s)
     for (int i = 0; i < s->nloops; i++)
         pthread_join(s->loops[i].tid, NULL);
     close(s->fd);
-    if (s->sock_path != NULL)
-        unlink(s->sock_path);
+    berth_internal_unlink(s->upstream);
     /* contexts and sockets die with the process; tearing h2o down piecemeal buys nothing at exit */
 }

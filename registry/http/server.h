@@ -8,9 +8,9 @@
 typedef struct st_berth_server_t berth_server_t;
 
 /**
- * Listen on the Unix socket `sock_path` (owner only; a loopback TCP port when the path is too long for one) and
- * start `nloops` event-loop threads on it. `upstream` receives the address for nginx: "unix:<path>" or
- * "127.0.0.1:<port>". Blocking work goes to `workers`; results come back through each loop's h2o_multithread queue.
+ * Listen on `sock_path` (berth_internal_listen: a Unix socket, or a loopback port when the path is too long) and
+ * start `nloops` event-loop threads on it. `upstream` receives the address for nginx's upstream block. Blocking work goes to
+ * `workers`; results come back through each loop's h2o_multithread queue.
  */
 int berth_server_start(berth_server_t **out, berth_registry_t *reg, berth_workers_t *workers, berth_workers_t *auth_workers,
                        int auth_queue, int nloops, const char *sock_path, char *upstream, size_t upstream_size);

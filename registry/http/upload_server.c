@@ -8,11 +8,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "auth/realm.h"
 #include "core/log.h"
 #include "registry/http/access_log.h"
 #include "registry/http/edge_trust.h"
+#include "registry/http/internal_listen.h"
 #include "registry/http/limits.h"
 #include "registry/http/metrics.h"
 #include "registry/service/upload.h"
@@ -20,6 +22,7 @@
 struct st_berth_upload_server_t {
     struct MHD_Daemon *daemon;
     berth_registry_t *reg;
+    char upstream[160]; /* where it listens (berth_internal_listen), its socket removed at stop */
 };
 
 /* Per-request state (MHD's con_cls). */
@@ -168,25 +171,27 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 }
 
 int berth_upload_server_start(berth_upload_server_t **out, berth_registry_t *reg, unsigned max_connections, unsigned idle_timeout,
-                              int *port_out)
+                              const char *sock_path, char *upstream, size_t upstream_size)
 {
+    int fd = berth_internal_listen(sock_path, upstream, upstream_size);
+    if (fd < 0)
+        return BERTH_ERROR;
     berth_upload_server_t *s = calloc(1, sizeof(*s));
     s->reg = reg;
-    struct sockaddr_in addr = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK), .sin_port = 0};
+    snprintf(s->upstream, sizeof(s->upstream), "%s", upstream);
     /* the edge cuts a stalled body after idle_timeout (client_body_timeout) and closes its idle connections to us
      * by then too (keepalive_timeout); our own timeout is the backstop, a little later so the edge acts first */
     s->daemon = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL,
-                                 on_request, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+                                 on_request, s, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
                                  (size_t)(1u << 20), MHD_OPTION_CONNECTION_LIMIT, max_connections, MHD_OPTION_CONNECTION_TIMEOUT,
-                                 idle_timeout + 5, MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)berth_limits_backlog(),
-                                 MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_UNESCAPE_CALLBACK, no_unescape, NULL,
-                                 MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL, MHD_OPTION_END);
+                                 idle_timeout + 5, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_UNESCAPE_CALLBACK,
+                                 no_unescape, NULL, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL, MHD_OPTION_END);
     if (s->daemon == NULL) {
+        close(fd);
+        berth_internal_unlink(s->upstream);
         free(s);
         return BERTH_ERROR;
     }
-    const union MHD_DaemonInfo *info = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT);
-    *port_out = info != NULL ? info->port : 0;
     *out = s;
     return 0;
 }
@@ -195,6 +200,7 @@ void berth_upload_server_stop(berth_upload_server_t *s)
 {
     if (s == NULL)
         return;
-    MHD_stop_daemon(s->daemon);
+    MHD_stop_daemon(s->daemon); /* closes the listening socket */
+    berth_internal_unlink(s->upstream);
     free(s);
 }

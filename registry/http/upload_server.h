@@ -7,13 +7,15 @@
 #ifndef BERTH_HTTP_UPLOAD_SERVER_H
 #define BERTH_HTTP_UPLOAD_SERVER_H
 
+#include <stddef.h>
+
 #include "registry/service/registry.h"
 
 typedef struct st_berth_upload_server_t berth_upload_server_t;
 
-/** Bind 127.0.0.1:0; *port_out receives the port. */
+/** Listen on `sock_path` (berth_internal_listen); `upstream` receives the address for nginx's upstream block. */
 int berth_upload_server_start(berth_upload_server_t **out, berth_registry_t *reg, unsigned max_connections, unsigned idle_timeout,
-                              int *port_out);
+                              const char *sock_path, char *upstream, size_t upstream_size);
 /** Stop accepting and wait for running uploads to end. */
 void berth_upload_server_stop(berth_upload_server_t *s);
 

@@ -427,8 +427,8 @@ def walk_made_before(where, t0_ns):
 
 
 class EdgeTrust(BerthTestCase):
-    """berthd's internal listeners are local sockets other local processes may reach (the API's is a Unix socket
-    only its owner can open, the upload listener's a loopback port). Only the edge may say who the
+    """berthd's internal listeners are Unix sockets only their owner can open (loopback ports, which any local process
+    can reach, when the run directory's path is too long for a socket). Only the edge may say who the
     client is (X-Real-IP: log-in back-off, upload limits per address, audit and access logs) and how it came
     (X-Forwarded-Proto: the 401 realm): it adds a secret drawn at every start, and a request without it is taken
     as the local caller it is."""
@@ -439,7 +439,7 @@ class EdgeTrust(BerthTestCase):
         with open(path) as f:
             text = f.read()
         api = re.search(r"upstream berth_api \{ server unix:(\S+) ", text).group(1)
-        upload = int(re.search(r"upstream berth_upload \{ server 127\.0\.0\.1:(\d+)", text).group(1))
+        upload = re.search(r"upstream berth_upload \{ server unix:(\S+) ", text).group(1)
         return api, upload, re.search(r"proxy_set_header X-Berth-Edge ([0-9a-f]{32});", text).group(1)
 
     def logged_remote(self, path):
@@ -487,22 +487,26 @@ class EdgeTrust(BerthTestCase):
         self.assertEqual(st, 401)
         self.assertEqual(self.logged_remote("/v2/truste/x/tags/list"), "127.0.0.1")
 
-    def test_the_api_listener_is_a_socket_only_berthds_user_opens(self):
+    def test_the_internal_listeners_are_sockets_only_berthds_user_opens(self):
+        api, upload, _ = self.conf()
+        for sock in (api, upload):
+            self.only_the_owner_connects(sock)
+
+    def only_the_owner_connects(self, sock):
         import stat
         import subprocess
         import tempfile
-        api, _, _ = self.conf()
-        st = os.stat(api)
-        self.assertTrue(stat.S_ISSOCK(st.st_mode), api)
-        self.assertEqual(st.st_mode & 0o777, 0o600, "the internal listener's socket is its owner's only")
+        st = os.stat(sock)
+        self.assertTrue(stat.S_ISSOCK(st.st_mode), sock)
+        self.assertEqual(st.st_mode & 0o777, 0o600, "an internal listener's socket is its owner's only")
         self.assertEqual(st.st_uid, os.geteuid())
         # its directories open to everyone (a hard link in a world-readable directory): the socket itself still
         # refuses another user, who could reach a loopback port
         open_dir = tempfile.mkdtemp(prefix="berth-sock-")
         try:
             os.chmod(open_dir, 0o755)
-            link = os.path.join(open_dir, "api.sock")
-            os.link(api, link)
+            link = os.path.join(open_dir, "s.sock")
+            os.link(sock, link)
             probe = ("import socket,sys\ns=socket.socket(socket.AF_UNIX)\n"
                      "try:\n s.connect(sys.argv[1]); print('connected')\nexcept OSError as e: print(type(e).__name__)\n")
             py = "/usr/bin/python3"  # Debian's: another user may run it (a pyenv under /root is root's)
@@ -521,7 +525,9 @@ class EdgeTrust(BerthTestCase):
         b.start()
         try:
             with open(os.path.join(b.env["BERTH_RUN_DIR"], "nginx.conf")) as f:
-                self.assertRegex(f.read(), r"upstream berth_api \{ server 127\.0\.0\.1:\d+ ")
+                text = f.read()
+            self.assertRegex(text, r"upstream berth_api \{ server 127\.0\.0\.1:\d+ ")
+            self.assertRegex(text, r"upstream berth_upload \{ server 127\.0\.0\.1:\d+ ")
             self.assertIn("longer than a Unix socket path may be", b.logs())
             b.project("fallback")
             d = b.push_blob("fallback/r", b"through a loopback port")
