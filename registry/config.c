@@ -446,6 +446,18 @@ int berth_config_load(berth_config_t *cfg, const char *path, char *errbuf, size_
         cfg->run_dir = malloc(n);
         snprintf(cfg->run_dir, n, "%s/run", cfg->storage_root);
     }
+    if (cfg->run_dir[0] != '/') { /* nginx takes -c relative to its -p (the run directory itself): make it absolute */
+        char cwd[4096];
+        if (getcwd(cwd, sizeof(cwd)) == NULL) {
+            snprintf(errbuf, errlen, "run_dir %s is relative and the current directory is unknown", cfg->run_dir);
+            return -1;
+        }
+        size_t n = strlen(cwd) + strlen(cfg->run_dir) + 2;
+        char *abs = malloc(n);
+        snprintf(abs, n, "%s/%s", cwd, cfg->run_dir);
+        free(cfg->run_dir);
+        cfg->run_dir = abs;
+    }
     if (cfg->keys_dir == NULL) {
         size_t n = strlen(cfg->storage_root) + 8;
         cfg->keys_dir = malloc(n);

@@ -24,6 +24,7 @@
 #include "registry/http/edge_cache.h"
 #include "registry/http/edge_trust.h"
 #include "registry/http/edge_ui.h"
+#include "registry/http/internal_listen.h"
 #include "registry/http/limits.h"
 #include "registry/http/listen_check.h"
 #include "registry/http/memory.h"
@@ -401,6 +402,8 @@ typedef struct {
     berth_janitor_t *janitor;
     berth_server_t *server;
     berth_upload_server_t *uploads;
+    berth_internal_t internal; /* the listeners' sockets (removed at stop) */
+    int listening;
     pid_t edge_pid;
 } started_t;
 
@@ -411,6 +414,8 @@ static void stop_started(started_t *st)
     berth_edge_stop(st->edge_pid, 60);
     berth_upload_server_stop(st->uploads);
     berth_server_stop(st->server);
+    if (st->listening)
+        berth_internal_unlink(&st->internal);
     if (st->proxy) /* before the workers: a fetch that ends hands its requests back to them */
         berth_proxy_stop();
     berth_janitor_stop(st->janitor);
@@ -492,7 +497,6 @@ static int serve(berth_config_t *cfgp, berth_db_t *db, berth_store_t *store, ber
      * slow uploaders cannot starve everything else of the database; the rest get 429 and retry */
     berth_upload_limits_configure(cfg.upload_per_principal, cfg.upload_per_address, cfg.upload_connections,
                                   berth_store_upload_keeps_state(store) ? (cfg.database_pool + 1) / 2 : 0);
-    char api_upstream[160], upload_upstream[160], sock_path[4096];
 
     if (berth_event_subscribers_install() != 0) { /* before anything that can change state starts; nothing to unwind */
         berth_log_err("cannot install the change-event subscribers");
@@ -595,21 +599,22 @@ static int serve(berth_config_t *cfgp, berth_db_t *db, berth_store_t *store, ber
         failed = "the garbage collector";
         goto Fail;
     }
-    /* the run directory holds the internal listener's socket, the edge's configuration and its temp files */
-    if (mkdir(cfg.run_dir, 0750) != 0 && errno != EEXIST) {
-        berth_log_err("cannot create %s: %s", cfg.run_dir, strerror(errno));
+    /* the run directory holds the internal listeners' sockets, the edge's configuration and its temp files */
+    char lerr[512];
+    if (berth_internal_listen(&st.internal, cfg.run_dir, lerr, sizeof(lerr)) != 0) {
+        berth_log_err("%s", lerr);
+        failed = "the internal listeners";
+        goto Fail;
+    }
+    st.listening = 1;
+    int api_fds[] = {st.internal.api_fd, st.internal.api_backup_fd};
+    if (berth_server_start(&st.server, &reg, st.workers, st.auth_workers, cfg.auth_queue, cfg.loops, api_fds,
+                           st.internal.api_backup_fd >= 0 ? 2 : 1) != 0) {
         failed = "the internal API listener (h2o)";
         goto Fail;
     }
-    snprintf(sock_path, sizeof(sock_path), "%s/api.sock", cfg.run_dir);
-    if (berth_server_start(&st.server, &reg, st.workers, st.auth_workers, cfg.auth_queue, cfg.loops, sock_path, api_upstream,
-                           sizeof(api_upstream)) != 0) {
-        failed = "the internal API listener (h2o)";
-        goto Fail;
-    }
-    snprintf(sock_path, sizeof(sock_path), "%s/upload.sock", cfg.run_dir);
-    if (berth_upload_server_start(&st.uploads, &reg, (unsigned)cfg.upload_connections, (unsigned)cfg.upload_idle_timeout, sock_path,
-                                  upload_upstream, sizeof(upload_upstream)) != 0) {
+    if (berth_upload_server_start(&st.uploads, &reg, (unsigned)cfg.upload_connections, (unsigned)cfg.upload_idle_timeout,
+                                  st.internal.upload_fd) != 0) {
         failed = "the internal upload listener (libmicrohttpd)";
         goto Fail;
     }
@@ -632,8 +637,9 @@ static int serve(berth_config_t *cfgp, berth_db_t *db, berth_store_t *store, ber
         .blob_head_prefix = BLOB_HEAD_PREFIX,
         .blob_cache_bytes = cfg.s3_redirect ? 0 : cfg.s3_edge_cache,
         .blob_cache_min_free = cfg.storage_min_free,
-        .api_upstream = api_upstream,
-        .upload_upstream = upload_upstream,
+        .api_upstream = st.internal.api,
+        .api_backup = st.internal.api_backup,
+        .upload_upstream = st.internal.upload,
         .upload_idle_timeout = cfg.upload_idle_timeout,
         .upload_connections = cfg.upload_connections,
         .workers = cfg.edge_workers,
@@ -647,7 +653,7 @@ static int serve(berth_config_t *cfgp, berth_db_t *db, berth_store_t *store, ber
         goto Fail;
     }
     berth_log_info("berthd listening on %s%s%s (api %s, uploads %s, edge pid %d)", cfg.http_addr, cfg.tls_addr ? ", TLS " : "",
-                   cfg.tls_addr ? cfg.tls_addr : "", api_upstream, upload_upstream, (int)st.edge_pid);
+                   cfg.tls_addr ? cfg.tls_addr : "", st.internal.api, st.internal.upload, (int)st.edge_pid);
     int status = run_until_signal(&sigs, &st);
     stop_started(&st);
     berth_log_info("stopped");

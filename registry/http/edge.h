@@ -31,6 +31,7 @@ typedef struct st_berth_edge_conf_t {
     long long blob_cache_min_free; /* ... and the free space it leaves on that file system (-1: min(1 GiB, 2 %)) */
     const char *ui_dir;            /* built web UI served at "/" (registry/http/edge_ui.c), or NULL */
     const char *api_upstream;    /* berthd's internal listeners for nginx's upstream blocks: "unix:<path>" or "127.0.0.1:<port>" */
+    const char *api_backup;      /* "": none; else the API's loopback port, used when its socket's queue is full */
     const char *upload_upstream; /* (registry/http/internal_listen.h) */
     int workers;
     int upload_idle_timeout;      /* seconds an upload body may stall before the edge cuts it (uploads.idle_timeout_seconds) */

@@ -1,7 +1,8 @@
 /*
  * Which requests came through this berthd's own edge. Only those may say who the client is (X-Real-IP: the log-in
  * back-off, the upload limits per address and the audit log read it) and how it came (X-Forwarded-Proto: the 401
- * challenge's realm). The internal listeners are loopback ports that any local process can reach; the edge adds a
+ * challenge's realm). The internal listeners are Unix sockets only berthd's user opens, but the API listener's
+ * backup port (internal_listen.h) is a loopback port any local process can reach; the edge adds a
  * secret drawn at every start (proxy_set_header replaces whatever a client sent under that name), and a request
  * without it is taken as the local caller it is.
  */

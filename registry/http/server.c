@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -26,7 +27,6 @@
 #include "registry/http/access_log.h"
 #include "registry/http/edge_blobs.h"
 #include "registry/http/edge_trust.h"
-#include "registry/http/internal_listen.h"
 #include "registry/http/limits.h"
 #include "registry/http/metrics.h"
 #include "registry/service/isa.h"
@@ -39,7 +39,7 @@ typedef struct loop_thread {
     h2o_timeout_t stream_poll; /* proxied blobs streamed while they arrive look for new bytes this often */
     h2o_accept_ctx_t accept_ctx;
     h2o_multithread_receiver_t done;
-    h2o_socket_t *listener;
+    h2o_socket_t *listeners[BERTH_SERVER_LISTENERS_MAX];
     pthread_t tid;
     struct st_berth_server_t *server;
 } loop_thread_t;
@@ -50,8 +50,7 @@ struct st_berth_server_t {
     berth_workers_t *workers;
     berth_workers_t *auth_workers; /* password hashing and LDAP (auth/offload.h) */
     int auth_queue;
-    int fd, nloops;
-    char *upstream;      /* where the listener is (berth_internal_listen), its socket removed at stop */
+    int fds[BERTH_SERVER_LISTENERS_MAX], nfds, nloops; /* listening descriptors, owned */
     atomic_int stopping; /* written by the main thread, read by every loop thread: atomic, not volatile (TSan) */
     loop_thread_t *loops;
 };
@@ -787,16 +786,19 @@ static void *loop_main(void *arg)
     h2o_multithread_register_receiver(lt->ctx.queue, &lt->done, on_jobs_done);
     lt->accept_ctx.ctx = &lt->ctx;
     lt->accept_ctx.hosts = lt->server->config.hosts;
-    lt->listener = h2o_evloop_socket_create(lt->ctx.loop, dup(lt->server->fd), H2O_SOCKET_FLAG_DONT_READ);
-    lt->listener->data = lt;
-    h2o_socket_read_start(lt->listener, on_accept);
+    for (int i = 0; i < lt->server->nfds; i++) { /* the Unix socket and its backup port (internal_listen.h) */
+        lt->listeners[i] =
+            h2o_evloop_socket_create(lt->ctx.loop, fcntl(lt->server->fds[i], F_DUPFD_CLOEXEC, 0), H2O_SOCKET_FLAG_DONT_READ);
+        lt->listeners[i]->data = lt;
+        h2o_socket_read_start(lt->listeners[i], on_accept);
+    }
     while (!lt->server->stopping)
         h2o_evloop_run(lt->ctx.loop, 100); /* returns on EINTR too (findings P2): loop on a flag */
     return NULL;
 }
 
 int berth_server_start(berth_server_t **out, berth_registry_t *reg, berth_workers_t *workers, berth_workers_t *auth_workers,
-                       int auth_queue, int nloops, const char *sock_path, char *upstream, size_t upstream_size)
+                       int auth_queue, int nloops, const int *fds, int nfds)
 {
     berth_server_t *s = calloc(1, sizeof(*s));
     s->reg = reg;
@@ -811,12 +813,8 @@ int berth_server_start(berth_server_t **out, berth_registry_t *reg, berth_worker
         register_surface(host, surfaces[i].path, &surfaces[i]);
     register_surface(host, "/", NULL);
 
-    if ((s->fd = berth_internal_listen(sock_path, upstream, upstream_size)) < 0) {
-        h2o_config_dispose(&s->config);
-        free(s);
-        return BERTH_ERROR;
-    }
-    s->upstream = strdup(upstream);
+    s->nfds = nfds < BERTH_SERVER_LISTENERS_MAX ? nfds : BERTH_SERVER_LISTENERS_MAX;
+    memcpy(s->fds, fds, (size_t)s->nfds * sizeof(int));
     s->loops = calloc((size_t)nloops, sizeof(loop_thread_t));
     for (s->nloops = 0; s->nloops < nloops; s->nloops++) {
         loop_thread_t *lt = &s->loops[s->nloops];
@@ -839,7 +837,7 @@ void berth_server_stop(berth_server_t *s)
     s->stopping = 1;
     for (int i = 0; i < s->nloops; i++)
         pthread_join(s->loops[i].tid, NULL);
-    close(s->fd);
-    berth_internal_unlink(s->upstream);
+    for (int i = 0; i < s->nfds; i++)
+        close(s->fds[i]);
     /* contexts and sockets die with the process; tearing h2o down piecemeal buys nothing at exit */
 }

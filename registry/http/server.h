@@ -7,13 +7,15 @@
 
 typedef struct st_berth_server_t berth_server_t;
 
+#define BERTH_SERVER_LISTENERS_MAX 2
+
 /**
- * Listen on `sock_path` (berth_internal_listen: a Unix socket, or a loopback port when the path is too long) and
- * start `nloops` event-loop threads on it. `upstream` receives the address for nginx's upstream block. Blocking work goes to
- * `workers`; results come back through each loop's h2o_multithread queue.
+ * Start `nloops` event-loop threads, each accepting on every one of the `nfds` listening descriptors (the server
+ * owns them from here; registry/http/internal_listen.h makes them). Blocking work goes to `workers`; results come
+ * back through each loop's h2o_multithread queue.
  */
 int berth_server_start(berth_server_t **out, berth_registry_t *reg, berth_workers_t *workers, berth_workers_t *auth_workers,
-                       int auth_queue, int nloops, const char *sock_path, char *upstream, size_t upstream_size);
+                       int auth_queue, int nloops, const int *fds, int nfds);
 /** Stop accepting, let the loops finish, join them. */
 void berth_server_stop(berth_server_t *s);
 

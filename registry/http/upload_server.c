@@ -14,7 +14,6 @@
 #include "core/log.h"
 #include "registry/http/access_log.h"
 #include "registry/http/edge_trust.h"
-#include "registry/http/internal_listen.h"
 #include "registry/http/limits.h"
 #include "registry/http/metrics.h"
 #include "registry/service/upload.h"
@@ -22,7 +21,6 @@
 struct st_berth_upload_server_t {
     struct MHD_Daemon *daemon;
     berth_registry_t *reg;
-    char upstream[160]; /* where it listens (berth_internal_listen), its socket removed at stop */
 };
 
 /* Per-request state (MHD's con_cls). */
@@ -171,14 +169,10 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 }
 
 int berth_upload_server_start(berth_upload_server_t **out, berth_registry_t *reg, unsigned max_connections, unsigned idle_timeout,
-                              const char *sock_path, char *upstream, size_t upstream_size)
+                              int fd)
 {
-    int fd = berth_internal_listen(sock_path, upstream, upstream_size);
-    if (fd < 0)
-        return BERTH_ERROR;
     berth_upload_server_t *s = calloc(1, sizeof(*s));
     s->reg = reg;
-    snprintf(s->upstream, sizeof(s->upstream), "%s", upstream);
     /* the edge cuts a stalled body after idle_timeout (client_body_timeout) and closes its idle connections to us
      * by then too (keepalive_timeout); our own timeout is the backstop, a little later so the edge acts first */
     s->daemon = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL,
@@ -186,9 +180,7 @@ int berth_upload_server_start(berth_upload_server_t **out, berth_registry_t *reg
                                  (size_t)(1u << 20), MHD_OPTION_CONNECTION_LIMIT, max_connections, MHD_OPTION_CONNECTION_TIMEOUT,
                                  idle_timeout + 5, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_UNESCAPE_CALLBACK,
                                  no_unescape, NULL, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL, MHD_OPTION_END);
-    if (s->daemon == NULL) {
-        close(fd);
-        berth_internal_unlink(s->upstream);
+    if (s->daemon == NULL) { /* libmicrohttpd may have closed fd already: leave it (berthd is stopping) */
         free(s);
         return BERTH_ERROR;
     }
@@ -201,6 +193,5 @@ void berth_upload_server_stop(berth_upload_server_t *s)
     if (s == NULL)
         return;
     MHD_stop_daemon(s->daemon); /* closes the listening socket */
-    berth_internal_unlink(s->upstream);
     free(s);
 }

@@ -7,15 +7,13 @@
 #ifndef BERTH_HTTP_UPLOAD_SERVER_H
 #define BERTH_HTTP_UPLOAD_SERVER_H
 
-#include <stddef.h>
-
 #include "registry/service/registry.h"
 
 typedef struct st_berth_upload_server_t berth_upload_server_t;
 
-/** Listen on `sock_path` (berth_internal_listen); `upstream` receives the address for nginx's upstream block. */
+/** Serve uploads on the listening descriptor `fd` (registry/http/internal_listen.h), which the server owns from here. */
 int berth_upload_server_start(berth_upload_server_t **out, berth_registry_t *reg, unsigned max_connections, unsigned idle_timeout,
-                              const char *sock_path, char *upstream, size_t upstream_size);
+                              int fd);
 /** Stop accepting and wait for running uploads to end. */
 void berth_upload_server_stop(berth_upload_server_t *s);
 

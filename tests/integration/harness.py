@@ -283,8 +283,8 @@ class Berthd:
                 self.wait_ready()
                 return self
             except RuntimeError:
-                # free_port() is check-then-use: berthd's own ephemeral internal listener can take the port
-                # before its edge binds it. Only that is retried, with a new port.
+                # free_port() is check-then-use: berthd's own ephemeral internal port (the API listener's
+                # backup, internal_listen.h) can take the port before its edge binds it. Only that is retried, with a new port.
                 if "Address already in use" not in self.logs() or attempt == 2:
                     raise
                 self.stop()

@@ -427,8 +427,9 @@ def walk_made_before(where, t0_ns):
 
 
 class EdgeTrust(BerthTestCase):
-    """berthd's internal listeners are Unix sockets only their owner can open (loopback ports, which any local process
-    can reach, when the run directory's path is too long for a socket). Only the edge may say who the
+    """berthd's internal listeners are Unix sockets only their owner can open, but the API listener also has a
+    loopback port (the edge's backup when the socket's queue is full) that any local process can reach, as both
+    listeners do when the run directory's path is too long for a socket. Only the edge may say who the
     client is (X-Real-IP: log-in back-off, upload limits per address, audit and access logs) and how it came
     (X-Forwarded-Proto: the 401 realm): it adds a secret drawn at every start, and a request without it is taken
     as the local caller it is."""
@@ -439,6 +440,7 @@ class EdgeTrust(BerthTestCase):
         with open(path) as f:
             text = f.read()
         api = re.search(r"upstream berth_api \{ server unix:(\S+) ", text).group(1)
+        self.backup = int(re.search(r"upstream berth_api \{[^}]* server 127\.0\.0\.1:(\d+) [^}]*backup;", text).group(1))
         upload = re.search(r"upstream berth_upload \{ server unix:(\S+) ", text).group(1)
         return api, upload, re.search(r"proxy_set_header X-Berth-Edge ([0-9a-f]{32});", text).group(1)
 
@@ -474,6 +476,9 @@ class EdgeTrust(BerthTestCase):
         # a guessed secret is not the secret
         self.direct(api, "GET", "/v2/trustb/x/tags/list", dict(spoof, **{"X-Berth-Edge": "0" * 32}))
         self.assertNotEqual(self.logged_remote("/v2/trustb/x/tags/list"), "203.0.113.9")
+        # the same to the API listener's backup port, which any local process can reach
+        self.direct(self.backup, "GET", "/v2/trustf/x/tags/list", spoof)
+        self.assertNotEqual(self.logged_remote("/v2/trustf/x/tags/list"), "203.0.113.9")
         # the same to the upload listener
         self.direct(upload, "POST", "/v2/trustc/x/blobs/uploads/", spoof)
         self.assertNotEqual(self.logged_remote("/v2/trustc/x/blobs/uploads/"), "203.0.113.9")
@@ -528,13 +533,80 @@ class EdgeTrust(BerthTestCase):
                 text = f.read()
             self.assertRegex(text, r"upstream berth_api \{ server 127\.0\.0\.1:\d+ ")
             self.assertRegex(text, r"upstream berth_upload \{ server 127\.0\.0\.1:\d+ ")
-            self.assertIn("longer than a Unix socket path may be", b.logs())
+            self.assertIn("too long for a Unix socket's path", b.logs())
             b.project("fallback")
             d = b.push_blob("fallback/r", b"through a loopback port")
             st, _, body = b.request("GET", "/v2/fallback/r/blobs/" + d)
             self.assertEqual((st, body), (200, b"through a loopback port"))
         finally:
             b.stop()
+
+    def test_a_second_berthd_on_the_same_run_dir_is_refused(self):
+        # each instance's sockets, nginx.conf and edge secret live there: a second one would take them over
+        second = Berthd()
+        second.env["BERTH_RUN_DIR"] = os.path.join(self.b.dir, "run")
+        second.start(wait=False)
+        try:
+            self.assertEqual(second.proc.wait(30), 1, second.logs())
+            self.assertIn("another berthd is running with the run directory", second.logs())
+        finally:
+            second.stop()
+        api, upload, _ = self.conf()
+        self.assertTrue(os.path.exists(api) and os.path.exists(upload), "the first instance's sockets are left alone")
+        st, _, _ = self.b.request("GET", "/v2/")
+        self.assertEqual(st, 200)
+
+    def test_a_run_dir_others_may_write_is_made_private(self):
+        b = Berthd()
+        os.makedirs(b.env["BERTH_RUN_DIR"])
+        os.chmod(b.env["BERTH_RUN_DIR"], 0o777)
+        b.start()
+        try:
+            self.assertEqual(os.stat(b.env["BERTH_RUN_DIR"]).st_mode & 0o777, 0o750)
+        finally:
+            b.stop()
+
+
+class InternalQueueFull(BerthTestCase):
+    """A Unix connect to a full accept queue fails at once (nginx: 502, the edge's 503) where a TCP SYN would wait:
+    with berthd stopped and its API socket's queue filled by a local process, requests through the edge wait on the
+    backup port and are answered when berthd goes on."""
+
+    def test_requests_wait_on_the_backup_port_while_the_socket_queue_is_full(self):
+        import signal
+        import socket
+        import threading
+        with open(os.path.join(self.b.dir, "run", "nginx.conf")) as f:
+            api = re.search(r"upstream berth_api \{ server unix:(\S+) ", f.read()).group(1)
+        self.assertEqual(self.b.request("GET", "/v2/")[0], 200)
+        held, statuses = [], []
+        os.kill(self.b.proc.pid, signal.SIGSTOP)
+        try:
+            while len(held) < 70000:  # the queue is net.core.somaxconn long
+                c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                c.setblocking(False)
+                try:
+                    c.connect(api)
+                except BlockingIOError:  # EAGAIN: the queue is full
+                    c.close()
+                    break
+                held.append(c)
+            self.assertLess(len(held), 70000, "the socket's queue never filled")
+
+            def fetch(k):
+                statuses.append(self.b.request("GET", "/v2/_catalog?n=%d" % (k + 1))[0])
+            threads = [threading.Thread(target=fetch, args=(k,)) for k in range(8)]
+            for t in threads:
+                t.start()
+            time.sleep(2)
+            self.assertEqual(statuses, [], "answered while berthd was stopped: %s" % statuses)
+        finally:
+            os.kill(self.b.proc.pid, signal.SIGCONT)
+            for c in held:
+                c.close()
+        for t in threads:
+            t.join(60)
+        self.assertEqual(sorted(statuses), [200] * 8)
 
 
 class AFloodOfCredentials(BerthTestCase):

@@ -161,10 +161,17 @@ class FailedStart(unittest.TestCase):
                         ["cannot read or create the replication key", "cannot start replication; stopping what was started"])
 
     def test_run_dir_unwritable(self):
-        # the internal API listener's socket lives in the run directory: every thread but the listeners runs
+        # the internal listeners' sockets live in the run directory: every thread but the listeners runs
         blocker = self.blocker()
-        self.fail_start({"BERTH_RUN_DIR": blocker + "/run"}, ["cannot create %s/run: Not a directory" % blocker,
-                                                              "cannot start the internal API listener (h2o); stopping what was started"])
+        self.fail_start({"BERTH_RUN_DIR": blocker + "/run"}, ["cannot create the run directory %s/run: Not a directory" % blocker,
+                                                              "cannot start the internal listeners; stopping what was started"])
+
+    def test_run_dir_of_another_user(self):
+        run = os.path.join(tempfile.mkdtemp(prefix="failstart-"), "run")
+        os.makedirs(run)
+        os.chown(run, 65534, 65534)  # nobody's: berthd would bind where someone else can swap its sockets
+        self.fail_start({"BERTH_RUN_DIR": run}, ["the run directory %s belongs to uid 65534" % run,
+                                                 "cannot start the internal listeners; stopping what was started"])
 
     def test_edge_conf_unwritable(self):
         # fails last, at the edge: every thread and both internal listeners already run
@@ -172,7 +179,8 @@ class FailedStart(unittest.TestCase):
         os.makedirs(os.path.join(run, "nginx.conf"))  # a directory where the edge's configuration goes
         self.fail_start({"BERTH_RUN_DIR": run}, ["cannot write %s/nginx.conf" % run,
                                                  "cannot start the edge (nginx); stopping what was started"])
-        self.assertFalse(os.path.exists(os.path.join(run, "api.sock")), "the internal listener's socket is removed at stop")
+        for sock in ("api.sock", "upload.sock"):
+            self.assertFalse(os.path.exists(os.path.join(run, sock)), "%s is removed at stop" % sock)
 
     def test_edge_that_dies_at_start(self):
         # nginx itself starts and then refuses its configuration (an unreadable certificate): berthd notices,
