@@ -59,14 +59,25 @@ def cpu(pid):
     return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def hwm_kib(pid):
+    for line in open("/proc/%d/status" % pid):
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1])
+    return 0
+
+
 def burst(port, pid, steps, n):
+    """-> (wall s, {pid: CPU s}, peak RSS of the tree in MiB: the sum of each process's high-water mark, reset first)"""
     t = types.SimpleNamespace(host="127.0.0.1", port=port, hostport="127.0.0.1:%d" % port, label=str(port))
     procs = tree(pid)
+    for p in procs:
+        with open("/proc/%d/clear_refs" % p, "w") as f:
+            f.write("5")  # resets VmHWM to the current RSS
     c0 = {p: cpu(p) for p in procs}
     wall, _, fails = asyncio.run(rb._burst(t, n, steps, 600, True))
     if fails:
         sys.exit("port %d: failed clients %s" % (port, dict(fails)))
-    return wall, {p: cpu(p) - c0[p] for p in procs}
+    return wall, {p: cpu(p) - c0[p] for p in procs}, sum(hwm_kib(p) for p in procs) / 1024
 
 
 def main():
@@ -128,17 +139,20 @@ http { access_log off; sendfile on; tcp_nopush on; tcp_nodelay on; keepalive_tim
                     ("GET", "/v2/%s/blobs/%s" % (repo, cd), hdr, len(config)), ("GET", "/v2/%s/blobs/%s" % (repo, ld), hdr, len(layer))]
         rows = []
         for i in range(pairs):
-            a, ca = burst(PORT, berthd.pid, steps(auth), clients)
+            a, ca, ma = burst(PORT, berthd.pid, steps(auth), clients)
             time.sleep(1)
-            b, cb = burst(REF_PORT, nginx.pid, steps({}), clients)
+            b, cb, mb = burst(REF_PORT, nginx.pid, steps({}), clients)
             time.sleep(1)
-            rows.append((a, b, sum(ca.values()), sum(cb.values()), ca.get(berthd.pid, 0)))
-            print("pair %d: wall Berth %.2f s nginx %.2f s (%.2fx) | CPU Berth %.2f s (berthd %.2f, edge %.2f) nginx %.2f s" % (
-                i + 1, a, b, a / b, rows[-1][2], rows[-1][4], rows[-1][2] - rows[-1][4], rows[-1][3]), flush=True)
+            rows.append((a, b, sum(ca.values()), sum(cb.values()), ca.get(berthd.pid, 0), ma, mb))
+            print("pair %d: wall Berth %.2f s nginx %.2f s (%.2fx) | CPU Berth %.2f s (berthd %.2f, edge %.2f) nginx %.2f s | "
+                  "peak RSS Berth %.1f MiB nginx %.1f MiB" % (i + 1, a, b, a / b, rows[-1][2], rows[-1][4], rows[-1][2] - rows[-1][4],
+                                                             rows[-1][3], ma, mb), flush=True)
         med = statistics.median
-        print("%d pairs of %d clients: wall ratio median %.3f; CPU median Berth %.3f s (berthd %.3f) nginx %.3f s (%.2fx)" % (
-            pairs, clients, med([r[0] / r[1] for r in rows]), med([r[2] for r in rows]), med([r[4] for r in rows]),
-            med([r[3] for r in rows]), med([r[2] for r in rows]) / med([r[3] for r in rows])))
+        print("%d pairs of %d clients: wall ratio median %.3f; CPU median Berth %.3f s (berthd %.3f) nginx %.3f s (%.2fx); "
+              "peak RSS median Berth %.1f MiB nginx %.1f MiB" % (
+                  pairs, clients, med([r[0] / r[1] for r in rows]), med([r[2] for r in rows]), med([r[4] for r in rows]),
+                  med([r[3] for r in rows]), med([r[2] for r in rows]) / med([r[3] for r in rows]), med([r[5] for r in rows]),
+                  med([r[6] for r in rows])))
     finally:
         if nginx:
             nginx.terminate()
