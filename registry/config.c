@@ -441,6 +441,10 @@ int berth_config_load(berth_config_t *cfg, const char *path, char *errbuf, size_
             return -1;
         }
     }
+    if (cfg->run_dir != NULL && cfg->run_dir[0] == '\0') { /* BERTH_RUN_DIR="": unset, never the current directory */
+        free(cfg->run_dir);
+        cfg->run_dir = NULL;
+    }
     if (cfg->run_dir == NULL) {
         size_t n = strlen(cfg->storage_root) + 8;
         cfg->run_dir = malloc(n);

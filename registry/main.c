@@ -502,6 +502,15 @@ static int serve(berth_config_t *cfgp, berth_db_t *db, berth_store_t *store, ber
         berth_log_err("cannot install the change-event subscribers");
         return 1;
     }
+    /* the run directory holds the internal listeners' sockets, the edge's configuration and its temp files;
+     * claimed first, so an instance refused for a run directory another one holds has started nothing */
+    char lerr[512];
+    if (berth_internal_listen(&st.internal, cfg.run_dir, lerr, sizeof(lerr)) != 0) {
+        berth_log_err("%s", lerr);
+        failed = "the internal listeners";
+        goto Fail;
+    }
+    st.listening = 1;
     st.audit = berth_audit_start(db) == 0;
     if (!st.audit) {
         failed = "the audit log writer";
@@ -599,14 +608,6 @@ static int serve(berth_config_t *cfgp, berth_db_t *db, berth_store_t *store, ber
         failed = "the garbage collector";
         goto Fail;
     }
-    /* the run directory holds the internal listeners' sockets, the edge's configuration and its temp files */
-    char lerr[512];
-    if (berth_internal_listen(&st.internal, cfg.run_dir, lerr, sizeof(lerr)) != 0) {
-        berth_log_err("%s", lerr);
-        failed = "the internal listeners";
-        goto Fail;
-    }
-    st.listening = 1;
     int api_fds[] = {st.internal.api_fd, st.internal.api_backup_fd};
     if (berth_server_start(&st.server, &reg, st.workers, st.auth_workers, cfg.auth_queue, cfg.loops, api_fds,
                            st.internal.api_backup_fd >= 0 ? 2 : 1) != 0) {

@@ -10,6 +10,10 @@
 
 #include "registry/http/limits.h"
 
+/* Where the edge proxies to berthd's API listener: only a failed connect (the socket's queue full, at once) moves
+ * a request to the backup port; one that was sent, or timed out, is never sent again (nginx's default would) */
+#define BERTH_EDGE_API_RETRY "proxy_next_upstream error; proxy_next_upstream_timeout 1s;"
+
 /* idle keep-alive connections each nginx worker keeps to berthd's internal listener */
 #define BERTH_EDGE_UPSTREAM_IDLE 256
 

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "core/log.h"
+#include "registry/http/edge.h"
 
 #define TMPFS "/dev/shm"
 #define TMPFS_MAGIC_NUMBER 0x01021994
@@ -604,6 +605,9 @@ void berth_edge_decisions_locations(FILE *f, const char *dir)
         fprintf(f, " /%d/$berth_repo/~/$berth_cred/$berth_hex", s);
     fprintf(f, " @berth_api;\n");
     berth_edge_blob_headers(f, "$berth_digest");
-    fprintf(f, "    }\n"
-               "    location @berth_api { proxy_pass http://berth_api; proxy_read_timeout 300s; recursive_error_pages on; }\n");
+    fprintf(
+        f,
+        "    }\n"
+        "    location @berth_api { proxy_pass http://berth_api; proxy_read_timeout 300s; recursive_error_pages on; " BERTH_EDGE_API_RETRY
+        " }\n");
 }

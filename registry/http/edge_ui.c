@@ -4,6 +4,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "registry/http/edge.h"
+
 /* Everything berthd answers itself; the UI never shadows these (issue #11: they keep working exactly as now). */
 #define BACKEND_PREFIXES "^/(v2|api|c|service|metrics)(/|$)"
 
@@ -31,11 +33,12 @@
 void berth_edge_ui_locations(FILE *f, const char *ui_dir)
 {
     if (ui_dir == NULL || ui_dir[0] == '\0') {
-        fprintf(f, "    location / { proxy_pass http://berth_api; proxy_read_timeout 300s; }\n");
+        fprintf(f, "    location / { proxy_pass http://berth_api; proxy_read_timeout 300s; " BERTH_EDGE_API_RETRY " }\n");
         return;
     }
     fprintf(f,
-            "    location ~ " BACKEND_PREFIXES " { proxy_pass http://berth_api; proxy_read_timeout 300s; }\n"
+            "    location ~ " BACKEND_PREFIXES " { proxy_pass http://berth_api; proxy_read_timeout 300s; " BERTH_EDGE_API_RETRY
+            " }\n"
             /* names carry a content hash: a new build is a new name, so the old one may be cached for ever */
             "    location ^~ /assets/ {\n"
             "      root %s;\n" UI_TYPES "      try_files $uri =404;\n"

@@ -78,13 +78,20 @@ static int claim(const char *run_dir, char *errbuf, size_t errlen)
         close(dir);
         return -1;
     }
-    if ((st.st_mode & 022) != 0 && fchmod(dir, st.st_mode & 0750) != 0) { /* others could swap the sockets */
+    if ((st.st_mode & 022) != 0 && fchmod(dir, st.st_mode & 07755) != 0) { /* others could swap the sockets */
         snprintf(errbuf, errlen, "cannot make the run directory %s private: %s", run_dir, strerror(errno));
         close(dir);
         return -1;
     }
     int lock = openat(dir, "berthd.lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
     close(dir);
+    if (lock >= 0 && flock(lock, LOCK_EX | LOCK_NB) != 0 && (errno == ENOLCK || errno == ENOSYS || errno == EOPNOTSUPP)) {
+        /* a file system without locks (NFS with nolock, Lustre without flock): run unguarded, and say so */
+        berth_log_warn("cannot lock the run directory %s (%s): nothing stops a second berthd from using it; give each "
+                       "instance its own local run_dir",
+                       run_dir, strerror(errno));
+        return lock;
+    }
     if (lock < 0 || flock(lock, LOCK_EX | LOCK_NB) != 0) {
         int busy = lock >= 0 && errno == EWOULDBLOCK;
         snprintf(errbuf, errlen,
@@ -123,6 +130,11 @@ int berth_internal_listen(berth_internal_t *out, const char *run_dir, char *errb
     return 0;
 Fail:
     snprintf(errbuf, errlen, "cannot listen for the edge in %s (see above)", run_dir);
+    int fds[] = {out->api_fd, out->api_backup_fd, out->upload_fd};
+    for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
+        if (fds[i] >= 0)
+            close(fds[i]);
+    berth_internal_unlink(out);
     return -1;
 }
 

@@ -562,7 +562,7 @@ class EdgeTrust(BerthTestCase):
         os.chmod(b.env["BERTH_RUN_DIR"], 0o777)
         b.start()
         try:
-            self.assertEqual(os.stat(b.env["BERTH_RUN_DIR"]).st_mode & 0o777, 0o750)
+            self.assertEqual(os.stat(b.env["BERTH_RUN_DIR"]).st_mode & 0o777, 0o755, "only the write bits of others go")
         finally:
             b.stop()
 
@@ -573,11 +573,19 @@ class InternalQueueFull(BerthTestCase):
     backup port and are answered when berthd goes on."""
 
     def test_requests_wait_on_the_backup_port_while_the_socket_queue_is_full(self):
+        import resource
         import signal
         import socket
         import threading
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))  # the queue is somaxconn (4,096) long
         with open(os.path.join(self.b.dir, "run", "nginx.conf")) as f:
-            api = re.search(r"upstream berth_api \{ server unix:(\S+) ", f.read()).group(1)
+            text = f.read()
+        api = re.search(r"upstream berth_api \{ server unix:(\S+) ", text).group(1)
+        # only a failed connect goes to the backup: a request that was sent or timed out is not sent again
+        for loc in re.findall(r"location[^{]*\{ proxy_pass http://berth_api;[^}]*\}", text):
+            self.assertIn("proxy_next_upstream error; proxy_next_upstream_timeout 1s;", loc)
+        self.assertGreaterEqual(len(re.findall(r"proxy_pass http://berth_api;", text)), 1)
         self.assertEqual(self.b.request("GET", "/v2/")[0], 200)
         held, statuses = [], []
         os.kill(self.b.proc.pid, signal.SIGSTOP)
