@@ -159,12 +159,10 @@ static int write_conf(const berth_edge_conf_t *c, const char *path, int fast_blo
      * workers together keep at most a quarter of them */
     int upload_keepalive = c->upload_connections / (4 * (c->workers > 0 ? c->workers : 1));
     upload_keepalive = upload_keepalive < 1 ? 1 : upload_keepalive > 64 ? 64 : upload_keepalive;
-    /* the backup port takes an eighth of the API's connections, so both together stay within max_conns */
     char backup[256] = "";
-    int api_conns = c->limits->upstream_max_conns;
+    int api_conns = c->limits->upstream_max_conns, spare = 0;
     if (c->api_backup != NULL && c->api_backup[0] != '\0') {
-        int spare = api_conns / 8 > 0 ? api_conns / 8 : 1;
-        api_conns -= spare;
+        berth_limits_api_split(c->limits, BERTH_EDGE_UPSTREAM_IDLE + upload_keepalive, &api_conns, &spare);
         snprintf(backup, sizeof(backup), " server %s max_conns=%d max_fails=0 backup;", c->api_backup, spare);
     }
     /* nginx workers must read the blob files berthd wrote; run them as berthd's own user */

@@ -60,6 +60,21 @@ long berth_limits_size(berth_limits_t *out, long nofile, int edge_workers)
     return per_worker > 0 ? (long)workers * per_worker / 2 : 0;
 }
 
+void berth_limits_api_split(const berth_limits_t *l, int idle, int *socket_conns, int *backup_conns)
+{
+    /* every upstream connection a request holds goes with a downstream one in the same worker; only pooled idle
+     * ones stand alone: a worker can never hold more than this many, whatever max_conns says */
+    long reach = (l->worker_nofile + idle) / 2;
+    int all = l->upstream_max_conns;
+    if (reach <= all) {
+        *socket_conns = *backup_conns = all;
+        return;
+    }
+    /* a small descriptor limit: both together must stay within berthd's share (past it berthd's accept fails) */
+    *backup_conns = all / 8 > 0 ? all / 8 : 1;
+    *socket_conns = all - *backup_conns;
+}
+
 void berth_limits_init(berth_limits_t *out, int edge_workers)
 {
     struct rlimit rl;

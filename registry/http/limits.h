@@ -25,6 +25,13 @@ void berth_limits_init(berth_limits_t *out, int edge_workers);
  * fills worker_nofile, worker_connections and upstream_max_conns; returns how many clients it holds at once.
  */
 long berth_limits_size(berth_limits_t *out, long nofile, int edge_workers);
+/**
+ * Share a worker's upstream_max_conns between the API's socket and its loopback backup port (used when the
+ * socket's queue is full, internal_listen.h), given the idle upstream connections a worker pools (`idle`).
+ * Where the worker's own descriptors bound its upstream connections within upstream_max_conns, each gets all
+ * of it (a burst that fills the socket's queue needs thousands on the backup); else the backup gets an eighth.
+ */
+void berth_limits_api_split(const berth_limits_t *l, int idle, int *socket_conns, int *backup_conns);
 /** The backlog for listen(2) (berth_limits_init must have run; 4096 before). */
 int berth_limits_backlog(void);
 
