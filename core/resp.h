@@ -17,8 +17,9 @@ typedef struct st_berth_resp_t {
     size_t nhdrs;
     const char *content_type; /* static or owned by body's lifetime holder; NULL for no body type */
     char *ct_owned;
-    char *body; /* owned, malloc'd */
-    size_t len; /* with body NULL and len > 0: a HEAD answer whose Content-Length is len (no body is sent) */
+    char *body;    /* owned, malloc'd */
+    size_t len;    /* with body NULL and len > 0: a HEAD answer whose Content-Length is len (no body is sent) */
+    int edge_keep; /* a manifest the edge may answer for this caller a while (registry/http/edge_blobs.h) */
 } berth_resp_t;
 
 void berth_resp_init(berth_resp_t *r);

@@ -22,6 +22,7 @@
 #include "registry/http/edge.h"
 #include "registry/http/edge_blobs.h"
 #include "registry/http/edge_cache.h"
+#include "registry/http/edge_pulls.h"
 #include "registry/http/edge_trust.h"
 #include "registry/http/edge_ui.h"
 #include "registry/http/internal_listen.h"
@@ -396,7 +397,7 @@ Out:
 
 /* What serve() has started, so a failure part-way and the normal drain stop exactly that, in reverse order */
 typedef struct {
-    int audit, isa_scan, replication, proxy, gc, retention, sqfs, webhooks, trim;
+    int audit, pulls, isa_scan, replication, proxy, gc, retention, sqfs, webhooks, trim;
     berth_db_listener_t *listener;
     berth_workers_t *workers, *auth_workers;
     berth_janitor_t *janitor;
@@ -412,6 +413,8 @@ typedef struct {
 static void stop_started(started_t *st)
 {
     berth_edge_stop(st->edge_pid, 60);
+    if (st->pulls) /* the edge has written its last lines: read them before the audit writer stops */
+        berth_edge_pulls_stop();
     berth_upload_server_stop(st->uploads);
     berth_server_stop(st->server);
     if (st->listening)
@@ -514,6 +517,11 @@ static int serve(berth_config_t *cfgp, berth_db_t *db, berth_store_t *store, ber
     st.audit = berth_audit_start(db) == 0;
     if (!st.audit) {
         failed = "the audit log writer";
+        goto Fail;
+    }
+    st.pulls = berth_edge_pulls_start(cfg.run_dir) == 0; /* the pulls the edge answered (a previous run's first) */
+    if (!st.pulls) {
+        failed = "the reader of the edge's pull log";
         goto Fail;
     }
     /* other instances' writes arrive as NOTIFY, not as events here: they only invalidate the caches */
@@ -653,6 +661,7 @@ static int serve(berth_config_t *cfgp, berth_db_t *db, berth_store_t *store, ber
         failed = "the edge (nginx)";
         goto Fail;
     }
+    berth_edge_pulls_edge(st.edge_pid);
     berth_log_info("berthd listening on %s%s%s (api %s, uploads %s, edge pid %d)", cfg.http_addr, cfg.tls_addr ? ", TLS " : "",
                    cfg.tls_addr ? cfg.tls_addr : "", st.internal.api, st.internal.upload, (int)st.edge_pid);
     int status = run_until_signal(&sigs, &st);

@@ -16,6 +16,7 @@
 
 #include "core/log.h"
 #include "registry/http/edge_blobs.h"
+#include "registry/http/edge_pulls.h"
 #include "registry/http/edge_trust.h"
 #include "registry/http/edge_ui.h"
 #include "registry/http/memory.h"
@@ -244,8 +245,11 @@ static int write_conf(const berth_edge_conf_t *c, const char *path, int fast_blo
             "      proxy_pass http://berth_upload;\n"
             "    }\n",
             OCI_400, OCI_414, OCI_413, OCI_502, OCI_404, OCI_416, c->upload_idle_timeout);
-    if (fast_blobs)
-        berth_edge_decisions_locations(f, berth_edge_decisions_path());
+    if (fast_blobs) {
+        char pulls[4096];
+        snprintf(pulls, sizeof(pulls), "%s/" BERTH_EDGE_PULLS_LOG, c->run_dir);
+        berth_edge_decisions_locations(f, berth_edge_decisions_path(), pulls);
+    }
     berth_edge_ui_locations(f, c->ui_dir);
     if (c->blob_root != NULL) {
         fprintf(f,

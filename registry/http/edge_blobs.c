@@ -30,6 +30,8 @@
 #define KEEP_TOKEN_PARTS (1 + BEARER_PIECES) /* "t" and a token's pieces */
 #define KEEP_BASIC_PARTS (1 + 5)             /* "b" and a Basic value of at most 5 segments (four '/') */
 #define KEEP_REPO_PARTS 6
+/* a kept manifest's link is named "<hex>-<who in hex>.<ext>": NAME_MAX bounds who */
+#define WHO_MAX ((NAME_MAX - 64 - 1 - 4) / 2)
 /* links go in slot directories "0".."SLOTS-1"; every SLOT_MS the next slot is renamed away whole and made afresh,
  * so a link lives between (SLOTS-1) and SLOTS periods however many there are: 0.625-1.25 s. Two slots, as nginx
  * looks in each one: five (1-1.25 s) cost small blob GETs 5 % of their rate */
@@ -43,6 +45,7 @@ static char dir_path[4096]; /* "" when off */
 static int dir_ready;       /* __atomic: dir_path may be read */
 static long live;           /* __atomic: inodes below the slots (directories and links) made and not yet removed */
 static long max_live = BERTH_EDGE_DECISIONS_MAX;
+static long live_bytes;    /* __atomic: bytes of the manifests kept below the slots (their only regular files) */
 static uint64_t epoch = 1; /* __atomic: moves at every forget, under slots_lock held for writing */
 /* readers: keep, while it makes a link in slot `cur`; writer: a rotation or a forget renaming slots away. A
  * writer-preferring lock, so a stream of keeps cannot hold a rotation (and a link's end) back */
@@ -58,6 +61,11 @@ static int janitor_on, janitor_stop; /* under janitor_mu */
 const char *berth_edge_decisions_path(void)
 {
     return __atomic_load_n(&dir_ready, __ATOMIC_ACQUIRE) ? dir_path : NULL;
+}
+
+long berth_edge_decisions_bytes(void)
+{
+    return __atomic_load_n(&live_bytes, __ATOMIC_RELAXED);
 }
 
 uint64_t berth_edge_decisions_epoch(void)
@@ -158,6 +166,9 @@ static int empty_dir(int fd, const struct timespec *until, unsigned *calls)
             break;
         }
         int flags = 0;
+        struct stat st;
+        if (e->d_type == DT_REG && fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+            __atomic_sub_fetch(&live_bytes, (long)st.st_size, __ATOMIC_RELAXED); /* a kept manifest */
         if (e->d_type == DT_DIR) {
             int sub = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
             rc = sub >= 0 ? empty_dir(sub, until, calls) : 0;
@@ -398,6 +409,9 @@ static int in(char c, const char *set)
 }
 
 #define ALNUM "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+/* the names berthd keeps links for, as the edge's locations take them (repo_ok, ref_ok) */
+#define REPO_RE "[a-z0-9][a-z0-9._-]*(?:/[a-z0-9][a-z0-9._-]*)*"
+#define TAG_RE "[A-Za-z0-9_][A-Za-z0-9._-]{0,127}"
 
 /* Basic: [A-Za-z0-9+=] segments of 1..NAME_MAX separated by single '/' (base64 has no '.': no "." or ".." name) */
 static int basic_ok(const char *v, size_t n)
@@ -547,6 +561,139 @@ void berth_edge_decisions_keep(const char *authorization, const char *repository
     __atomic_sub_fetch(&live, need - made, __ATOMIC_RELAXED);
 }
 
+/* the manifest media types the edge may answer with, as the extension of a kept manifest's link (nginx's `types`);
+ * an index is not among them: whether a client gets one depends on its Accept header, which berthd decides */
+static const struct {
+    const char *media_type, *ext;
+} manifest_types[] = {
+    {"application/vnd.oci.image.manifest.v1+json", "oim"},
+    {"application/vnd.docker.distribution.manifest.v2+json", "dmt"},
+};
+
+static const char *manifest_ext(const char *media_type)
+{
+    for (size_t i = 0; media_type != NULL && i < sizeof(manifest_types) / sizeof(manifest_types[0]); i++)
+        if (strcmp(media_type, manifest_types[i].media_type) == 0)
+            return manifest_types[i].ext;
+    return NULL;
+}
+
+/* a tag (the distribution spec's rule) or a sha256 digest: never "." or "..", never a '/' */
+static int ref_ok(const char *r)
+{
+    if (strncmp(r, "sha256:", 7) == 0)
+        return hex_ok(r + 7);
+    if (!in(r[0], ALNUM "_"))
+        return 0;
+    size_t n = 1;
+    while (n <= 128 && in(r[n], ALNUM "_.-"))
+        n++;
+    return n <= 128 && r[n] == '\0';
+}
+
+static unsigned long tmp_seq; /* __atomic: names of the temporary files and directories keep_manifest makes */
+
+/* `content` at `path` (<slot>/<repository>/~/~c/<hex>), once per slot; 0 when it is there, made now or before */
+static int keep_content(const char *path, const char *content, size_t len, long *made)
+{
+    struct stat st;
+    if (lstat(path, &st) == 0)
+        return S_ISREG(st.st_mode) && (size_t)st.st_size == len ? 0 : -1;
+    char tmp[PATH_MAX];
+    const char *slash = strrchr(path, '/');
+    int n = snprintf(tmp, sizeof(tmp), "%.*s/.%lu", (int)(slash - path), path, __atomic_add_fetch(&tmp_seq, 1, __ATOMIC_RELAXED));
+    if (n < 0 || (size_t)n >= sizeof(tmp))
+        return -1;
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0)
+        return -1;
+    int ok = write(fd, content, len) == (ssize_t)len;
+    close(fd);
+    /* link, not rename: another keep may have made it meanwhile, and its inode is counted once */
+    int rc = ok && link(tmp, path) == 0 ? 0 : -1;
+    if (rc == 0)
+        ++*made;
+    else if (ok && errno == EEXIST)
+        rc = 0;
+    unlink(tmp);
+    return rc;
+}
+
+/* the reference's directory appears whole, its one link in it (nginx lists it: random_index); 0 when made */
+static int keep_ref_dir(const char *path, const char *name, const char *content_path)
+{
+    char tmp[PATH_MAX], link_path[PATH_MAX];
+    const char *slash = strrchr(path, '/');
+    int t = snprintf(tmp, sizeof(tmp), "%.*s/.%lu", (int)(slash - path), path, __atomic_add_fetch(&tmp_seq, 1, __ATOMIC_RELAXED));
+    if (t < 0 || (size_t)t >= sizeof(tmp))
+        return -1;
+    int l = snprintf(link_path, sizeof(link_path), "%s/%s", tmp, name);
+    if (l < 0 || (size_t)l >= sizeof(link_path) || mkdir(tmp, 0700) != 0)
+        return -1;
+    if (symlink(content_path, link_path) == 0 && rename(tmp, path) == 0)
+        return 0;
+    unlink(link_path);
+    rmdir(tmp);
+    return -1;
+}
+
+void berth_edge_decisions_keep_manifest(const char *authorization, const char *repository, const char *ref, const char *digest,
+                                        const char *media_type, const char *who, const char *content, size_t len, uint64_t decided)
+{
+    const char *dir = berth_edge_decisions_path(), *ext = manifest_ext(media_type);
+    if (dir == NULL || ext == NULL || content == NULL || len == 0 || len > BERTH_EDGE_MANIFEST_MAX || digest == NULL ||
+        strncmp(digest, "sha256:", 7) != 0 || !hex_ok(digest + 7) || repository == NULL || !repo_ok(repository) || ref == NULL ||
+        !ref_ok(ref) || who == NULL || strlen(who) > WHO_MAX)
+        return;
+    const char *hex = digest + 7;
+    char cred[BEARER_MAX + BEARER_PIECES + 8], path[PATH_MAX], content_path[PATH_MAX], name[NAME_MAX + 1];
+    if (berth_edge_cred_path(authorization, cred, sizeof(cred)) != 0)
+        return;
+    int cred_parts = parts(cred), repo_parts = parts(repository);
+    if (cred_parts > (cred[0] == 'b' ? KEEP_BASIC_PARTS : KEEP_TOKEN_PARTS) || repo_parts > KEEP_REPO_PARTS)
+        return;
+    /* the link's name says what nginx cannot read from a file: the digest, who pulled (for the audit log) and, as
+     * its extension, the media type */
+    int w = snprintf(name, sizeof(name), "%s-", hex);
+    for (const char *p = who; *p != '\0'; p++)
+        w += snprintf(name + w, sizeof(name) - (size_t)w, "%02x", (unsigned char)*p);
+    snprintf(name + w, sizeof(name) - (size_t)w, ".%s", ext);
+    /* inodes: the repository's and the credential's directories, "~", "~c", the content, "~m", the reference's
+     * directory and its link */
+    long need = cred_parts + repo_parts + 6, made = 0, kept_bytes = 0;
+    if (__atomic_add_fetch(&live, need, __ATOMIC_RELAXED) > max_live) {
+        __atomic_sub_fetch(&live, need, __ATOMIC_RELAXED);
+        return;
+    }
+    if (__atomic_add_fetch(&live_bytes, (long)len, __ATOMIC_RELAXED) > BERTH_EDGE_MANIFEST_BYTES) {
+        __atomic_sub_fetch(&live_bytes, (long)len, __ATOMIC_RELAXED);
+        __atomic_sub_fetch(&live, need, __ATOMIC_RELAXED);
+        return;
+    }
+    pthread_rwlock_rdlock(&slots_lock);
+    if (__atomic_load_n(&epoch, __ATOMIC_ACQUIRE) == decided) { /* else forgotten since it was decided */
+        int s = cur;
+        size_t below = strlen(dir) + 3; /* "/<slot>/" */
+        int n = snprintf(content_path, sizeof(content_path), "%s/%d/%s/~/~c/%s", dir, s, repository, hex);
+        int m = snprintf(path, sizeof(path), "%s/%d/%s/~/%s/~m/%s", dir, s, repository, cred, ref);
+        struct stat st;
+        if (n > 0 && (size_t)n < sizeof(content_path) && m > 0 && (size_t)m < sizeof(path) && lstat(path, &st) != 0 &&
+            errno == ENOENT && make_parents(content_path, below, &made) == 0) {
+            long before = made;
+            if (keep_content(content_path, content, len, &made) == 0) {
+                kept_bytes = made > before ? (long)len : 0;
+                if (make_parents(path, below, &made) == 0 && keep_ref_dir(path, name, content_path) == 0)
+                    made += 2;
+            }
+            if (made > 0)
+                __atomic_store_n(&used[s], 1, __ATOMIC_RELAXED);
+        }
+    }
+    pthread_rwlock_unlock(&slots_lock);
+    __atomic_sub_fetch(&live, need - made, __ATOMIC_RELAXED);
+    __atomic_sub_fetch(&live_bytes, (long)len - kept_bytes, __ATOMIC_RELAXED);
+}
+
 void berth_edge_decisions_http(FILE *f)
 {
     /* berth_edge_cred_path, as a map: the lookahead checks the whole value, the captures cut it; any other header
@@ -564,6 +711,9 @@ void berth_edge_decisions_http(FILE *f)
     for (int i = 1; i <= BEARER_PIECES; i++)
         fprintf(f, "/$%d", i);
     fprintf(f, "\";\n  }\n");
+    /* a manifest GET the edge answered from a kept decision: a line for berthd's audit log (edge_pulls.h) */
+    fprintf(f, "  map \"$request_method:$status\" $berth_pull_logged { \"GET:200\" 1; default 0; }\n"
+               "  log_format berth_pull '$remote_addr $berth_who $berth_mhex $request_uri';\n");
 }
 
 void berth_edge_blob_headers(FILE *f, const char *digest_var)
@@ -578,7 +728,57 @@ void berth_edge_blob_headers(FILE *f, const char *digest_var)
             digest_var, digest_var);
 }
 
-void berth_edge_decisions_locations(FILE *f, const char *dir)
+/* Manifest GET/HEAD by tag or digest through a kept decision: the reference's directory holds one link, which nginx
+ * finds by listing it (random_index, an internal redirect to the link): its name gives the digest, the caller for
+ * the audit log and, as its extension, the media type. A miss, or any failure on the way, is berthd's to answer,
+ * with the client's own URI (after the redirect nginx would send the link's path). Errors are not logged here:
+ * the paths hold credentials. */
+static void manifest_locations(FILE *f, const char *dir, const char *pulls_log)
+{
+    fprintf(f,
+            "    location ~ \"^/v2/(?<berth_mrepo>" REPO_RE ")/manifests/(?<berth_ref>" TAG_RE "|sha256:[0-9a-f]{64})$\" {\n"
+            "      if ($request_method !~ ^(GET|HEAD)$) { return 418; }\n"
+            "      if ($request_uri !~ \"^/v2/" REPO_RE "/manifests/(?:" TAG_RE "|sha256:[0-9a-f]{64})$\") { return 418; }\n"
+            "      error_page 403 404 418 500 = @berth_manifest;\n"
+            "      error_log stderr emerg;\n"
+            "      log_not_found off;\n"
+            "      root %s;\n"
+            "      open_file_cache off;\n"
+            "      random_index on;\n"
+            /* "//": try_files looks for a directory and leaves the URI ending in '/', which random_index takes */
+            "      try_files",
+            dir);
+    for (int s = 0; s < SLOTS; s++)
+        fprintf(f, " /%d/$berth_mrepo/~/$berth_cred/~m/$berth_ref//", s);
+    fprintf(f, " @berth_manifest;\n    }\n");
+    fprintf(f,
+            "    location ~ \"^/[0-9]+/.+/(?<berth_mhex>[0-9a-f]{64})-(?<berth_who>[0-9a-f]*)\\.[a-z]+$\" {\n"
+            "      internal;\n"
+            "      error_page 403 404 500 = @berth_manifest;\n"
+            "      error_log stderr emerg;\n"
+            "      log_not_found off;\n"
+            "      root %s;\n"
+            "      open_file_cache off;\n"
+            "      etag off; max_ranges 0; if_modified_since off;\n"
+            "      types {",
+            dir);
+    for (size_t i = 0; i < sizeof(manifest_types) / sizeof(manifest_types[0]); i++)
+        fprintf(f, " %s %s;", manifest_types[i].media_type, manifest_types[i].ext);
+    fprintf(f,
+            " }\n"
+            "      default_type application/octet-stream;\n"
+            "      add_header docker-content-digest sha256:$berth_mhex always;\n"
+            "      add_header etag \"\\\"sha256:$berth_mhex\\\"\" always;\n"
+            "      add_header docker-distribution-api-version registry/2.0 always;\n"
+            "      add_header last-modified \"\" always;\n"
+            "      access_log %s berth_pull buffer=32k flush=1s if=$berth_pull_logged;\n"
+            "    }\n"
+            "    location @berth_manifest { proxy_pass http://berth_api$request_uri; proxy_read_timeout 300s; " BERTH_EDGE_API_RETRY
+            " }\n",
+            pulls_log);
+}
+
+void berth_edge_decisions_locations(FILE *f, const char *dir, const char *pulls_log)
 {
     fprintf(f,
             /* the names berthd keeps links for (repo_ok): any other path is berthd's */
@@ -610,4 +810,5 @@ void berth_edge_decisions_locations(FILE *f, const char *dir)
         "    }\n"
         "    location @berth_api { proxy_pass http://berth_api; proxy_read_timeout 300s; recursive_error_pages on; " BERTH_EDGE_API_RETRY
         " }\n");
+    manifest_locations(f, dir, pulls_log);
 }

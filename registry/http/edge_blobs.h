@@ -1,11 +1,11 @@
 /*
- * The edge's fast path for blob GET/HEAD by digest (issue #18). When berthd has answered such a request with the
- * blob's file, it keeps that decision for about a second (0.625-1.25 s) as a symbolic link to the file, named after the whole
- * Authorization header, the repository and the digest: <dir>/<slot>/<repository>/~/<credential>/<hex>. nginx serves a
- * later request with the same credential and URI through that link as a static file (try_files), with no
- * subrequest and no proxied request, so a burst of nodes sharing credentials costs berthd about one request per
- * second per blob and the edge no more memory per client than a static file server. A request that finds no link
- * is proxied to berthd as before, which answers it (refusals included) and keeps the link when it serves the file.
+ * The edge's fast path for blob GET/HEAD by digest (issue #18), and for manifests (berth_edge_decisions_keep_manifest
+ * below). When berthd has answered such a request with the blob's file, it keeps that decision for about a second (0.625-1.25 s) as
+ * a symbolic link to the file, named after the whole Authorization header, the repository and the digest:
+ * <dir>/<slot>/<repository>/~/<credential>/<hex>. nginx serves a later request with the same credential and URI through that link
+ * as a static file (try_files), with no subrequest and no proxied request, so a burst of nodes sharing credentials costs berthd
+ * about one request per second per blob and the edge no more memory per client than a static file server. A request that finds no
+ * link is proxied to berthd as before, which answers it (refusals included) and keeps the link when it serves the file.
  *
  * The names hold credentials: they live only on a tmpfs (/dev/shm), in a directory of berthd's own (0700), wiped at
  * start and stop; without a tmpfs the fast path is off. The name is built from the header by the same rule on both
@@ -34,6 +34,11 @@
 
 /** Milliseconds a kept decision lives at most (at least half of it) */
 #define BERTH_EDGE_DECISION_MS 1250
+
+/** A manifest larger than this is always answered by berthd; all kept manifests together take at most
+ * BERTH_EDGE_MANIFEST_BYTES of the tmpfs */
+#define BERTH_EDGE_MANIFEST_MAX (256 << 10)
+#define BERTH_EDGE_MANIFEST_BYTES (64L << 20)
 
 /** By default at most this many inodes (links and their directories) at once below the slots */
 #define BERTH_EDGE_DECISIONS_MAX 65536
@@ -64,6 +69,9 @@ void berth_edge_decisions_forget(void);
  */
 void berth_edge_decisions_forget_repo(const char *repository);
 
+/** Bytes of the manifests kept now (for /metrics and tests) */
+long berth_edge_decisions_bytes(void);
+
 /** The forget epoch: read before a request's decision is, and handed to berth_edge_decisions_keep. */
 uint64_t berth_edge_decisions_epoch(void);
 
@@ -77,6 +85,17 @@ uint64_t berth_edge_decisions_epoch(void);
 void berth_edge_decisions_keep(const char *authorization, const char *repository, const char *digest, uint64_t decided);
 
 /**
+ * Keep "the caller with this Authorization header may read manifest `ref` (a tag or a digest) of `repository`":
+ * called once berthd has answered a GET of it with `content`, `media_type` and `digest`, for the caller named
+ * `who` ("" anonymous), `decided` as for berth_edge_decisions_keep. The edge then answers this caller's GET and
+ * HEAD of it from the tmpfs for 0.625-1.25 s, and logs each GET it answers so berthd's audit log has it
+ * (registry/http/edge_pulls.h). Only single manifests of the common media types are kept (an index depends on the
+ * client's Accept header); a change of the repository, as for blobs, forgets them at once.
+ */
+void berth_edge_decisions_keep_manifest(const char *authorization, const char *repository, const char *ref, const char *digest,
+                                        const char *media_type, const char *who, const char *content, size_t len, uint64_t decided);
+
+/**
  * The part of a link's name that the Authorization header gives, as the edge's map builds it: "-" for none,
  * "b/<value>" for Basic, "t/<value in NAME_MAX-character pieces>" for a Bearer token shaped like a JWT. 0 with `out`
  * filled, -1 when the edge does not take this header (it then always asks berthd).
@@ -87,10 +106,11 @@ int berth_edge_cred_path(const char *authorization, char *out, size_t cap);
 void berth_edge_decisions_http(FILE *f);
 
 /**
- * The server-level locations: blob GET/HEAD by digest served through a kept decision in `dir`, and @berth_api,
- * the normal proxied path everything else falls back to.
+ * The server-level locations: blob and manifest GET/HEAD served through a kept decision in `dir` (manifest GETs
+ * so answered logged to `pulls_log`, edge_pulls.h), and @berth_api, the normal proxied path everything else
+ * falls back to.
  */
-void berth_edge_decisions_locations(FILE *f, const char *dir);
+void berth_edge_decisions_locations(FILE *f, const char *dir, const char *pulls_log);
 
 /** The headers of a blob sent from a file, its digest taken from nginx variable `digest_var` (with the '$'). */
 void berth_edge_blob_headers(FILE *f, const char *digest_var);

@@ -175,6 +175,16 @@ static void keep_blob_decision(const job_t *j, const berth_resp_t *resp)
         berth_edge_decisions_keep(j->authorization, j->v2.route.name, berth_resp_get(resp, "docker-content-digest"), j->edge_epoch);
 }
 
+/* A manifest answered from the database or the cache: the edge answers this caller's next reads of it for a while */
+static void keep_manifest_decision(const job_t *j, const berth_resp_t *resp)
+{
+    if (j->kind == JOB_V2 && j->v2.route.id == BERTH_V2_MANIFEST_GET && resp->status == 200 && resp->edge_keep &&
+        resp->body != NULL && j->isa_view[0] == '\0' && strcmp(j->method, "GET") == 0)
+        berth_edge_decisions_keep_manifest(j->authorization, j->v2.route.name, j->v2.route.ref,
+                                           berth_resp_get(resp, "docker-content-digest"), resp->content_type, j->who, resp->body,
+                                           resp->len, j->edge_epoch);
+}
+
 static void on_guard_dispose(void *p)
 {
     guard_t *g = p;
@@ -415,6 +425,7 @@ static void on_jobs_done(h2o_multithread_receiver_t *receiver, h2o_linklist_t *m
         if (j->req != NULL) {
             j->guard->job = NULL;
             keep_blob_decision(j, &j->resp);
+            keep_manifest_decision(j, &j->resp);
             send_resp(j->req, &j->resp, j->v2.route.kind, &j->start);
         }
         job_free(j);
@@ -675,6 +686,7 @@ static int serve_v2(loop_thread_t *lt, h2o_req_t *req)
     if (j->gate_passed && j->isa_view[0] == '\0' &&
         berth_v2_cached(s->reg, &j->v2, &cached)) { /* hot pull path: no worker hop, no SQL */
         keep_blob_decision(j, &cached);
+        keep_manifest_decision(j, &cached);
         send_resp(req, &cached, j->v2.route.kind, &j->start);
         berth_resp_dispose(&cached);
         job_free(j);

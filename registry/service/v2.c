@@ -224,6 +224,8 @@ static int do_manifest_get(berth_registry_t *reg, berth_dbconn_t *c, const berth
         return berth_err_set(err, BERTH_OCI_MANIFEST_UNKNOWN, "manifest media type not in Accept");
     }
     manifest_resp(resp, m.digest, m.media_type, m.content, m.len);
+    /* a proxied tag must be checked upstream again when due: only berthd knows when */
+    resp->edge_keep = !proxied || rq->route.ref_is_digest;
     audit_pull(rq, m.digest);
     m.content = NULL;
     berth_db_manifest_dispose(&m);
@@ -244,6 +246,7 @@ int berth_v2_cached(berth_registry_t *reg, const berth_v2_req_t *rq, berth_resp_
         }
         berth_resp_init(resp);
         manifest_resp(resp, v.digest, v.media_type, v.content, v.len);
+        resp->edge_keep = v.until == 0; /* until: a proxied tag, fresh only so long */
         audit_pull(rq, v.digest);
         v.content = NULL;
         berth_cache_val_dispose(&v);

@@ -3,8 +3,8 @@ credential may read a blob by digest and keeps a positive answer about a second,
 method and the URI. These tests hold it to what it promises: it saves berthd the repeated questions; another
 credential (or none, or a forged mix) never finds an entry made for a different one; a revoked credential, a
 deleted blob and a removed membership are refused as soon as berthd knows, at the latest within the 1-2 s an entry
-lives; refusals are never kept; manifests and tags are never kept; and the credentials in the keys stay on a
-tmpfs that goes with berthd."""
+lives; refusals are never kept; a kept manifest follows its tag at once, an index is always berthd's, and the
+pulls the edge answers reach the audit log; and the credentials in the keys stay on a tmpfs that goes with berthd."""
 import base64
 import glob
 import json
@@ -12,7 +12,7 @@ import os
 import re
 import time
 
-from harness import ACCEPT_ALL, BerthTestCase, Berthd, error_code, main, raw_exchange
+from harness import ACCEPT_ALL, OCI_INDEX, OCI_MANIFEST, BerthTestCase, Berthd, error_code, main, raw_exchange
 
 PW = "Edge-pass-123"
 BOUND_S = 2.5  # an entry lives 0.625-1.25 s; plus a margin for a loaded CI machine
@@ -315,28 +315,85 @@ class KeptDecisions(BerthTestCase):
         self.assertEqual(self.b.request("DELETE", "/v2/edge/steady/blobs/" + other)[0], 202)
         self.assertEqual(self.served_by(path, basic("alice")), (200, True), "its own change: asked again")
 
-    def test_manifests_and_tags_are_always_asked(self):
-        d1, _ = self.b.push_image("edge/tags", "v1", seed=1)
+    def manifest_answers(self):
+        """How many manifest requests berthd has answered"""
+        body = self.b.request("GET", "/metrics")[2].decode()
+        return sum(int(n) for n in re.findall(r'^berth_http_requests_total\{route="manifest",method="\w+",status="\d+"\} (\d+)$',
+                                               body, re.M))
+
+    def test_manifests_are_answered_as_berthd_answers_them_and_follow_their_tag(self):
+        d1, raw1 = self.b.push_image("edge/tags", "v1", seed=1)
         d2, raw2 = self.b.push_image("edge/tags", "v2", seed=2)
-        path = "/v2/edge/tags/manifests/v1"
+        same = ("content-type", "docker-content-digest", "etag", "content-length", "docker-distribution-api-version")
+        for ref, d, raw in (("v1", d1, raw1), (d2, d2, raw2)):
+            path = "/v2/edge/tags/manifests/" + ref
+            st, first, body = self.b.request("GET", path, headers={"Accept": ACCEPT_ALL}, auth=basic("alice"))
+            self.assertEqual((st, first["docker-content-digest"], body), (200, d, raw))
+            before, t0 = self.manifest_answers(), time.time()
+            for _ in range(10):
+                st, h, body = self.b.request("GET", path, headers={"Accept": ACCEPT_ALL}, auth=basic("alice"))
+                self.assertEqual((st, body), (200, raw))
+                self.assertEqual({k: h.get(k) for k in same}, {k: first.get(k) for k in same}, ref)
+                self.assertNotIn("last-modified", h)
+            st, h, body = self.b.request("HEAD", path, auth=basic("alice"))
+            self.assertEqual((st, body, h["content-length"], h["docker-content-digest"], h["content-type"]),
+                             (200, b"", str(len(raw)), d, first["content-type"]))
+            asked, took = self.manifest_answers() - before, time.time() - t0
+            # a decision lives 0.625-1.25 s: about one answer from berthd per second, not one per request
+            self.assertLessEqual(asked, 2 * (int(took) + 2), "%d of 11 answered by berthd in %.1f s" % (asked, took))
+        self.b.push_manifest("edge/tags", "v1", raw2)  # v1 moves: the next GET sees it, whatever was kept
         for _ in range(3):
-            st, h, _ = self.b.request("GET", path, headers={"Accept": ACCEPT_ALL}, auth=basic("alice"))
-            self.assertEqual((st, h["docker-content-digest"]), (200, d1))
-        self.b.push_manifest("edge/tags", "v1", raw2)  # v1 moves
-        st, h, _ = self.b.request("GET", path, headers={"Accept": ACCEPT_ALL}, auth=basic("alice"))
-        self.assertEqual((st, h["docker-content-digest"]), (200, d2))
-        before = self.b.request("GET", "/metrics")[2].decode()
-        n0 = sum(int(n) for n in re.findall(r'^berth_http_requests_total\{route="manifest",method="GET",status="200"\} (\d+)$',
-                                            before, re.M))
-        for _ in range(5):
-            self.assertEqual(self.b.request("GET", "/v2/edge/tags/manifests/" + d1, headers={"Accept": ACCEPT_ALL},
-                                            auth=basic("alice"))[0], 200)
-        after = self.b.request("GET", "/metrics")[2].decode()
-        n1 = sum(int(n) for n in re.findall(r'^berth_http_requests_total\{route="manifest",method="GET",status="200"\} (\d+)$',
-                                            after, re.M))
-        self.assertEqual(n1 - n0, 5, "every manifest GET, by digest too, is berthd's")
+            st, h, body = self.b.request("GET", "/v2/edge/tags/manifests/v1", headers={"Accept": ACCEPT_ALL}, auth=basic("alice"))
+            self.assertEqual((st, h["docker-content-digest"], body), (200, d2, raw2))
+        self.assertEqual(self.b.request("DELETE", "/v2/edge/tags/manifests/v1")[0], 202)  # the tag goes
+        st, _, body = self.b.request("GET", "/v2/edge/tags/manifests/v1", auth=basic("alice"))
+        self.assertEqual((st, error_code(body)), (404, "MANIFEST_UNKNOWN"))
         tags = json.loads(self.b.request("GET", "/v2/edge/tags/tags/list", auth=basic("alice"))[2])["tags"]
-        self.assertEqual(tags, ["v1", "v2"])
+        self.assertEqual(tags, ["v2"])
+        # another credential, or a method that changes something, is berthd's to answer
+        self.assertEqual(self.b.request("GET", "/v2/edge/tags/manifests/v2", auth=basic("bob"))[0], 403)
+        self.assertEqual(self.b.request("GET", "/v2/edge/tags/manifests/v2", auth=basic("alice", "wrong"))[0], 401)
+        self.assertEqual(self.b.request("PUT", "/v2/edge/tags/manifests/v2", raw1, {"Content-Type": OCI_MANIFEST},
+                                        auth=basic("alice"))[0], 403)
+
+    def test_an_index_is_answered_by_berthd_by_the_clients_accept(self):
+        d1, raw1 = self.b.push_image("edge/multi", "amd64", seed=11)
+        index = json.dumps({"schemaVersion": 2, "mediaType": OCI_INDEX, "manifests": [
+            {"mediaType": OCI_MANIFEST, "digest": d1, "size": len(raw1), "platform": {"os": "linux", "architecture": "amd64"}}]}
+        ).encode()
+        self.b.push_manifest("edge/multi", "latest", index, media_type=OCI_INDEX)
+        for _ in range(3):
+            st, h, body = self.b.request("GET", "/v2/edge/multi/manifests/latest", headers={"Accept": ACCEPT_ALL}, auth=basic("alice"))
+            self.assertEqual((st, h["content-type"], body), (200, OCI_INDEX, index))
+            st, h, body = self.b.request("GET", "/v2/edge/multi/manifests/latest", headers={"Accept": OCI_MANIFEST},
+                                         auth=basic("alice"))
+            self.assertEqual((st, error_code(body)), (404, "MANIFEST_UNKNOWN"), "an index to a client that does not accept one")
+
+    def test_pulls_the_edge_answers_reach_the_audit_log(self):
+        import signal
+        d, raw = self.b.push_image("edge/audited", "t1", seed=21)
+        path = "/v2/edge/audited/manifests/t1"
+        self.assertEqual(self.b.request("GET", path, auth=basic("alice"))[0], 200)  # berthd: kept now
+        os.kill(self.b.proc.pid, signal.SIGSTOP)  # berthd (and the thread that ends links) stands still
+        try:
+            for _ in range(3):
+                st, h, body = self.b.request("GET", path, auth=basic("alice"), timeout=5)
+                self.assertEqual((st, body), (200, raw), "answered by the edge alone")
+            self.assertEqual(self.b.request("HEAD", path, auth=basic("alice"), timeout=5)[0], 200)
+        finally:
+            os.kill(self.b.proc.pid, signal.SIGCONT)
+        deadline, rows = time.time() + 20, []
+        while time.time() < deadline:  # the edge's lines reach berthd within seconds, a repeat's count when its window closes
+            st, _, rows = self.b.api("GET", "/audit-logs?page_size=100&q=resource%3D~edge/audited")
+            self.assertEqual(st, 200, rows)
+            pulls = [r for r in rows if r["operation"] == "pull" and r["username"] == "alice"]
+            if sum(r["count"] for r in pulls) >= 4:
+                break
+            time.sleep(0.2)
+        self.assertEqual(sum(r["count"] for r in pulls), 4, rows)  # four GETs; the HEAD is no pull
+        self.assertTrue(all(r["resource"] == "edge/audited:t1" and r["remote"] == "127.0.0.1" for r in pulls), pulls)
+        self.assertGreaterEqual(self.b.api("GET", "/projects/edge/repositories/audited")[2]["pull_count"], 4)
+        self.assertNotIn(basic("alice")[6:], self.b.logs(), "a credential in berthd's or the edge's log")
 
     def started_with_a_kept_decision(self):
         """A berthd of its own that has kept one decision; (berthd, the directory of its kept decisions)"""

@@ -214,6 +214,62 @@ int main(void)
     ok(peak > 0 && peak <= BOUND, "a flood from four threads stays within the bound: at most %ld inodes of %d", peak, BOUND);
     drains("the flood");
 
+    /* a manifest: its reference's directory holds one link, named after the digest, the caller and the media type,
+     * to the content kept once per repository and slot */
+    const char *man = "{\"schemaVersion\":2}", *oci = "application/vnd.oci.image.manifest.v1+json";
+    berth_edge_decisions_keep_manifest(admin, "p/m", "v1", digest, oci, "admin", man, strlen(man), berth_edge_decisions_epoch());
+    snprintf(pattern, sizeof(pattern), "%s/[0-9]/p/m/~/b/YWRtaW46cGFzcw==/~m/v1/*", berth_edge_decisions_path());
+    char name[PATH_MAX] = "", body[64] = "";
+    size_t entries = 0;
+    if (glob(pattern, 0, NULL, &g) == 0) {
+        entries = g.gl_pathc;
+        snprintf(name, sizeof(name), "%s", strrchr(g.gl_pathv[0], '/') + 1);
+        FILE *f = fopen(g.gl_pathv[0], "r");
+        if (f != NULL) {
+            body[fread(body, 1, sizeof(body) - 1, f)] = '\0';
+            fclose(f);
+        }
+        globfree(&g);
+    }
+    snprintf(want, sizeof(want), "%s-61646d696e.oim", hex);
+    ok(entries == 1 && strcmp(name, want) == 0 && strcmp(body, man) == 0, "a manifest's directory holds one link, %s, to it", name);
+    berth_edge_decisions_keep_manifest(admin, "p/m", digest, digest, oci, "", man, strlen(man), berth_edge_decisions_epoch());
+    snprintf(pattern, sizeof(pattern), "%s/[0-9]/p/m/~/b/YWRtaW46cGFzcw==/~m/%s/%s-.oim", berth_edge_decisions_path(), digest, hex);
+    ok(glob(pattern, 0, NULL, &g) == 0 && (globfree(&g), 1), "by digest too, for an anonymous caller");
+    static const char *const refused[][3] = {
+        {"v2", "application/vnd.oci.image.index.v1+json", "admin"}, /* an index: the client's Accept decides */
+        {"../v3", "application/vnd.oci.image.manifest.v1+json", "admin"},
+        {".v4", "application/vnd.oci.image.manifest.v1+json", "admin"},
+        {"v5", "application/vnd.oci.image.manifest.v1+json",
+         "a-name-longer-than-ninety-three-bytes-a-name-longer-than-ninety-three-bytes-a-name-longer-than-ninety-three"},
+    };
+    int none = 1;
+    for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+        berth_edge_decisions_keep_manifest(admin, "p/n", refused[i][0], digest, refused[i][1], refused[i][2], man, strlen(man),
+                                           berth_edge_decisions_epoch());
+        snprintf(pattern, sizeof(pattern), "%s/[0-9]/p/n", berth_edge_decisions_path());
+        if (glob(pattern, 0, NULL, &g) == 0) {
+            none = 0;
+            globfree(&g);
+        }
+    }
+    ok(none, "an index, a reference that is no tag, a name past NAME_MAX: never kept");
+    before = berth_edge_decisions_epoch();
+    berth_edge_decisions_forget_repo("p/m");
+    berth_edge_decisions_keep_manifest(admin, "p/m", "v1", digest, oci, "admin", man, strlen(man), before);
+    snprintf(pattern, sizeof(pattern), "%s/[0-9]/p/m/~", berth_edge_decisions_path());
+    ok(glob(pattern, 0, NULL, &g) != 0, "a repository's change takes its manifests, and one read before it is not kept");
+    for (int i = 0; i < 20; i++) { /* past the bound on inodes */
+        char auth[32];
+        snprintf(auth, sizeof(auth), "Basic m%d", i);
+        berth_edge_decisions_keep_manifest(auth, "p/m", "v1", digest, oci, "admin", man, strlen(man), berth_edge_decisions_epoch());
+    }
+    ok(count() <= BOUND, "manifests stay within the bound on inodes too: %ld of %d", count(), BOUND);
+    ok(berth_edge_decisions_bytes() == (long)strlen(man), "their content is kept once per repository and slot: %ld bytes",
+       berth_edge_decisions_bytes());
+    drains("manifests");
+    ok(berth_edge_decisions_bytes() == 0, "and its bytes are counted off when it goes: %ld", berth_edge_decisions_bytes());
+
     char dir[PATH_MAX];
     snprintf(dir, sizeof(dir), "%s", berth_edge_decisions_path());
     berth_edge_decisions_remove();
