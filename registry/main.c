@@ -412,6 +412,8 @@ typedef struct {
  * backends stay up, then the listeners, then the threads they feed */
 static void stop_started(started_t *st)
 {
+    if (st->pulls) /* a quitting nginx does not reopen its logs: the files stay where it writes until it is gone */
+        berth_edge_pulls_pause();
     berth_edge_stop(st->edge_pid, 60);
     if (st->pulls) /* the edge has written its last lines: read them before the audit writer stops */
         berth_edge_pulls_stop();
@@ -455,6 +457,7 @@ static int run_until_signal(sigset_t *sigs, started_t *st)
             return 0;
         }
         if (waitpid(st->edge_pid, &wst, WNOHANG) == st->edge_pid) {
+            berth_edge_pulls_edge(-1); /* its pid may be another process's now */
             if (WIFSIGNALED(wst))
                 berth_log_err("the edge (nginx, pid %d) was killed by signal %d; stopping", (int)st->edge_pid, WTERMSIG(wst));
             else

@@ -247,7 +247,7 @@ static int write_conf(const berth_edge_conf_t *c, const char *path, int fast_blo
             OCI_400, OCI_414, OCI_413, OCI_502, OCI_404, OCI_416, c->upload_idle_timeout);
     if (fast_blobs) {
         char pulls[4096];
-        snprintf(pulls, sizeof(pulls), "%s/" BERTH_EDGE_PULLS_LOG, c->run_dir);
+        snprintf(pulls, sizeof(pulls), "%s/" BERTH_EDGE_PULLS_DIR "/" BERTH_EDGE_PULLS_LOG, c->run_dir);
         berth_edge_decisions_locations(f, berth_edge_decisions_path(), pulls);
     }
     berth_edge_ui_locations(f, c->ui_dir);

@@ -167,15 +167,18 @@ static int empty_dir(int fd, const struct timespec *until, unsigned *calls)
         }
         int flags = 0;
         struct stat st;
+        long bytes = 0; /* a kept manifest's: its content is the only regular file here */
         if (e->d_type == DT_REG && fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0)
-            __atomic_sub_fetch(&live_bytes, (long)st.st_size, __ATOMIC_RELAXED); /* a kept manifest */
+            bytes = (long)st.st_size;
         if (e->d_type == DT_DIR) {
             int sub = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
             rc = sub >= 0 ? empty_dir(sub, until, calls) : 0;
             flags = AT_REMOVEDIR;
         }
-        if (rc == 0 && unlinkat(dirfd(d), e->d_name, flags) == 0)
+        if (rc == 0 && unlinkat(dirfd(d), e->d_name, flags) == 0) {
             __atomic_sub_fetch(&live, 1, __ATOMIC_RELAXED);
+            __atomic_sub_fetch(&live_bytes, bytes, __ATOMIC_RELAXED);
+        }
     }
     closedir(d);
     return rc;
@@ -619,8 +622,8 @@ static int keep_content(const char *path, const char *content, size_t len, long 
     return rc;
 }
 
-/* the reference's directory appears whole, its one link in it (nginx lists it: random_index); 0 when made */
-static int keep_ref_dir(const char *path, const char *name, const char *content_path)
+/* the reference's directory appears whole, its one link to `target` in it (nginx lists it: random_index); 0 when made */
+static int keep_ref_dir(const char *path, const char *name, const char *target)
 {
     char tmp[PATH_MAX], link_path[PATH_MAX];
     const char *slash = strrchr(path, '/');
@@ -630,7 +633,7 @@ static int keep_ref_dir(const char *path, const char *name, const char *content_
     int l = snprintf(link_path, sizeof(link_path), "%s/%s", tmp, name);
     if (l < 0 || (size_t)l >= sizeof(link_path) || mkdir(tmp, 0700) != 0)
         return -1;
-    if (symlink(content_path, link_path) == 0 && rename(tmp, path) == 0)
+    if (symlink(target, link_path) == 0 && rename(tmp, path) == 0)
         return 0;
     unlink(link_path);
     rmdir(tmp);
@@ -682,7 +685,13 @@ void berth_edge_decisions_keep_manifest(const char *authorization, const char *r
             long before = made;
             if (keep_content(content_path, content, len, &made) == 0) {
                 kept_bytes = made > before ? (long)len : 0;
-                if (make_parents(path, below, &made) == 0 && keep_ref_dir(path, name, content_path) == 0)
+                /* relative, up from <cred>/~m/<ref> to "~": short enough to stay in the inode (< 128 bytes) */
+                char target[(KEEP_TOKEN_PARTS + 2) * 3 + 72] = "";
+                for (int up = 0; up < cred_parts + 2; up++)
+                    strcat(target, "../");
+                strcat(target, "~c/");
+                strcat(target, hex);
+                if (make_parents(path, below, &made) == 0 && keep_ref_dir(path, name, target) == 0)
                     made += 2;
             }
             if (made > 0)
@@ -713,6 +722,8 @@ void berth_edge_decisions_http(FILE *f)
     fprintf(f, "\";\n  }\n");
     /* a manifest GET the edge answered from a kept decision: a line for berthd's audit log (edge_pulls.h) */
     fprintf(f, "  map \"$request_method:$status\" $berth_pull_logged { \"GET:200\" 1; default 0; }\n"
+               "  map \"$http_if_match$http_if_none_match$http_if_modified_since$http_if_unmodified_since\" $berth_conditional {"
+               " \"\" 0; default 1; }\n"
                "  log_format berth_pull '$remote_addr $berth_who $berth_mhex $request_uri';\n");
 }
 
@@ -739,7 +750,13 @@ static void manifest_locations(FILE *f, const char *dir, const char *pulls_log)
             "    location ~ \"^/v2/(?<berth_mrepo>" REPO_RE ")/manifests/(?<berth_ref>" TAG_RE "|sha256:[0-9a-f]{64})$\" {\n"
             "      if ($request_method !~ ^(GET|HEAD)$) { return 418; }\n"
             "      if ($request_uri !~ \"^/v2/" REPO_RE "/manifests/(?:" TAG_RE "|sha256:[0-9a-f]{64})$\") { return 418; }\n"
+            /* berthd ignores conditional headers; nginx's static module would answer them (412, 304) */
+            "      if ($berth_conditional) { return 418; }\n"
             "      error_page 403 404 418 500 = @berth_manifest;\n"
+            /* a location's error_page replaces the server's: a body over client_max_body_size is refused here */
+            "      error_page 413 = @too_big;\n"
+            /* berthd's answer may be an error nginx maps too (502, 504, 413: the server's JSON answers) */
+            "      recursive_error_pages on;\n"
             "      error_log stderr emerg;\n"
             "      log_not_found off;\n"
             "      root %s;\n"
@@ -755,6 +772,7 @@ static void manifest_locations(FILE *f, const char *dir, const char *pulls_log)
             "    location ~ \"^/[0-9]+/.+/(?<berth_mhex>[0-9a-f]{64})-(?<berth_who>[0-9a-f]*)\\.[a-z]+$\" {\n"
             "      internal;\n"
             "      error_page 403 404 500 = @berth_manifest;\n"
+            "      recursive_error_pages on;\n"
             "      error_log stderr emerg;\n"
             "      log_not_found off;\n"
             "      root %s;\n"
@@ -793,6 +811,9 @@ void berth_edge_decisions_locations(FILE *f, const char *dir, const char *pulls_
             /* no link, or one gone between the look and the open: berthd answers, refusals included */
             "      error_page 403 404 418 500 = @berth_api;\n"
             "      error_page 416 = @blob_range;\n"
+            "      error_page 413 = @too_big;\n"
+            /* so @berth_api's own errors get the server's JSON answers: the flag counts where the first one fired */
+            "      recursive_error_pages on;\n"
             "      root %s;\n"
             /* a removed link must be missed at once, not found again through a kept descriptor */
             "      open_file_cache off;\n"
@@ -805,10 +826,7 @@ void berth_edge_decisions_locations(FILE *f, const char *dir, const char *pulls_
         fprintf(f, " /%d/$berth_repo/~/$berth_cred/$berth_hex", s);
     fprintf(f, " @berth_api;\n");
     berth_edge_blob_headers(f, "$berth_digest");
-    fprintf(
-        f,
-        "    }\n"
-        "    location @berth_api { proxy_pass http://berth_api; proxy_read_timeout 300s; recursive_error_pages on; " BERTH_EDGE_API_RETRY
-        " }\n");
+    fprintf(f, "    }\n"
+               "    location @berth_api { proxy_pass http://berth_api; proxy_read_timeout 300s; " BERTH_EDGE_API_RETRY " }\n");
     manifest_locations(f, dir, pulls_log);
 }

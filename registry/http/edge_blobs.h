@@ -38,7 +38,7 @@
 /** A manifest larger than this is always answered by berthd; all kept manifests together take at most
  * BERTH_EDGE_MANIFEST_BYTES of the tmpfs */
 #define BERTH_EDGE_MANIFEST_MAX (256 << 10)
-#define BERTH_EDGE_MANIFEST_BYTES (64L << 20)
+#define BERTH_EDGE_MANIFEST_BYTES (16L << 20) /* a container's /dev/shm is often 64 MiB */
 
 /** By default at most this many inodes (links and their directories) at once below the slots */
 #define BERTH_EDGE_DECISIONS_MAX 65536

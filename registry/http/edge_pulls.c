@@ -1,6 +1,7 @@
 #include "registry/http/edge_pulls.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -91,8 +92,13 @@ static void read_file(const char *name)
     char path[sizeof(dir) + 32], line[2048];
     snprintf(path, sizeof(path), "%s/%s", dir, name);
     FILE *f = fopen(path, "re");
-    if (f == NULL)
+    if (f == NULL) {
+        if (errno != ENOENT) /* kept: the file before it is not moved onto it */
+            berth_log_warn("edge pulls: cannot read %s: %s", path, strerror(errno));
         return;
+    }
+    if (unlink(path) != 0) /* first: a berthd killed while reading loses these lines rather than audit them twice */
+        berth_log_warn("edge pulls: cannot remove %s: %s", path, strerror(errno));
     while (fgets(line, sizeof(line), f) != NULL) {
         size_t n = strlen(line);
         if (n == 0 || line[n - 1] != '\n') { /* longer than any line nginx writes here: skipped whole */
@@ -109,8 +115,6 @@ static void read_file(const char *name)
             bad++;
     }
     fclose(f);
-    if (unlink(path) != 0)
-        berth_log_warn("edge pulls: cannot remove %s: %s", path, strerror(errno));
 }
 
 static int move(int from, int to)
@@ -121,8 +125,9 @@ static int move(int from, int to)
     struct stat st;
     if (lstat(a, &st) != 0 || (from == 0 && st.st_size == 0))
         return 0;
-    if (rename(a, b) != 0) {
-        berth_log_warn("edge pulls: cannot move %s: %s", a, strerror(errno));
+    if (renameat2(AT_FDCWD, a, AT_FDCWD, b, RENAME_NOREPLACE) != 0) { /* EEXIST: that one is not read yet */
+        if (errno != EEXIST)
+            berth_log_warn("edge pulls: cannot move %s: %s", a, strerror(errno));
         return 0;
     }
     return 1;
@@ -152,7 +157,11 @@ static void read_all(void)
 
 int berth_edge_pulls_start(const char *run_dir)
 {
-    snprintf(dir, sizeof(dir), "%s", run_dir);
+    snprintf(dir, sizeof(dir), "%s/" BERTH_EDGE_PULLS_DIR, run_dir);
+    if ((mkdir(dir, 0700) != 0 && errno != EEXIST) || chmod(dir, 0700) != 0) {
+        berth_log_err("edge pulls: cannot make %s: %s", dir, strerror(errno));
+        return -1;
+    }
     read_all();
     return berth_bgloop_start(&loop, "berth-edge-pull", PERIOD_MS, tick, NULL) == 0 ? 0 : -1;
 }
@@ -162,10 +171,15 @@ void berth_edge_pulls_edge(pid_t pid)
     __atomic_store_n(&edge, pid, __ATOMIC_RELEASE);
 }
 
-void berth_edge_pulls_stop(void)
+void berth_edge_pulls_pause(void)
 {
     berth_edge_pulls_edge(-1);
     berth_bgloop_stop(loop);
     loop = NULL;
+}
+
+void berth_edge_pulls_stop(void)
+{
+    berth_edge_pulls_pause();
     read_all();
 }

@@ -137,6 +137,7 @@ http { access_log off; sendfile on; tcp_nopush on; tcp_nodelay on; keepalive_tim
         def steps(hdr):
             return [("GET", "/v2/%s/manifests/v1" % repo, dict(hdr, Accept=OCI_MANIFEST), len(manifest)),
                     ("GET", "/v2/%s/blobs/%s" % (repo, cd), hdr, len(config)), ("GET", "/v2/%s/blobs/%s" % (repo, ld), hdr, len(layer))]
+        print("pids: Berth %s, nginx %s" % (tree(berthd.pid), tree(nginx.pid)), flush=True)  # for perf record -a
         rows = []
         for i in range(pairs):
             a, ca, ma = burst(PORT, berthd.pid, steps(auth), clients)

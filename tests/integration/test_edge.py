@@ -350,6 +350,19 @@ class KeptDecisions(BerthTestCase):
         self.assertEqual((st, error_code(body)), (404, "MANIFEST_UNKNOWN"))
         tags = json.loads(self.b.request("GET", "/v2/edge/tags/tags/list", auth=basic("alice"))[2])["tags"]
         self.assertEqual(tags, ["v2"])
+        # conditional headers are berthd's to answer (it ignores them; nginx's static module would say 412 or 304)
+        path = "/v2/edge/tags/manifests/v2"
+        for cond in ({"If-Match": '"nope"'}, {"If-None-Match": "*"}, {"If-Unmodified-Since": "Mon, 01 Jan 2001 00:00:00 GMT"},
+                     {"If-None-Match": '"%s"' % d2}):
+            st, h, body = self.b.request("GET", path, headers=cond, auth=basic("alice"))
+            self.assertEqual((st, body), (200, raw2), cond)
+        # a manifest too large for the edge gets the server's JSON answer, as any other path (the error page the
+        # edge's own locations chain to must not end in nginx's HTML)
+        req = ("PUT /v2/edge/tags/manifests/big HTTP/1.1\r\nHost: %s\r\nAuthorization: %s\r\nContent-Type: %s\r\n"
+               "Content-Length: %d\r\nConnection: close\r\n\r\n" % (self.b.host, basic("alice"), OCI_MANIFEST, 9 << 20))
+        out = raw_exchange(self.b.ip, self.b.port, req.encode(), timeout=10)
+        self.assertEqual(int(out.split(b" ", 2)[1]), 413, out[:200])
+        self.assertEqual(error_code(out.split(b"\r\n\r\n", 1)[1]), "SIZE_INVALID")
         # another credential, or a method that changes something, is berthd's to answer
         self.assertEqual(self.b.request("GET", "/v2/edge/tags/manifests/v2", auth=basic("bob"))[0], 403)
         self.assertEqual(self.b.request("GET", "/v2/edge/tags/manifests/v2", auth=basic("alice", "wrong"))[0], 401)

@@ -66,10 +66,12 @@ int main(void)
        sizeof(bad) / sizeof(bad[0]));
 
     /* a file an earlier run left: read at start, each good line one pull, then removed */
-    char dir[64], path[128];
+    char dir[64], sub[96], path[128];
     snprintf(dir, sizeof(dir), "/tmp/berth-unit-pulls-%ld", (long)getpid());
+    snprintf(sub, sizeof(sub), "%s/" BERTH_EDGE_PULLS_DIR, dir);
     mkdir(dir, 0700);
-    snprintf(path, sizeof(path), "%s/" BERTH_EDGE_PULLS_LOG ".2", dir);
+    mkdir(sub, 0755);
+    snprintf(path, sizeof(path), "%s/" BERTH_EDGE_PULLS_LOG ".2", sub);
     FILE *f = fopen(path, "w");
     fprintf(f, "10.0.0.1 626f62 %s /v2/team/app/manifests/v1\n", hex);
     fprintf(f, "garbage\n");
@@ -81,8 +83,16 @@ int main(void)
     ok(berth_edge_pulls_start(dir) == 0, "the reader starts");
     ok(pulls == 2 && strncmp(last, "bob|10.0.0.2|team/app|v2|sha256:", 32) == 0, "two whole pulls read at start (%d): %s", pulls,
        last);
-    ok(access(path, F_OK) != 0, "and the file removed");
+    struct stat st;
+    ok(access(path, F_OK) != 0 && stat(sub, &st) == 0 && (st.st_mode & 0777) == 0700,
+       "the file removed, its directory berthd's alone (%o)", (unsigned)(st.st_mode & 0777));
+    snprintf(path, sizeof(path), "%s/" BERTH_EDGE_PULLS_LOG, sub); /* what the edge writes while the reader runs */
+    f = fopen(path, "w");
+    fprintf(f, "10.0.0.4 626f62 %s /v2/team/app/manifests/v4\n", hex);
+    fclose(f);
     berth_edge_pulls_stop();
+    ok(pulls == 3 && strncmp(last, "bob|10.0.0.4|", 13) == 0 && access(path, F_OK) != 0, "and at stop, what is left: %s", last);
+    rmdir(sub);
     rmdir(dir);
     return tap_done();
 }
