@@ -686,11 +686,11 @@ void berth_edge_decisions_keep_manifest(const char *authorization, const char *r
             if (keep_content(content_path, content, len, &made) == 0) {
                 kept_bytes = made > before ? (long)len : 0;
                 /* relative, up from <cred>/~m/<ref> to "~": short enough to stay in the inode (< 128 bytes) */
-                char target[(KEEP_TOKEN_PARTS + 2) * 3 + 72] = "";
+                char target[(KEEP_TOKEN_PARTS + 2) * 3 + 72];
+                size_t at = 0;
                 for (int up = 0; up < cred_parts + 2; up++)
-                    strcat(target, "../");
-                strcat(target, "~c/");
-                strcat(target, hex);
+                    at += (size_t)snprintf(target + at, sizeof(target) - at, "../");
+                snprintf(target + at, sizeof(target) - at, "~c/%s", hex);
                 if (make_parents(path, below, &made) == 0 && keep_ref_dir(path, name, target) == 0)
                     made += 2;
             }
