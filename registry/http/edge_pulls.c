@@ -20,7 +20,8 @@ static const char *const stage[] = {BERTH_EDGE_PULLS_LOG, BERTH_EDGE_PULLS_LOG "
 static char dir[4096];
 static pid_t edge = -1; /* __atomic */
 static berth_bgloop_t *loop;
-static unsigned long bad; /* lines that were not one, since start (only the loop's thread and stop touch it) */
+static unsigned long bad;        /* lines that were not one, since start (only the loop's thread and stop touch it) */
+static unsigned long pulls_read; /* __atomic: pulls read */
 
 static int is_hex(char c)
 {
@@ -109,9 +110,10 @@ static void read_file(const char *name)
             continue;
         }
         berth_edge_pull_t p;
-        if (berth_edge_pulls_parse(line, n - 1, &p) == 0)
+        if (berth_edge_pulls_parse(line, n - 1, &p) == 0) {
             berth_audit_pull(p.who, p.remote, p.repo, p.ref, p.digest);
-        else
+            __atomic_add_fetch(&pulls_read, 1, __ATOMIC_RELAXED);
+        } else
             bad++;
     }
     fclose(f);
@@ -164,6 +166,11 @@ int berth_edge_pulls_start(const char *run_dir)
     }
     read_all();
     return berth_bgloop_start(&loop, "berth-edge-pull", PERIOD_MS, tick, NULL) == 0 ? 0 : -1;
+}
+
+unsigned long berth_edge_pulls_read(void)
+{
+    return __atomic_load_n(&pulls_read, __ATOMIC_RELAXED);
 }
 
 void berth_edge_pulls_edge(pid_t pid)

@@ -21,6 +21,8 @@
 int berth_edge_pulls_start(const char *run_dir);
 /** The edge's master process, which the thread asks to reopen the file (-1: none). */
 void berth_edge_pulls_edge(pid_t pid);
+/** Manifest GETs the edge answered and berthd read from its lines since start (for /metrics) */
+unsigned long berth_edge_pulls_read(void);
 /** Stop moving the file and signalling the edge (before the edge is asked to stop: a quitting nginx does not
  * reopen its logs). */
 void berth_edge_pulls_pause(void);

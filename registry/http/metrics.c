@@ -7,6 +7,8 @@
 #include "auth/audit.h"
 #include "auth/password.h"
 #include "registry/http/access_log.h"
+#include "registry/http/edge_blobs.h"
+#include "registry/http/edge_pulls.h"
 #include "registry/service/cache.h"
 #include "registry/service/gc.h"
 #include "registry/service/proxy.h"
@@ -82,6 +84,12 @@ char *berth_metrics_render(berth_db_t *db, berth_store_t *store, long worker_que
             "# HELP berth_audit_dropped_total Audit events lost (queue full or database unreachable).\n"
             "# TYPE berth_audit_dropped_total counter\nberth_audit_dropped_total %lu\n",
             berth_audit_dropped());
+    fprintf(f,
+            "# HELP berth_edge_manifest_pulls_total Manifest GETs the edge answered from a kept decision (read from its log).\n"
+            "# TYPE berth_edge_manifest_pulls_total counter\nberth_edge_manifest_pulls_total %lu\n"
+            "# HELP berth_edge_kept_manifest_bytes Bytes of manifests the edge holds for kept decisions.\n"
+            "# TYPE berth_edge_kept_manifest_bytes gauge\nberth_edge_kept_manifest_bytes %ld\n",
+            berth_edge_pulls_read(), berth_edge_decisions_bytes());
     fprintf(f,
             "# HELP berth_upload_streams Upload requests currently streaming a body.\n"
             "# TYPE berth_upload_streams gauge\nberth_upload_streams %ld\n",

@@ -411,6 +411,8 @@ class KeptDecisions(BerthTestCase):
         self.assertTrue(all(r["resource"] == "edge/audited:t1" and r["remote"] == "127.0.0.1" for r in pulls), pulls)
         self.assertGreaterEqual(self.b.api("GET", "/projects/edge/repositories/audited")[2]["pull_count"], 5)
         self.assertNotIn(basic("alice")[6:], self.b.logs(), "a credential in berthd's or the edge's log")
+        metrics = self.b.request("GET", "/metrics")[2].decode()
+        self.assertGreaterEqual(int(re.search(r"^berth_edge_manifest_pulls_total (\d+)$", metrics, re.M).group(1)), 3, metrics)
 
     def started_with_a_kept_decision(self):
         """A berthd of its own that has kept one decision; (berthd, the directory of its kept decisions)"""
