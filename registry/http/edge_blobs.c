@@ -800,13 +800,13 @@ void berth_edge_decisions_locations(FILE *f, const char *dir, const char *pulls_
 {
     fprintf(f,
             /* the names berthd keeps links for (repo_ok): any other path is berthd's */
-            "    location ~ \"^/v2/(?<berth_repo>[a-z0-9][a-z0-9._-]*(?:/[a-z0-9][a-z0-9._-]*)*)/blobs/"
+            "    location ~ \"^/v2/(?<berth_repo>" REPO_RE ")/blobs/"
             "(?<berth_digest>sha256:(?<berth_hex>[0-9a-f]{64}))$\" {\n"
             /* DELETE and the rest: as before (only `return` is safe inside `if`) */
             "      if ($request_method !~ ^(GET|HEAD)$) { return 418; }\n"
             /* the location matched nginx's normalised URI; a request spelled otherwise (./, //, .., %-escapes, a
              * query) goes to berthd as sent, so a link never answers what berthd would refuse */
-            "      if ($request_uri !~ \"^/v2/[a-z0-9][a-z0-9._-]*(?:/[a-z0-9][a-z0-9._-]*)*/blobs/sha256:[0-9a-f]{64}$\") "
+            "      if ($request_uri !~ \"^/v2/" REPO_RE "/blobs/sha256:[0-9a-f]{64}$\") "
             "{ return 418; }\n"
             /* no link, or one gone between the look and the open: berthd answers, refusals included */
             "      error_page 403 404 418 500 = @berth_api;\n"
