@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "core/log.h"
+#include "core/ref.h"
 #include "registry/http/edge.h"
 
 #define TMPFS "/dev/shm"
@@ -581,17 +582,10 @@ static const char *manifest_ext(const char *media_type)
     return NULL;
 }
 
-/* a tag (the distribution spec's rule) or a sha256 digest: never "." or "..", never a '/' */
+/* a tag (core/ref.h) or a sha256 digest: never "." or "..", never a '/' */
 static int ref_ok(const char *r)
 {
-    if (strncmp(r, "sha256:", 7) == 0)
-        return hex_ok(r + 7);
-    if (!in(r[0], ALNUM "_"))
-        return 0;
-    size_t n = 1;
-    while (n <= 128 && in(r[n], ALNUM "_.-"))
-        n++;
-    return n <= 128 && r[n] == '\0';
+    return strncmp(r, "sha256:", 7) == 0 ? hex_ok(r + 7) : berth_ref_tag_valid(r, strlen(r));
 }
 
 static unsigned long tmp_seq; /* __atomic: names of the temporary files and directories keep_manifest makes */
