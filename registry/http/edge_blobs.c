@@ -33,27 +33,28 @@
 #define KEEP_REPO_PARTS 6
 /* a kept manifest's link is named "<hex>-<who in hex>.<ext>": NAME_MAX bounds who */
 #define WHO_MAX ((NAME_MAX - 64 - 1 - 4) / 2)
-/* links go in slot directories "0".."SLOTS-1"; every SLOT_MS the next slot is renamed away whole and made afresh,
- * so a link lives between (SLOTS-1) and SLOTS periods however many there are: 0.625-1.25 s. Two slots, as nginx
- * looks in each one: five (1-1.25 s) cost small blob GETs 5 % of their rate */
-#define SLOTS 2
-#define SLOT_MS (BERTH_EDGE_DECISION_MS / SLOTS)
+/* links go in bucket directories named for the half second of wall-clock time nginx looks in them: "<seconds>a" for
+ * .000-.499, "<seconds>b" for .500-.999 (the map of $msec in berth_edge_decisions_http). A link is made in the
+ * bucket of now and of the next half second and nginx looks only in the bucket of its own now, so a link is found
+ * for 0.5-1 s after it was made, whatever berthd does meanwhile: a stopped or frozen berthd's edge stops finding its
+ * links on time by itself. The janitor only removes the buckets nginx no longer looks in. */
+#define BUCKET_MS 500
+#define BUCKET_NAME 24 /* "<seconds>a" */
+#define KEEP_BUCKETS 2 /* now's and the next */
 /* <dir>/BLOBS links to the blob root, and every kept link points through it: a target under 128 bytes is kept in
  * the inode, a longer one costs tmpfs a page of its own */
 #define BLOBS "b"
 
 static char dir_path[4096]; /* "" when off */
 static int dir_ready;       /* __atomic: dir_path may be read */
-static long live;           /* __atomic: inodes below the slots (directories and links) made and not yet removed */
+static long live;           /* __atomic: inodes below the buckets (directories and links) made and not yet removed */
 static long max_live = BERTH_EDGE_DECISIONS_MAX;
-static long live_bytes;    /* __atomic: bytes of the manifests kept below the slots (their only regular files) */
-static uint64_t epoch = 1; /* __atomic: moves at every forget, under slots_lock held for writing */
-/* readers: keep, while it makes a link in slot `cur`; writer: a rotation or a forget renaming slots away. A
- * writer-preferring lock, so a stream of keeps cannot hold a rotation (and a link's end) back */
-static pthread_rwlock_t slots_lock;
-static int cur;             /* the slot links are made in (under slots_lock) */
-static int used[SLOTS];     /* __atomic: the slot holds anything (set by keep under the read lock) */
-static unsigned long trash; /* names of renamed-away slots, ".<n>": no name the edge's try_files looks up */
+static long live_bytes;    /* __atomic: bytes of the manifests kept below the buckets (their only regular files) */
+static uint64_t epoch = 1; /* __atomic: moves at every forget, under buckets_lock held for writing */
+/* readers: keep, while it makes its links; writer: the janitor or a forget renaming buckets away. A writer-preferring
+ * lock, so a stream of keeps cannot hold a forget back */
+static pthread_rwlock_t buckets_lock;
+static unsigned long trash; /* names of renamed-away buckets, ".<n>": no name the edge's try_files looks up */
 static pthread_t janitor;
 static pthread_mutex_t janitor_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t janitor_cv;
@@ -185,7 +186,7 @@ static int empty_dir(int fd, const struct timespec *until, unsigned *calls)
     return rc;
 }
 
-/* A renamed-away (or unrenamable) tree `path` emptied and removed; a slot directory itself was never counted, a
+/* A renamed-away (or unrenamable) tree `path` emptied and removed; a bucket directory itself was never counted, a
  * repository's "~" directory was */
 static int empty_tree(const char *path, const struct timespec *until, int top_counted)
 {
@@ -199,36 +200,91 @@ static int empty_tree(const char *path, const struct timespec *until, int top_co
     return rc;
 }
 
-/* Slot `s` goes whole, in one rename, and an empty one takes its place (slots_lock held for writing) */
-static void retire(int s)
+/* The bucket of wall-clock time `t`: half seconds since the epoch, as nginx's $msec names them */
+static int64_t bucket_of(const struct timespec *t)
 {
-    char from[sizeof(dir_path) + 16], to[sizeof(dir_path) + 32];
-    snprintf(from, sizeof(from), "%s/%d", dir_path, s);
-    if (__atomic_load_n(&used[s], __ATOMIC_RELAXED)) {
-        snprintf(to, sizeof(to), "%s/.%lu", dir_path, trash++);
-        if (rename(from, to) != 0 && errno != ENOENT) {
-            /* its links must not outlive this moment: removed here, however long it takes */
-            berth_log_warn("edge: cannot rename %s away (%s): emptied in place", from, strerror(errno));
-            empty_tree(from, NULL, 0);
-        }
-        __atomic_store_n(&used[s], 0, __ATOMIC_RELAXED);
-    }
-    if (mkdir(from, 0700) != 0 && errno != EEXIST) /* a slot that could not be made is tried again next time */
-        berth_log_warn("edge: cannot make %s (%s): its links are asked of berthd", from, strerror(errno));
+    return (int64_t)t->tv_sec * 2 + (t->tv_nsec >= 500000000L);
 }
 
-/* `n` periods have passed: the next n slots go (all of them at most) and links are made in the last */
-static void rotate(int n)
+static int64_t bucket_now(void)
 {
-    pthread_rwlock_wrlock(&slots_lock);
-    for (int i = 0; i < n && i < SLOTS; i++) {
-        cur = (cur + 1) % SLOTS;
-        retire(cur);
-    }
-    pthread_rwlock_unlock(&slots_lock);
+    struct timespec t;
+    clock_gettime(CLOCK_REALTIME, &t);
+    return bucket_of(&t);
 }
 
-/* Remove the renamed-away slots, stopping when `until` passes; what is left goes in the next pass */
+static void bucket_name(int64_t b, char out[BUCKET_NAME])
+{
+    snprintf(out, BUCKET_NAME, "%lld%c", (long long)(b / 2), b % 2 != 0 ? 'b' : 'a');
+}
+
+/* a bucket's name back to its number; -1 for any other name ("b", ".<n>") */
+static int64_t bucket_parse(const char *name)
+{
+    int64_t sec = 0;
+    size_t i = 0;
+    for (; name[i] >= '0' && name[i] <= '9' && i < 18; i++)
+        sec = sec * 10 + (name[i] - '0');
+    if (i == 0 || (name[i] != 'a' && name[i] != 'b') || name[i + 1] != '\0')
+        return -1;
+    return sec * 2 + (name[i] == 'b');
+}
+
+/* Bucket `name` goes whole, in one rename (buckets_lock held for writing) */
+static void retire(const char *name)
+{
+    char from[sizeof(dir_path) + BUCKET_NAME + 1], to[sizeof(dir_path) + 32];
+    snprintf(from, sizeof(from), "%s/%.23s", dir_path, name);
+    snprintf(to, sizeof(to), "%s/.%lu", dir_path, trash++);
+    if (rename(from, to) != 0 && errno != ENOENT) {
+        /* its links must not outlive this moment: removed here, however long it takes */
+        berth_log_warn("edge: cannot rename %s away (%s): emptied in place", from, strerror(errno));
+        empty_tree(from, NULL, 0);
+    }
+}
+
+/* A repository's links in bucket `name` go whole, in one rename (buckets_lock held for writing) */
+static void retire_repo(const char *name, const char *repository)
+{
+    char from[PATH_MAX], to[sizeof(dir_path) + 32];
+    int n = snprintf(from, sizeof(from), "%s/%s/%s/~", dir_path, name, repository);
+    if (n < 0 || (size_t)n >= sizeof(from)) /* a name keep never makes */
+        return;
+    snprintf(to, sizeof(to), "%s/.~%lu", dir_path, trash++);
+    if (rename(from, to) != 0 && errno != ENOENT) {
+        berth_log_warn("edge: cannot rename a repository's links away (%s): emptied in place", strerror(errno));
+        empty_tree(from, NULL, 1);
+    }
+}
+
+/*
+ * Under buckets_lock held for writing: every bucket (`all`) or those nginx no longer looks in — any but now's and the
+ * next's (an older one, or a newer one after the clock was set back) — each whole, or only `repository`'s links
+ * in each (not NULL).
+ */
+static void retire_buckets(int all, const char *repository)
+{
+    int64_t now = bucket_now();
+    char names[64][BUCKET_NAME]; /* two or three: the janitor removes the others every half second */
+    int n = 0;
+    DIR *d = opendir(dir_path);
+    if (d == NULL)
+        return;
+    for (struct dirent *e; n < 64 && (e = readdir(d)) != NULL;) {
+        int64_t b = bucket_parse(e->d_name);
+        if (b >= 0 && (all || (b != now && b != now + 1)))
+            snprintf(names[n++], BUCKET_NAME, "%.23s", e->d_name);
+    }
+    closedir(d);
+    for (int i = 0; i < n; i++) {
+        if (repository != NULL)
+            retire_repo(names[i], repository);
+        else
+            retire(names[i]);
+    }
+}
+
+/* Remove the renamed-away buckets, stopping when `until` passes; what is left goes in the next pass */
 static void empty_trash(const struct timespec *until)
 {
     DIR *d = opendir(dir_path);
@@ -243,35 +299,39 @@ static void empty_trash(const struct timespec *until)
     for (int i = 0; i < n && !mono_passed(until); i++) {
         char p[sizeof(dir_path) + 40];
         snprintf(p, sizeof(p), "%s/%.31s", dir_path, names[i]);
-        if (empty_tree(p, until, names[i][1] == '~') != 0) /* ".~<n>": a repository's, ".<n>": a slot */
+        if (empty_tree(p, until, names[i][1] == '~') != 0) /* ".~<n>": a repository's, ".<n>": a bucket */
             break;
     }
+}
+
+/* The next bucket boundary (and 5 ms, for nginx's cached clock), on the monotonic clock the janitor waits on */
+static void next_boundary(struct timespec *next)
+{
+    struct timespec real;
+    clock_gettime(CLOCK_REALTIME, &real);
+    long into = (real.tv_nsec / 1000000L) % BUCKET_MS;
+    clock_gettime(CLOCK_MONOTONIC, next);
+    mono_add(next, BUCKET_MS - into + 5);
 }
 
 static void *janitor_main(void *arg)
 {
     (void)arg;
     struct timespec next;
-    clock_gettime(CLOCK_MONOTONIC, &next);
-    mono_add(&next, SLOT_MS);
+    next_boundary(&next);
     pthread_mutex_lock(&janitor_mu);
     while (!janitor_stop) {
         pthread_cond_timedwait(&janitor_cv, &janitor_mu, &next);
         if (janitor_stop)
             break;
         pthread_mutex_unlock(&janitor_mu);
-        /* every period that has passed retires one slot, so a late janitor shortens links, never lengthens them */
-        int due = 0;
-        while (mono_passed(&next) && due <= SLOTS) {
-            due++;
-            mono_add(&next, SLOT_MS);
+        if (mono_passed(&next)) {
+            /* nginx no longer looks in them: their removal frees the inodes, the links had ended already */
+            pthread_rwlock_wrlock(&buckets_lock);
+            retire_buckets(0, NULL);
+            pthread_rwlock_unlock(&buckets_lock);
+            next_boundary(&next);
         }
-        if (due > SLOTS) { /* far behind (a suspended machine): count periods from now */
-            clock_gettime(CLOCK_MONOTONIC, &next);
-            mono_add(&next, SLOT_MS);
-        }
-        if (due > 0)
-            rotate(due);
         empty_trash(&next);
         pthread_mutex_lock(&janitor_mu);
     }
@@ -291,46 +351,25 @@ void berth_edge_decisions_remove(void)
     pthread_mutex_unlock(&janitor_mu);
     if (on)
         pthread_join(janitor, NULL);
-    pthread_rwlock_wrlock(&slots_lock); /* a keep that saw the directory ready has made its link */
+    pthread_rwlock_wrlock(&buckets_lock); /* a keep that saw the directory ready has made its link */
     remove_tree(dir_path);
-    pthread_rwlock_unlock(&slots_lock);
+    pthread_rwlock_unlock(&buckets_lock);
     char p[sizeof(dir_path) + 8];
     snprintf(p, sizeof(p), "%s.pid", dir_path);
     unlink(p);
 }
 
-/* A repository's links in slot `s` go whole, in one rename (slots_lock held for writing) */
-static void retire_repo(int s, const char *repository)
-{
-    if (!__atomic_load_n(&used[s], __ATOMIC_RELAXED))
-        return;
-    char from[PATH_MAX], to[sizeof(dir_path) + 32];
-    int n = snprintf(from, sizeof(from), "%s/%d/%s/~", dir_path, s, repository);
-    if (n < 0 || (size_t)n >= sizeof(from)) /* a name keep never makes */
-        return;
-    snprintf(to, sizeof(to), "%s/.~%lu", dir_path, trash++);
-    if (rename(from, to) != 0 && errno != ENOENT) {
-        berth_log_warn("edge: cannot rename a repository's links away (%s): emptied in place", strerror(errno));
-        empty_tree(from, NULL, 1);
-    }
-}
-
 static int repo_ok(const char *r);
 
-/* every link (`repository` NULL) or one repository's, each slot's in one rename */
+/* every link (`repository` NULL) or one repository's, each bucket's in one rename */
 static void forget_in(const char *repository)
 {
     if (berth_edge_decisions_path() == NULL)
         return;
-    pthread_rwlock_wrlock(&slots_lock);
+    pthread_rwlock_wrlock(&buckets_lock);
     __atomic_add_fetch(&epoch, 1, __ATOMIC_ACQ_REL); /* a keep of a decision read before this makes no link */
-    for (int s = 0; s < SLOTS; s++) {
-        if (repository == NULL)
-            retire(s);
-        else
-            retire_repo(s, repository);
-    }
-    pthread_rwlock_unlock(&slots_lock);
+    retire_buckets(1, repository);
+    pthread_rwlock_unlock(&buckets_lock);
     pthread_mutex_lock(&janitor_mu);
     pthread_cond_signal(&janitor_cv); /* their removal need not wait for the next period */
     pthread_mutex_unlock(&janitor_mu);
@@ -346,23 +385,12 @@ void berth_edge_decisions_forget_repo(const char *repository)
     forget_in(repository != NULL && repo_ok(repository) ? repository : NULL);
 }
 
-static int make_slots(void)
-{
-    for (int s = 0; s < SLOTS; s++) {
-        char p[sizeof(dir_path) + 16];
-        snprintf(p, sizeof(p), "%s/%d", dir_path, s);
-        if (mkdir(p, 0700) != 0)
-            return -1;
-    }
-    return 0;
-}
-
 static int start_janitor(void)
 {
     pthread_rwlockattr_t ra;
     pthread_rwlockattr_init(&ra);
     pthread_rwlockattr_setkind_np(&ra, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
-    pthread_rwlock_init(&slots_lock, &ra);
+    pthread_rwlock_init(&buckets_lock, &ra);
     pthread_rwlockattr_destroy(&ra);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
@@ -392,7 +420,7 @@ int berth_edge_decisions_dir(const char *run_dir, const char *blob_root, long ma
     remove_orphans();
     char blobs[sizeof(dir_path) + 8];
     snprintf(blobs, sizeof(blobs), "%s/" BLOBS, dir_path);
-    if (mkdir(dir_path, 0700) != 0 || write_owner() != 0 || make_slots() != 0 || symlink(blob_root, blobs) != 0) {
+    if (mkdir(dir_path, 0700) != 0 || write_owner() != 0 || symlink(blob_root, blobs) != 0) {
         berth_log_warn("edge: cannot create %s (%s): blob GETs by digest are decided by berthd one by one", dir_path,
                        strerror(errno));
         remove_tree(dir_path);
@@ -504,15 +532,17 @@ static int hex_ok(const char *h)
     return n == 64 && h[n] == '\0';
 }
 
-/* every directory of `path` below its slot (the name's last part is the link's); counts those it made */
-static int make_parents(char *path, size_t below, long *made)
+/* every directory of `path` from `from` on (the name's last part is the link's); counts those it made but the first,
+ * the bucket's own (the janitor removes buckets; they are not counted) */
+static int make_parents(char *path, size_t from, long *made)
 {
-    for (char *p = path + below; (p = strchr(p, '/')) != NULL; p++) {
+    int bucket = 1;
+    for (char *p = path + from; (p = strchr(p, '/')) != NULL; p++, bucket = 0) {
         *p = '\0';
         int rc = mkdir(path, 0700);
         *p = '/';
         if (rc == 0)
-            ++*made;
+            *made += !bucket;
         else if (errno != EEXIST)
             return -1;
     }
@@ -539,29 +569,29 @@ void berth_edge_decisions_keep(const char *authorization, const char *repository
     int cred_parts = parts(cred), repo_parts = parts(repository);
     if (cred_parts > (cred[0] == 'b' ? KEEP_BASIC_PARTS : KEEP_TOKEN_PARTS) || repo_parts > KEEP_REPO_PARTS)
         return;
-    /* the inodes this link may need are taken from the bound first, the unused ones given back after */
-    long need = cred_parts + 1 + repo_parts + 1, made = 0;
+    /* the inodes these links may need are taken from the bound first, the unused ones given back after */
+    long need = KEEP_BUCKETS * (cred_parts + 1 + repo_parts + 1), made = 0;
     if (__atomic_add_fetch(&live, need, __ATOMIC_RELAXED) > max_live) {
         __atomic_sub_fetch(&live, need, __ATOMIC_RELAXED);
         return;
     }
-    pthread_rwlock_rdlock(&slots_lock);
-    if (__atomic_load_n(&epoch, __ATOMIC_ACQUIRE) == decided) { /* else forgotten since it was decided */
-        int s = cur;
-        int n = snprintf(path, sizeof(path), "%s/%d/%s/~/%s/%s", dir, s, repository, cred, hex);
-        int m = snprintf(target, sizeof(target), "%s/" BLOBS "/sha256/%.2s/%s", dir, hex, hex);
-        size_t below = strlen(dir) + 3; /* "/<slot>/" */
-        if (n > 0 && (size_t)n < sizeof(path) && m > 0 && (size_t)m < sizeof(target)) {
-            int rc = symlink(target, path);
-            /* ENOENT: the credential's first link in this slot. EEXIST: kept already, it goes when that one does */
-            if (rc != 0 && errno == ENOENT && make_parents(path, below, &made) == 0)
-                rc = symlink(target, path);
-            made += rc == 0;
-            if (made > 0)
-                __atomic_store_n(&used[s], 1, __ATOMIC_RELAXED);
-        }
+    int m = snprintf(target, sizeof(target), "%s/" BLOBS "/sha256/%.2s/%s", dir, hex, hex);
+    pthread_rwlock_rdlock(&buckets_lock);
+    int64_t now = bucket_now();
+    /* else forgotten since it was decided */
+    for (int k = 0; k < KEEP_BUCKETS && __atomic_load_n(&epoch, __ATOMIC_ACQUIRE) == decided; k++) {
+        char bucket[BUCKET_NAME];
+        bucket_name(now + k, bucket);
+        int n = snprintf(path, sizeof(path), "%s/%s/%s/~/%s/%s", dir, bucket, repository, cred, hex);
+        if (n <= 0 || (size_t)n >= sizeof(path) || m <= 0 || (size_t)m >= sizeof(target))
+            break;
+        int rc = symlink(target, path);
+        /* ENOENT: the credential's first link in this bucket. EEXIST: kept already, it goes when that one does */
+        if (rc != 0 && errno == ENOENT && make_parents(path, strlen(dir) + 1, &made) == 0)
+            rc = symlink(target, path);
+        made += rc == 0;
     }
-    pthread_rwlock_unlock(&slots_lock);
+    pthread_rwlock_unlock(&buckets_lock);
     __atomic_sub_fetch(&live, need - made, __ATOMIC_RELAXED);
 }
 
@@ -590,7 +620,7 @@ static int ref_ok(const char *r)
 
 static unsigned long tmp_seq; /* __atomic: names of the temporary files and directories keep_manifest makes */
 
-/* `content` at `path` (<slot>/<repository>/~/~c/<hex>), once per slot; 0 when it is there, made now or before */
+/* `content` at `path` (<bucket>/<repository>/~/~c/<hex>), once per bucket; 0 when it is there, made now or before */
 static int keep_content(const char *path, const char *content, size_t len, long *made)
 {
     struct stat st;
@@ -655,46 +685,47 @@ void berth_edge_decisions_keep_manifest(const char *authorization, const char *r
     for (const char *p = who; *p != '\0'; p++)
         w += snprintf(name + w, sizeof(name) - (size_t)w, "%02x", (unsigned char)*p);
     snprintf(name + w, sizeof(name) - (size_t)w, ".%s", ext);
-    /* inodes: the repository's and the credential's directories, "~", "~c", the content, "~m", the reference's
-     * directory and its link */
-    long need = cred_parts + repo_parts + 6, made = 0, kept_bytes = 0;
+    /* inodes, in each bucket: the repository's and the credential's directories, "~", "~c", the content, "~m",
+     * the reference's directory and its link */
+    long need = KEEP_BUCKETS * (cred_parts + repo_parts + 6), made = 0, kept_bytes = 0;
     if (__atomic_add_fetch(&live, need, __ATOMIC_RELAXED) > max_live) {
         __atomic_sub_fetch(&live, need, __ATOMIC_RELAXED);
         return;
     }
-    if (__atomic_add_fetch(&live_bytes, (long)len, __ATOMIC_RELAXED) > BERTH_EDGE_MANIFEST_BYTES) {
-        __atomic_sub_fetch(&live_bytes, (long)len, __ATOMIC_RELAXED);
+    if (__atomic_add_fetch(&live_bytes, KEEP_BUCKETS * (long)len, __ATOMIC_RELAXED) > BERTH_EDGE_MANIFEST_BYTES) {
+        __atomic_sub_fetch(&live_bytes, KEEP_BUCKETS * (long)len, __ATOMIC_RELAXED);
         __atomic_sub_fetch(&live, need, __ATOMIC_RELAXED);
         return;
     }
-    pthread_rwlock_rdlock(&slots_lock);
-    if (__atomic_load_n(&epoch, __ATOMIC_ACQUIRE) == decided) { /* else forgotten since it was decided */
-        int s = cur;
-        size_t below = strlen(dir) + 3; /* "/<slot>/" */
-        int n = snprintf(content_path, sizeof(content_path), "%s/%d/%s/~/~c/%s", dir, s, repository, hex);
-        int m = snprintf(path, sizeof(path), "%s/%d/%s/~/%s/~m/%s", dir, s, repository, cred, ref);
+    /* relative, up from <cred>/~m/<ref> to "~": short enough to stay in the inode (< 128 bytes) */
+    char target[(KEEP_TOKEN_PARTS + 2) * 3 + 72];
+    size_t at = 0;
+    for (int up = 0; up < cred_parts + 2; up++)
+        at += (size_t)snprintf(target + at, sizeof(target) - at, "../");
+    snprintf(target + at, sizeof(target) - at, "~c/%s", hex);
+    pthread_rwlock_rdlock(&buckets_lock);
+    int64_t now = bucket_now();
+    /* else forgotten since it was decided */
+    for (int k = 0; k < KEEP_BUCKETS && __atomic_load_n(&epoch, __ATOMIC_ACQUIRE) == decided; k++) {
+        char bucket[BUCKET_NAME];
+        bucket_name(now + k, bucket);
+        int n = snprintf(content_path, sizeof(content_path), "%s/%s/%s/~/~c/%s", dir, bucket, repository, hex);
+        int m = snprintf(path, sizeof(path), "%s/%s/%s/~/%s/~m/%s", dir, bucket, repository, cred, ref);
         struct stat st;
-        if (n > 0 && (size_t)n < sizeof(content_path) && m > 0 && (size_t)m < sizeof(path) && lstat(path, &st) != 0 &&
-            errno == ENOENT && make_parents(content_path, below, &made) == 0) {
-            long before = made;
-            if (keep_content(content_path, content, len, &made) == 0) {
-                kept_bytes = made > before ? (long)len : 0;
-                /* relative, up from <cred>/~m/<ref> to "~": short enough to stay in the inode (< 128 bytes) */
-                char target[(KEEP_TOKEN_PARTS + 2) * 3 + 72];
-                size_t at = 0;
-                for (int up = 0; up < cred_parts + 2; up++)
-                    at += (size_t)snprintf(target + at, sizeof(target) - at, "../");
-                snprintf(target + at, sizeof(target) - at, "~c/%s", hex);
-                if (make_parents(path, below, &made) == 0 && keep_ref_dir(path, name, target) == 0)
-                    made += 2;
-            }
-            if (made > 0)
-                __atomic_store_n(&used[s], 1, __ATOMIC_RELAXED);
-        }
+        if (n <= 0 || (size_t)n >= sizeof(content_path) || m <= 0 || (size_t)m >= sizeof(path))
+            break;
+        if (lstat(path, &st) == 0 || errno != ENOENT || make_parents(content_path, strlen(dir) + 1, &made) != 0)
+            continue; /* kept in this bucket already */
+        long before = made;
+        if (keep_content(content_path, content, len, &made) != 0)
+            continue;
+        kept_bytes += made > before ? (long)len : 0;
+        if (make_parents(path, strlen(dir) + 1, &made) == 0 && keep_ref_dir(path, name, target) == 0)
+            made += 2;
     }
-    pthread_rwlock_unlock(&slots_lock);
+    pthread_rwlock_unlock(&buckets_lock);
     __atomic_sub_fetch(&live, need - made, __ATOMIC_RELAXED);
-    __atomic_sub_fetch(&live_bytes, (long)len - kept_bytes, __ATOMIC_RELAXED);
+    __atomic_sub_fetch(&live_bytes, KEEP_BUCKETS * (long)len - kept_bytes, __ATOMIC_RELAXED);
 }
 
 void berth_edge_decisions_http(FILE *f)
@@ -714,6 +745,9 @@ void berth_edge_decisions_http(FILE *f)
     for (int i = 1; i <= BEARER_PIECES; i++)
         fprintf(f, "/$%d", i);
     fprintf(f, "\";\n  }\n");
+    /* the bucket of nginx's now (bucket_name): its cached clock lags the real one, never leads it, so a link is
+     * looked for at most a loop iteration late, never early */
+    fprintf(f, "  map $msec $berth_bucket { \"~^([0-9]+)\\.[0-4]\" \"$1a\"; \"~^([0-9]+)\\.\" \"$1b\"; }\n");
     /* a manifest GET the edge answered from a kept decision: a line for berthd's audit log (edge_pulls.h) */
     fprintf(f, "  map \"$request_method:$status\" $berth_pull_logged { \"GET:200\" 1; default 0; }\n"
                "  map \"$http_if_match$http_if_none_match$http_if_modified_since$http_if_unmodified_since\" $berth_conditional {"
@@ -757,13 +791,11 @@ static void manifest_locations(FILE *f, const char *dir, const char *pulls_log)
             "      open_file_cache off;\n"
             "      random_index on;\n"
             /* "//": try_files looks for a directory and leaves the URI ending in '/', which random_index takes */
-            "      try_files",
+            "      try_files /$berth_bucket/$berth_mrepo/~/$berth_cred/~m/$berth_ref// @berth_manifest;\n"
+            "    }\n",
             dir);
-    for (int s = 0; s < SLOTS; s++)
-        fprintf(f, " /%d/$berth_mrepo/~/$berth_cred/~m/$berth_ref//", s);
-    fprintf(f, " @berth_manifest;\n    }\n");
     fprintf(f,
-            "    location ~ \"^/[0-9]+/.+/(?<berth_mhex>[0-9a-f]{64})-(?<berth_who>[0-9a-f]*)\\.[a-z]+$\" {\n"
+            "    location ~ \"^/[0-9]+[ab]/.+/(?<berth_mhex>[0-9a-f]{64})-(?<berth_who>[0-9a-f]*)\\.[a-z]+$\" {\n"
             "      internal;\n"
             "      error_page 403 404 500 = @berth_manifest;\n"
             "      recursive_error_pages on;\n"
@@ -814,11 +846,8 @@ void berth_edge_decisions_locations(FILE *f, const char *dir, const char *pulls_
             /* a link renamed away between try_files and open is a 404 for @berth_api to answer: never logged, the
              * path holds the credential */
             "      log_not_found off;\n"
-            "      try_files",
+            "      try_files /$berth_bucket/$berth_repo/~/$berth_cred/$berth_hex @berth_api;\n",
             dir);
-    for (int s = 0; s < SLOTS; s++) /* the link is in one of the slots */
-        fprintf(f, " /%d/$berth_repo/~/$berth_cred/$berth_hex", s);
-    fprintf(f, " @berth_api;\n");
     berth_edge_blob_headers(f, "$berth_digest");
     fprintf(f, "    }\n"
                "    location @berth_api { proxy_pass http://berth_api; proxy_read_timeout 300s; " BERTH_EDGE_API_RETRY " }\n");

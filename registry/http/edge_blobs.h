@@ -1,8 +1,8 @@
 /*
  * The edge's fast path for blob GET/HEAD by digest (issue #18), and for manifests (berth_edge_decisions_keep_manifest
- * below). When berthd has answered such a request with the blob's file, it keeps that decision for about a second (0.625-1.25 s) as
+ * below). When berthd has answered such a request with the blob's file, it keeps that decision for about a second (0.5-1 s) as
  * a symbolic link to the file, named after the whole Authorization header, the repository and the digest:
- * <dir>/<slot>/<repository>/~/<credential>/<hex>. nginx serves a later request with the same credential and URI through that link
+ * <dir>/<bucket>/<repository>/~/<credential>/<hex>. nginx serves a later request with the same credential and URI through that link
  * as a static file (try_files), with no subrequest and no proxied request, so a burst of nodes sharing credentials costs berthd
  * about one request per second per blob and the edge no more memory per client than a static file server. A request that finds no
  * link is proxied to berthd as before, which answers it (refusals included) and keeps the link when it serves the file.
@@ -13,11 +13,13 @@
  * or ".." and from no empty segment, so two different credentials never share a name and nothing leaves the
  * directory; a header the rule does not take is always asked of berthd.
  *
- * Lifetime and bounds: links are made in one of two slot directories, and every 625 ms a janitor thread renames
- * the older slot away whole (one rename, however many links it holds) and removes it in the background, so a
- * link lives 0.625-1.25 s whatever the load. A forget renames every slot away at once (a right taken away) or
- * each slot's directory of one repository (its content changed), and a decision read before it makes no link after it (the epoch
- * checked under the lock the renames take). Every inode below the slots is counted, directories too, and none is made past the
+ * Lifetime and bounds: links end by the wall clock, not by berthd. They go in bucket directories named for half
+ * seconds ("<seconds>a", "<seconds>b"); a link is made in the bucket of now and of the next half second, and nginx
+ * looks only in the bucket of its own now (a map of $msec), so a link is found for 0.5-1 s whatever the load and
+ * whatever berthd does meanwhile (stopped, frozen). A janitor thread renames the buckets nginx no longer looks in
+ * away whole and removes them in the background. A forget renames every bucket away at once (a right taken away) or
+ * each bucket's directory of one repository (its content changed), and a decision read before it makes no link after it (the epoch
+ * checked under the lock the renames take). Every inode below the buckets is counted, directories too, and none is made past the
  * bound; names deeper than a few components are asked of berthd every time.
  */
 #ifndef BERTH_HTTP_EDGE_BLOBS_H
@@ -32,21 +34,18 @@
     "proxy_set_header Connection \"\"; proxy_set_header Host $http_host; proxy_set_header X-Real-IP $remote_addr; "                \
     "proxy_set_header X-Forwarded-Proto $scheme;"
 
-/** Milliseconds a kept decision lives at most (at least half of it) */
-#define BERTH_EDGE_DECISION_MS 1250
-
 /** A manifest larger than this is always answered by berthd; all kept manifests together take at most
  * BERTH_EDGE_MANIFEST_BYTES of the tmpfs */
 #define BERTH_EDGE_MANIFEST_MAX (256 << 10)
 #define BERTH_EDGE_MANIFEST_BYTES (16L << 20) /* a container's /dev/shm is often 64 MiB */
 
-/** By default at most this many inodes (links and their directories) at once below the slots */
+/** By default at most this many inodes (links and their directories) at once below the buckets */
 #define BERTH_EDGE_DECISIONS_MAX 65536
 
 /**
  * Make an empty private directory for the kept decisions on a tmpfs, named after `run_dir` (so a restart finds
  * and wipes its predecessor's), for links to the files below `blob_root`, at most `max_inodes` inodes below its
- * slots (<= 0: BERTH_EDGE_DECISIONS_MAX), and start its janitor. 0 when made (berth_edge_decisions_path() names
+ * buckets (<= 0: BERTH_EDGE_DECISIONS_MAX), and start its janitor. 0 when made (berth_edge_decisions_path() names
  * it); -1 when there is no tmpfs or it cannot be made.
  */
 int berth_edge_decisions_dir(const char *run_dir, const char *blob_root, long max_inodes);
