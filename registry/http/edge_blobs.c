@@ -258,9 +258,10 @@ static void retire_repo(const char *name, const char *repository)
 }
 
 /*
- * Under buckets_lock held for writing: every bucket (`all`) or those nginx no longer looks in — any but now's and the
- * next's (an older one, or a newer one after the clock was set back) — each whole, or only `repository`'s links
- * in each (not NULL).
+ * Under buckets_lock held for writing: every bucket (`all`) or those nginx no longer looks in — any but the last,
+ * now's and the next (an older one, or a newer one after the clock was set back; the last stays for an nginx whose
+ * cached clock has not yet moved on: it lags, it never leads) — each whole, or only `repository`'s links in each
+ * (not NULL).
  */
 static void retire_buckets(int all, const char *repository)
 {
@@ -272,7 +273,7 @@ static void retire_buckets(int all, const char *repository)
         return;
     for (struct dirent *e; n < 64 && (e = readdir(d)) != NULL;) {
         int64_t b = bucket_parse(e->d_name);
-        if (b >= 0 && (all || (b != now && b != now + 1)))
+        if (b >= 0 && (all || b < now - 1 || b > now + 1))
             snprintf(names[n++], BUCKET_NAME, "%.23s", e->d_name);
     }
     closedir(d);

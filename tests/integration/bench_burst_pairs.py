@@ -5,6 +5,8 @@ and steadier than anchors-run for one question: how much CPU does Berth's tree s
 
     tests/integration/bench_burst_pairs.py [PAIRS [CLIENTS]]      (defaults 10 and 2000; run as root, machine quiet)
 
+FIRST=nginx runs the reference first in each pair (default Berth, as anchors-run's first repetition does).
+
 berthd (build/registry/berthd, or $BIN) runs on a fresh private PostgreSQL with Basic credentials on every request,
 as tests/integration/bench_anchors_burst.sh runs it; the reference is nginx with the harness's configuration. Each
 client fetches a manifest by tag, its config and a 1 MiB layer (registry-bench's _burst).
@@ -140,10 +142,14 @@ http { access_log off; sendfile on; tcp_nopush on; tcp_nodelay on; keepalive_tim
         print("pids: Berth %s, nginx %s" % (tree(berthd.pid), tree(nginx.pid)), flush=True)  # for perf record -a
         rows = []
         for i in range(pairs):
+            if os.environ.get("FIRST") == "nginx":
+                b, cb, mb = burst(REF_PORT, nginx.pid, steps({}), clients)
+                time.sleep(1)
             a, ca, ma = burst(PORT, berthd.pid, steps(auth), clients)
             time.sleep(1)
-            b, cb, mb = burst(REF_PORT, nginx.pid, steps({}), clients)
-            time.sleep(1)
+            if os.environ.get("FIRST") != "nginx":
+                b, cb, mb = burst(REF_PORT, nginx.pid, steps({}), clients)
+                time.sleep(1)
             rows.append((a, b, sum(ca.values()), sum(cb.values()), ca.get(berthd.pid, 0), ma, mb))
             print("pair %d: wall Berth %.2f s nginx %.2f s (%.2fx) | CPU Berth %.2f s (berthd %.2f, edge %.2f) nginx %.2f s | "
                   "peak RSS Berth %.1f MiB nginx %.1f MiB" % (i + 1, a, b, a / b, rows[-1][2], rows[-1][4], rows[-1][2] - rows[-1][4],

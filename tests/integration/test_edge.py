@@ -183,6 +183,24 @@ class KeptDecisions(BerthTestCase):
         self.assertEqual(kept, unkept, "answers with a link kept differ from berthd's own")
         self.assertNotIn(200, kept[:6])
 
+    def test_a_manifest_uri_spelled_otherwise_gets_berthds_answer(self):
+        """As for blobs: the manifest location is picked by nginx's normalised URI, berthd reads the URI as sent, so a
+        dot segment, a doubled '/', a '..', a %-escape or a query must get berthd's own answer whether or not a link
+        is kept for the plain spelling."""
+        d, raw = self.b.push_image("edge/oddm", "t1", seed=23)
+        odd = ["/v2/edge/./oddm/manifests/t1", "/v2/edge//oddm/manifests/t1", "/v2/zz/../edge/oddm/manifests/t1",
+               "/v2/zz/%2e%2e/edge/oddm/manifests/t1", "/v2/edge/oddm/manifests/%741", "/v2/edge/%6fddm/manifests/t1",
+               "/v2/edge/oddm/manifests/t1%00", "/v2/edge/oddm/manifests/" + d.replace(":", "%3a"),
+               "/v2/edge/oddm/manifests/t1?x=1"]
+        alice = basic("alice")
+        unkept = [raw_get(self.b, o, [alice]) for o in odd]
+        for _ in range(3):  # kept now for the plain spellings
+            for ref in ("t1", d):
+                self.assertEqual(self.get("/v2/edge/oddm/manifests/" + ref, alice)[0], 200)
+        kept = [raw_get(self.b, o, [alice]) for o in odd]
+        self.assertEqual(kept, unkept, "answers with a link kept differ from berthd's own")
+        self.assertNotIn(200, kept[:8])
+
     def test_links_go_within_the_bound_and_leave_nothing(self):
         d = self.b.push_blob("edge/expire", b"expires")
         self.assertEqual(self.get("/v2/edge/expire/blobs/" + d, basic("alice"))[0], 200)

@@ -166,7 +166,7 @@ class PullBurst(unittest.TestCase):
         self.assertEqual(sum(h == b"HTTP/1.1 200" for h in heads), IN_FLIGHT)
         print("\n# IN FLIGHT %d blob GETs held while sent: the edge's workers +%.1f KiB each; berthd answered %d"
               % (IN_FLIGHT, edge / IN_FLIGHT, asked))
-        # the link lives 1-1.25 s: a request that misses it is berthd's and makes it again
+        # the link lives 0.5-1 s: a request that misses it is berthd's and makes it again
         self.assertLess(asked, IN_FLIGHT / 20, "berthd answered %d of %d blob GETs" % (asked, IN_FLIGHT))
         self.assertLess(edge / IN_FLIGHT, 6, "each blob GET the edge holds costs %.1f KiB" % (edge / IN_FLIGHT))
 

@@ -17,7 +17,7 @@ class DatabaseOutage(unittest.TestCase):
         port = str(free_port())
         conninfo = subprocess.run([BERTH_PG, "start", pgdir, port], check=True, capture_output=True, text=True).stdout.strip()
         # The load is a cached manifest GET under Basic: berthd and its edge answer it without the database until the
-        # gate's decision runs out (auth.decision_ttl_seconds, 2 s here; the edge's link up to 1.25 s more), then
+        # gate's decision runs out (auth.decision_ttl_seconds, 2 s here; the edge's link up to 1 s more), then
         # Basic cannot be checked and it is 503. With the default 10 s the first 503 raced the wait below.
         b = Berthd(dbname="berth", env={"BERTH_DATABASE_URL": conninfo, "BERTH_AUTH_DECISION_TTL": "2"}).start().project("outage")
         try:
