@@ -6,6 +6,8 @@ and steadier than anchors-run for one question: how much CPU does Berth's tree s
     tests/integration/bench_burst_pairs.py [PAIRS [CLIENTS]]      (defaults 10 and 2000; run as root, machine quiet)
 
 FIRST=nginx runs the reference first in each pair (default Berth, as anchors-run's first repetition does).
+LARGE_BEFORE=1 first has 32 curl clients GET a 128 MiB file from the reference in each pair, as anchors-run's large
+GET phase does right before its bursts. FAULTS=1 prints each burst's minor page faults in the server's tree.
 
 berthd (build/registry/berthd, or $BIN) runs on a fresh private PostgreSQL with Basic credentials on every request,
 as tests/integration/bench_anchors_burst.sh runs it; the reference is nginx with the harness's configuration. Each
@@ -61,6 +63,10 @@ def cpu(pid):
     return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def minflt(pid):
+    return int(open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()[7])
+
+
 def hwm_kib(pid):
     for line in open("/proc/%d/status" % pid):
         if line.startswith("VmHWM:"):
@@ -75,8 +81,10 @@ def burst(port, pid, steps, n):
     for p in procs:
         with open("/proc/%d/clear_refs" % p, "w") as f:
             f.write("5")  # resets VmHWM to the current RSS
-    c0 = {p: cpu(p) for p in procs}
+    c0, f0 = {p: cpu(p) for p in procs}, sum(minflt(p) for p in procs)
     wall, _, fails = asyncio.run(rb._burst(t, n, steps, 600, True))
+    if os.environ.get("FAULTS") == "1":
+        print("  port %d: %d minor faults in the burst" % (port, sum(minflt(p) for p in procs) - f0), flush=True)
     if fails:
         sys.exit("port %d: failed clients %s" % (port, dict(fails)))
     return wall, {p: cpu(p) - c0[p] for p in procs}, sum(hwm_kib(p) for p in procs) / 1024
@@ -141,7 +149,14 @@ http { access_log off; sendfile on; tcp_nopush on; tcp_nodelay on; keepalive_tim
                     ("GET", "/v2/%s/blobs/%s" % (repo, cd), hdr, len(config)), ("GET", "/v2/%s/blobs/%s" % (repo, ld), hdr, len(layer))]
         print("pids: Berth %s, nginx %s" % (tree(berthd.pid), tree(nginx.pid)), flush=True)  # for perf record -a
         rows = []
+        big = D + "/static/big"
+        with open(big, "wb") as f:
+            f.write(os.urandom(1 << 20) * 128)
         for i in range(pairs):
+            if os.environ.get("LARGE_BEFORE") == "1":
+                curls = [subprocess.Popen(["curl", "-s", "-o", "/dev/null", "http://127.0.0.1:%d/big" % REF_PORT]) for _ in range(32)]
+                for c in curls:
+                    c.wait()
             if os.environ.get("FIRST") == "nginx":
                 b, cb, mb = burst(REF_PORT, nginx.pid, steps({}), clients)
                 time.sleep(1)
