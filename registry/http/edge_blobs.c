@@ -257,31 +257,92 @@ static void retire_repo(const char *name, const char *repository)
     }
 }
 
+/* The buckets the janitor has seen and since when (monotonic): a wall clock set back must not make a bucket's
+ * links findable again long after they were made (janitor only, under buckets_lock held for writing) */
+#define SEEN_MAX 64
+#define BUCKET_AGE_MS 2500 /* the oldest a bucket gets normally: made 0.5 s before its half second, kept 0.5 s after */
+static struct {
+    int64_t bucket;
+    struct timespec since;
+} seen[SEEN_MAX];
+static int seen_n;
+
+/* whether bucket `b` (in the listing now) has been seen for longer than BUCKET_AGE_MS; records it if new */
+static int seen_too_long(int64_t b)
+{
+    for (int i = 0; i < seen_n; i++) {
+        if (seen[i].bucket == b) {
+            struct timespec until = seen[i].since;
+            mono_add(&until, BUCKET_AGE_MS);
+            return mono_passed(&until);
+        }
+    }
+    if (seen_n < SEEN_MAX) {
+        seen[seen_n].bucket = b;
+        clock_gettime(CLOCK_MONOTONIC, &seen[seen_n++].since);
+    }
+    return 0;
+}
+
+static void seen_forget(int64_t b)
+{
+    for (int i = 0; i < seen_n; i++)
+        if (seen[i].bucket == b)
+            seen[i--] = seen[--seen_n];
+}
+
+static void retire_one(int64_t b, const char *repository)
+{
+    char name[BUCKET_NAME];
+    bucket_name(b, name);
+    if (repository != NULL) {
+        retire_repo(name, repository);
+    } else {
+        retire(name);
+        seen_forget(b);
+    }
+}
+
+/* the top directory, open from start to stop: a forget lists it with no new descriptor (none may be left) */
+static DIR *top_dir;
+
 /*
  * Under buckets_lock held for writing: every bucket (`all`) or those nginx no longer looks in — any but the last,
- * now's and the next (an older one, or a newer one after the clock was set back; the last stays for an nginx whose
- * cached clock has not yet moved on: it lags, it never leads) — each whole, or only `repository`'s links in each
- * (not NULL).
+ * now's and the next (an older one, a newer one after the clock was set back, one seen for longer than a bucket
+ * lives; the last stays for an nginx whose cached clock has not yet moved on: it lags, it never leads) — each
+ * whole, or only `repository`'s links in each (not NULL). The buckets nginx may look in around now go first by
+ * name, with no listing; then every other the listing shows.
  */
 static void retire_buckets(int all, const char *repository)
 {
     int64_t now = bucket_now();
-    char names[64][BUCKET_NAME]; /* two or three: the janitor removes the others every half second */
-    int n = 0;
-    DIR *d = opendir(dir_path);
-    if (d == NULL)
+    if (all)
+        for (int64_t b = now - 2; b <= now + 2; b++)
+            retire_one(b, repository);
+    if (top_dir == NULL) {
+        berth_log_warn("edge: cannot list %s: only the buckets around now were retired", dir_path);
         return;
-    for (struct dirent *e; n < 64 && (e = readdir(d)) != NULL;) {
-        int64_t b = bucket_parse(e->d_name);
-        if (b >= 0 && (all || b < now - 1 || b > now + 1))
-            snprintf(names[n++], BUCKET_NAME, "%.23s", e->d_name);
     }
-    closedir(d);
-    for (int i = 0; i < n; i++) {
-        if (repository != NULL)
-            retire_repo(names[i], repository);
-        else
-            retire(names[i]);
+    int64_t found[64];
+    int more = 1;
+    while (more) { /* in batches: renames while reading may show an entry twice (ENOENT then) or not at all */
+        int n = 0;
+        rewinddir(top_dir);
+        more = 0;
+        for (struct dirent *e; (e = readdir(top_dir)) != NULL;) {
+            int64_t b = bucket_parse(e->d_name);
+            if (b < 0 || (all && b >= now - 2 && b <= now + 2))
+                continue;
+            if (!all && b >= now - 1 && b <= now + 1 && !seen_too_long(b))
+                continue;
+            if (n == (int)(sizeof(found) / sizeof(found[0]))) {
+                more = repository == NULL; /* whole buckets leave the listing: list again for the rest */
+                break;
+            }
+            found[n++] = b;
+        }
+        for (int i = 0; i < n; i++)
+            retire_one(found[i], repository);
     }
 }
 
@@ -353,6 +414,10 @@ void berth_edge_decisions_remove(void)
     if (on)
         pthread_join(janitor, NULL);
     pthread_rwlock_wrlock(&buckets_lock); /* a keep that saw the directory ready has made its link */
+    if (top_dir != NULL)
+        closedir(top_dir);
+    top_dir = NULL;
+    seen_n = 0;
     remove_tree(dir_path);
     pthread_rwlock_unlock(&buckets_lock);
     char p[sizeof(dir_path) + 8];
@@ -369,7 +434,8 @@ static void forget_in(const char *repository)
         return;
     pthread_rwlock_wrlock(&buckets_lock);
     __atomic_add_fetch(&epoch, 1, __ATOMIC_ACQ_REL); /* a keep of a decision read before this makes no link */
-    retire_buckets(1, repository);
+    if (berth_edge_decisions_path() != NULL)         /* not removed (at stop) meanwhile */
+        retire_buckets(1, repository);
     pthread_rwlock_unlock(&buckets_lock);
     pthread_mutex_lock(&janitor_mu);
     pthread_cond_signal(&janitor_cv); /* their removal need not wait for the next period */
@@ -427,7 +493,10 @@ int berth_edge_decisions_dir(const char *run_dir, const char *blob_root, long ma
         remove_tree(dir_path);
         return -1;
     }
-    if (start_janitor() != 0) {
+    if ((top_dir = opendir(dir_path)) == NULL || start_janitor() != 0) {
+        if (top_dir != NULL)
+            closedir(top_dir);
+        top_dir = NULL;
         berth_log_warn("edge: cannot start the janitor of %s: blob GETs by digest are decided by berthd one by one", dir_path);
         remove_tree(dir_path);
         return -1;

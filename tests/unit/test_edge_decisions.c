@@ -4,12 +4,14 @@
  * made for a decision read before a forget, never for names deeper than the bound, and never past the bound on inodes, whatever
  * many credentials and threads ask at once.
  */
+#include <fcntl.h>
 #include <ftw.h>
 #include <glob.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -131,8 +133,8 @@ int main(void)
     }
     const char *admin = "Basic YWRtaW46cGFzcw==";
 
+    double t0 = now(); /* before the keep: it may cross a half second */
     berth_edge_decisions_keep(admin, "p/r", digest, berth_edge_decisions_epoch());
-    double t0 = now();
     char pattern[PATH_MAX], target[PATH_MAX] = "";
     snprintf(pattern, sizeof(pattern), "%s/%s/p/r/~/b/YWRtaW46cGFzcw==/%s", berth_edge_decisions_path(), bucket(), hex);
     glob_t g;
@@ -158,6 +160,23 @@ int main(void)
     ok(found("b/YWRtaW46cGFzcw==", "p/r") == 1, "kept again");
     berth_edge_decisions_forget();
     ok(found("b/YWRtaW46cGFzcw==", "p/r") == 0, "a forget removes it before it returns");
+
+    /* out of descriptors (a connection flood): a forget needs none, so revocation still takes the links at once */
+    berth_edge_decisions_keep(admin, "p/r", digest, berth_edge_decisions_epoch());
+    struct rlimit was;
+    getrlimit(RLIMIT_NOFILE, &was);
+    int fds[256], nfd = 0, probe = open("/dev/null", O_RDONLY);
+    struct rlimit low = {(rlim_t)probe + 32, was.rlim_max};
+    close(probe);
+    setrlimit(RLIMIT_NOFILE, &low);
+    while (nfd < 256 && (fds[nfd] = open("/dev/null", O_RDONLY)) >= 0)
+        nfd++;
+    int exhausted = nfd < 256 && open("/dev/null", O_RDONLY) < 0;
+    berth_edge_decisions_forget();
+    while (nfd > 0)
+        close(fds[--nfd]);
+    setrlimit(RLIMIT_NOFILE, &was);
+    ok(exhausted && found("b/YWRtaW46cGFzcw==", "p/r") == 0, "a forget with no descriptor left removes it too");
 
     uint64_t before = berth_edge_decisions_epoch();
     berth_edge_decisions_forget();
