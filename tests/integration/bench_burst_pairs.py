@@ -149,9 +149,9 @@ http { access_log off; sendfile on; tcp_nopush on; tcp_nodelay on; keepalive_tim
                     ("GET", "/v2/%s/blobs/%s" % (repo, cd), hdr, len(config)), ("GET", "/v2/%s/blobs/%s" % (repo, ld), hdr, len(layer))]
         print("pids: Berth %s, nginx %s" % (tree(berthd.pid), tree(nginx.pid)), flush=True)  # for perf record -a
         rows = []
-        big = D + "/static/big"
-        with open(big, "wb") as f:
-            f.write(os.urandom(1 << 20) * 128)
+        if os.environ.get("LARGE_BEFORE") == "1":  # the large file only when it is used
+            with open(D + "/static/big", "wb") as f:
+                f.write(os.urandom(1 << 20) * 128)
         for i in range(pairs):
             if os.environ.get("LARGE_BEFORE") == "1":
                 curls = [subprocess.Popen(["curl", "-s", "-o", "/dev/null", "http://127.0.0.1:%d/big" % REF_PORT]) for _ in range(32)]
