@@ -230,31 +230,26 @@ static int64_t bucket_parse(const char *name)
     return sec * 2 + (name[i] == 'b');
 }
 
-/* Bucket `name` goes whole, in one rename (buckets_lock held for writing) */
-static void retire(const char *name)
+/* `from` goes whole, in one rename into the trash (buckets_lock held for writing); `top_counted` as for empty_tree */
+static void retire_path(const char *from, const char *trash_prefix, int top_counted)
 {
-    char from[sizeof(dir_path) + BUCKET_NAME + 1], to[sizeof(dir_path) + 32];
-    snprintf(from, sizeof(from), "%s/%.23s", dir_path, name);
-    snprintf(to, sizeof(to), "%s/.%lu", dir_path, trash++);
+    char to[sizeof(dir_path) + 32];
+    snprintf(to, sizeof(to), "%s/%s%lu", dir_path, trash_prefix, trash++);
     if (rename(from, to) != 0 && errno != ENOENT) {
         /* its links must not outlive this moment: removed here, however long it takes */
         berth_log_warn("edge: cannot rename %s away (%s): emptied in place", from, strerror(errno));
-        empty_tree(from, NULL, 0);
+        empty_tree(from, NULL, top_counted);
     }
 }
 
-/* A repository's links in bucket `name` go whole, in one rename (buckets_lock held for writing) */
-static void retire_repo(const char *name, const char *repository)
+/* Bucket `name` whole, or only `repository`'s links in it (not NULL) */
+static void retire(const char *name, const char *repository)
 {
-    char from[PATH_MAX], to[sizeof(dir_path) + 32];
-    int n = snprintf(from, sizeof(from), "%s/%s/%s/~", dir_path, name, repository);
-    if (n < 0 || (size_t)n >= sizeof(from)) /* a name keep never makes */
-        return;
-    snprintf(to, sizeof(to), "%s/.~%lu", dir_path, trash++);
-    if (rename(from, to) != 0 && errno != ENOENT) {
-        berth_log_warn("edge: cannot rename a repository's links away (%s): emptied in place", strerror(errno));
-        empty_tree(from, NULL, 1);
-    }
+    char from[PATH_MAX];
+    int n = repository == NULL ? snprintf(from, sizeof(from), "%s/%.23s", dir_path, name)
+                               : snprintf(from, sizeof(from), "%s/%s/%s/~", dir_path, name, repository);
+    if (n > 0 && (size_t)n < sizeof(from)) /* else a path keep never makes */
+        retire_path(from, repository == NULL ? "." : ".~", repository != NULL);
 }
 
 /* The buckets the janitor has seen and since when (monotonic): a wall clock set back must not make a bucket's
@@ -295,12 +290,9 @@ static void retire_one(int64_t b, const char *repository)
 {
     char name[BUCKET_NAME];
     bucket_name(b, name);
-    if (repository != NULL) {
-        retire_repo(name, repository);
-    } else {
-        retire(name);
+    retire(name, repository);
+    if (repository == NULL)
         seen_forget(b);
-    }
 }
 
 /* the top directory, open from start to stop: a forget lists it with no new descriptor (none may be left) */

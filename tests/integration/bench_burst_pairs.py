@@ -7,7 +7,12 @@ and steadier than anchors-run for one question: how much CPU does Berth's tree s
 
 FIRST=nginx runs the reference first in each pair (default Berth, as anchors-run's first repetition does).
 LARGE_BEFORE=1 first has 32 curl clients GET a 128 MiB file from the reference in each pair, as anchors-run's large
-GET phase does right before its bursts. FAULTS=1 prints each burst's minor page faults in the server's tree.
+GET phase does right before its bursts; LARGE_BEFORE=berth has them GET a 128 MiB blob from Berth instead (in
+anchors-run Berth serves the last large repetition right before its first burst). FAULTS=1 prints each burst's
+minor page faults in the server's tree. IDLE=<s> sleeps that long before each Berth burst (the gate's decision and
+the edge's links run out); WARM=1 has one client fetch the three first (both kept). DETAIL=1 prints, per burst,
+how many requests reached berthd itself, the client's own CPU, client completion quantiles and the kernel's TCP
+counters that moved (listen overflows, retransmission timeouts, loopback backlog drops).
 
 berthd (build/registry/berthd, or $BIN) runs on a fresh private PostgreSQL with Basic credentials on every request,
 as tests/integration/bench_anchors_burst.sh runs it; the reference is nginx with the harness's configuration. Each
@@ -74,6 +79,27 @@ def hwm_kib(pid):
     return 0
 
 
+def netstat():
+    """The kernel's TCP counters that tell a listen queue overflow or a retransmitted SYN"""
+    want, out = ("ListenOverflows", "ListenDrops", "TCPSynRetrans", "TCPTimeouts", "TCPReqQFullDrop", "TCPBacklogDrop"), {}
+    lines = open("/proc/net/netstat").read().splitlines()
+    for head, vals in zip(lines[::2], lines[1::2]):
+        for k, v in zip(head.split()[1:], vals.split()[1:]):
+            if k in want:
+                out[k] = int(v)
+    out["softnet_dropped"] = sum(int(line.split()[1], 16) for line in open("/proc/net/softnet_stat"))  # backlog full
+    return out
+
+
+def answered(port):
+    """Requests berthd answered itself (its /metrics), 0 for the reference"""
+    if port != PORT:
+        return 0
+    _, _, body = http("GET", "http://127.0.0.1:%d/metrics" % PORT)
+    return sum(int(float(line.rsplit(" ", 1)[1])) for line in body.decode().splitlines()
+               if line.startswith("berth_http_requests_total{") and 'route="metrics"' not in line)
+
+
 def burst(port, pid, steps, n):
     """-> (wall s, {pid: CPU s}, peak RSS of the tree in MiB: the sum of each process's high-water mark, reset first)"""
     t = types.SimpleNamespace(host="127.0.0.1", port=port, hostport="127.0.0.1:%d" % port, label=str(port))
@@ -82,7 +108,18 @@ def burst(port, pid, steps, n):
         with open("/proc/%d/clear_refs" % p, "w") as f:
             f.write("5")  # resets VmHWM to the current RSS
     c0, f0 = {p: cpu(p) for p in procs}, sum(minflt(p) for p in procs)
-    wall, _, fails = asyncio.run(rb._burst(t, n, steps, 600, True))
+    before = answered(port) if os.environ.get("DETAIL") == "1" else None
+    net0 = netstat()
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    wall, per, fails = asyncio.run(rb._burst(t, n, steps, 600, True))
+    if before is not None and per:
+        ru2 = resource.getrusage(resource.RUSAGE_SELF)
+        q = lambda f: per[int(f * (len(per) - 1))]
+        print("  port %d: %d requests reached berthd; the client's CPU %.2f s user %.2f s sys; client completion p1 %.2f "
+              "p10 %.2f p50 %.2f p90 %.2f s" % (port, answered(port) - before, ru2.ru_utime - ru.ru_utime, ru2.ru_stime - ru.ru_stime,
+                                                q(0.01), q(0.1), q(0.5), q(0.9)), flush=True)
+        net1 = netstat()
+        print("  port %d: kernel: %s" % (port, " ".join("%s %d" % (k, net1[k] - net0[k]) for k in sorted(net1) if net1[k] != net0[k])))
     if os.environ.get("FAULTS") == "1":
         print("  port %d: %d minor faults in the burst" % (port, sum(minflt(p) for p in procs) - f0), flush=True)
     if fails:
@@ -149,17 +186,28 @@ http { access_log off; sendfile on; tcp_nopush on; tcp_nodelay on; keepalive_tim
                     ("GET", "/v2/%s/blobs/%s" % (repo, cd), hdr, len(config)), ("GET", "/v2/%s/blobs/%s" % (repo, ld), hdr, len(layer))]
         print("pids: Berth %s, nginx %s" % (tree(berthd.pid), tree(nginx.pid)), flush=True)  # for perf record -a
         rows = []
-        if os.environ.get("LARGE_BEFORE") == "1":  # the large file only when it is used
+        large = os.environ.get("LARGE_BEFORE")
+        if large in ("1", "berth"):  # the large file only when it is used
+            big = os.urandom(1 << 20) * 128
             with open(D + "/static/big", "wb") as f:
-                f.write(os.urandom(1 << 20) * 128)
+                f.write(big)
+            big_url = "http://127.0.0.1:%d/big" % REF_PORT
+            if large == "berth":  # from Berth, as anchors-run's last large repetition before Berth's first burst
+                big_url = "%s/v2/%s/blobs/%s" % (base, repo, push(base, repo, big))
+                big_auth = ["-u", "admin:" + PW]
         for i in range(pairs):
-            if os.environ.get("LARGE_BEFORE") == "1":
-                curls = [subprocess.Popen(["curl", "-s", "-o", "/dev/null", "http://127.0.0.1:%d/big" % REF_PORT]) for _ in range(32)]
+            if large in ("1", "berth"):
+                curls = [subprocess.Popen(["curl", "-sf", "-o", "/dev/null"] + (big_auth if large == "berth" else []) + [big_url])
+                         for _ in range(32)]
                 for c in curls:
                     c.wait()
             if os.environ.get("FIRST") == "nginx":
                 b, cb, mb = burst(REF_PORT, nginx.pid, steps({}), clients)
                 time.sleep(1)
+            if os.environ.get("IDLE"):  # the gate's decision (10 s) and the edge's links run out first
+                time.sleep(float(os.environ["IDLE"]))
+            if os.environ.get("WARM") == "1":  # one client first: the decision and the links are kept
+                burst(PORT, berthd.pid, steps(auth), 1)
             a, ca, ma = burst(PORT, berthd.pid, steps(auth), clients)
             time.sleep(1)
             if os.environ.get("FIRST") != "nginx":
