@@ -37,7 +37,7 @@ echo "== libFuzzer runs (clang, ASan+UBSan)"
 # Every suite runs under ASan+UBSan below. The release build runs what only it can tell: the lints, the memory
 # bounds (RSS means nothing under ASan), the unit tests and corpus replays optimised, and the suites whose deadlines
 # and figures are those of the build users run: stock clients, the edge's fast path, the fault and outage deadlines,
-# the first start. The whole suite on both builds took 39-42 min on 2 cores; the budget is 30.
+# the first start. The whole suite on both builds took 37-42 min on 2 cores; the budget is 30.
 # Arguments (ctest's, e.g. -R) replace this selection on both builds.
 release_tests='^(lint_.*|unit_.*|fuzz_replay_.*|webui_unit|deploy_k8s.*|integration_(memory|clients|edge|faults|outage|firstrun))$'
 if [ $# -gt 0 ]; then release_args=("$@"); else release_args=(-R "$release_tests"); fi

@@ -338,12 +338,14 @@ class TwoInstances(BerthTestCase):
         per_minute = ("SELECT count(*) = count(DISTINCT date_trunc('minute', start_time)) FROM retention_executions "
                       "WHERE trigger = 'SCHEDULE'")
         self.assertEqual(self.sql(per_minute), "t")
-        minute = self.sql("SELECT extract(epoch FROM last_fired)::bigint FROM retention_policies WHERE id = %d" % rid)
-        fired = int(self.sql("SELECT count(*) FROM retention_executions WHERE trigger = 'SCHEDULE'"))
+        # the mark and the count in one snapshot (a fire moves both in one statement): read apart, a fire between
+        # the two reads would look like a run without a minute or a minute without a run
+        mark = ("SELECT extract(epoch FROM last_fired)::bigint || ' ' || (SELECT count(*) FROM retention_executions "
+                "WHERE trigger = 'SCHEDULE') FROM retention_policies WHERE id = %d" % rid)
+        minute, fired = self.sql(mark).split()
         time.sleep(6)  # both instances tick (every 5 s) again within that minute, unless it just ended
-        same = int(self.sql("SELECT count(*) FROM retention_executions WHERE trigger = 'SCHEDULE'"))
-        moved = self.sql("SELECT extract(epoch FROM last_fired)::bigint FROM retention_policies WHERE id = %d" % rid) != minute
-        self.assertEqual(same, fired + 1 if moved else fired)
+        moved, same = self.sql(mark).split()
+        self.assertEqual(int(same), int(fired) + 1 if moved != minute else int(fired))
         self.assertEqual(self.sql(per_minute), "t")
         logs = self.b.logs() + self.b2.logs()
         for eid in self.sql("SELECT id FROM retention_executions WHERE trigger = 'SCHEDULE' AND status = 'Success'").split():
